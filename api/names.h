@@ -1,0 +1,37 @@
+// api/names.h — the names that make up this project's API contract
+// (../shared/DESIGN.md section 2) and the KubeVirt names it relies on.
+#pragma once
+
+#include <string_view>
+
+namespace kmt::api {
+
+// VMIM annotation carrying the JSON of a core/v1 NodeSelectorTerm. KubeVirt's
+// VMIM CRD is structural, so an unknown spec field would be pruned; the
+// request therefore travels as an annotation, read through AddedTermSource().
+inline constexpr std::string_view kAddedTermAnnotation =
+    "migration-target.kubevirt.io/added-node-selector-term";
+
+// Scheduling gate held on the target virt-launcher pod until the term is ANDed in.
+inline constexpr std::string_view kSchedulingGate =
+    "migration-target.kubevirt.io/added-node-selector-term";
+
+// VMIM status.conditions[].type values this operator owns.
+inline constexpr std::string_view kConditionTermApplied = "addedNodeSelectorTermApplied";
+inline constexpr std::string_view kConditionTargetPodUnschedulable = "targetPodUnschedulable";
+
+// RBAC: who may set the request (checked by SubjectAccessReview).
+inline constexpr std::string_view kRbacGroup = "migration-target.kubevirt.io";
+inline constexpr std::string_view kRbacResource = "addednodeselectorterms";
+inline constexpr std::string_view kRbacVerb = "use";
+
+// KubeVirt's markings of a migration target virt-launcher pod.
+inline constexpr std::string_view kLabelApp = "kubevirt.io";  // = "virt-launcher"
+inline constexpr std::string_view kLabelAppValue = "virt-launcher";
+inline constexpr std::string_view kLabelMigrationJobUID = "kubevirt.io/migrationJobUID";
+inline constexpr std::string_view kAnnotationMigrationJobName = "kubevirt.io/migrationJobName";
+inline constexpr std::string_view kLabelCreatedBy = "kubevirt.io/created-by";  // VMI uid
+inline constexpr std::string_view kAnnotationEvacuationMigration =
+    "kubevirt.io/evacuationMigration";
+
+}  // namespace kmt::api

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every system dependency of the build and the tests, idempotently.
+# Debian packages through apt-get; the Go toolchain is the machine's own (see
+# hack/versions.env for the minimum); Kubernetes, etcd and KubeVirt binaries are
+# built from Go modules by e2e/build-binaries.sh, cached outside the repo.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap          # Bazel 4.2.3, used fully offline (see WORKSPACE)
+  g++
+  libcpp-httplib-dev       # HTTP(S) client and server
+  nlohmann-json3-dev
+  catch2
+  libboost-dev             # Asio
+  libssl-dev
+  zlib1g-dev
+  libbrotli-dev
+  libyaml-cpp-dev          # kubeconfig parsing
+  libfmt-dev
+  libcli11-dev
+  libbenchmark-dev
+  clang-format
+  clang-tidy
+  openssl                  # certificates for the e2e control plane
+  curl
+  procps
+  python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  for d in /usr/local/go/bin "$HOME/go/bin"; do [[ -x $d/go ]] && export PATH="$d:$PATH"; done
+fi
+command -v go >/dev/null 2>&1 || { echo "install-deps: the Go toolchain (>= 1.24) is required for e2e" >&2; exit 1; }
+echo "install-deps: ok (bazel $(bazel --version 2>/dev/null | awk '{print $2}'), $(go version | awk '{print $3}'))"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The test command of the README: installs what is missing, runs every Bazel
+# test (unit and component tiers), then the e2e tier on a real control plane.
+# Ends with one summary line "summary: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+./hack/install-deps.sh || exit 1
+
+CACHE_ROOT=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
+mkdir -p "$CACHE_ROOT/bazel-disk"
+
+echo "=== tier 1+2: bazel test //..."
+bazel test --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short //... 2>&1 | tee /tmp/kmt-bazel-test.log \
+  | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'
+bazel_rc=${PIPESTATUS[0]}
+unit_summary=$(python3 hack/catch2_summary.py "$(bazel info bazel-testlogs 2>/dev/null)")
+echo "unit: $unit_summary"
+
+e2e_summary="0 passed, 0 failed"
+e2e_rc=0
+if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
+  echo "=== tier 3: e2e on a real control plane"
+  e2e/run.sh 2>&1 | tee /tmp/kmt-e2e.log
+  e2e_rc=${PIPESTATUS[0]}
+  e2e_summary=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' /tmp/kmt-e2e.log | tail -1 | sed 's/^e2e: //')
+  [[ -n $e2e_summary ]] || e2e_summary="0 passed, 1 failed"
+fi
+
+python3 - "$unit_summary" "$e2e_summary" "$bazel_rc" "$e2e_rc" <<'PY'
+import re, sys
+p = f = 0
+for s in sys.argv[1:3]:
+    m = re.search(r'(\d+) passed, (\d+) failed', s)
+    if m:
+        p += int(m.group(1)); f += int(m.group(2))
+if int(sys.argv[3]) != 0 or int(sys.argv[4]) != 0:
+    f = max(f, 1)
+print(f"summary: {p} passed, {f} failed")
+PY
+[[ $bazel_rc -eq 0 && $e2e_rc -eq 0 ]]

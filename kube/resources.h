@@ -1,0 +1,22 @@
+// kube/resources.h — the REST resources this project reads or writes.
+// Every verb used on each is granted in manifests/default (a test checks it).
+#pragma once
+
+#include "kube/client.h"
+
+namespace kmt::kube {
+
+inline const Resource kPods{"", "v1", "pods", true, "Pod"};
+inline const Resource kNodes{"", "v1", "nodes", false, "Node"};
+inline const Resource kEvents{"", "v1", "events", true, "Event"};
+inline const Resource kNamespaces{"", "v1", "namespaces", false, "Namespace"};
+inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true, "Lease"};
+inline const Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
+                                            false, "SubjectAccessReview"};
+inline const Resource kVirtualMachineInstances{"kubevirt.io", "v1", "virtualmachineinstances", true,
+                                               "VirtualMachineInstance"};
+inline const Resource kVirtualMachineInstanceMigrations{
+    "kubevirt.io", "v1", "virtualmachineinstancemigrations", true,
+    "VirtualMachineInstanceMigration"};
+
+}  // namespace kmt::kube
