@@ -1,0 +1,86 @@
+// api/explain.h — why can't the target pod go to node X? A pure scheduling explainer.
+//
+// For every node it reports either "fits" or every reason the scheduler would keep the
+// target pod off it: the admin's added term, cordon, readiness, untolerated
+// NoSchedule/NoExecute taints, the VM's own nodeSelector and required node affinity, the
+// VM already running there (source node, or KubeVirt's anti-affinity to the source
+// virt-launcher pod), and allocatable cpu/memory/pods/extended resources after the pods
+// already bound there. It mirrors the filters of kube-scheduler (NodeUnschedulable,
+// TaintToleration, NodeAffinity, InterPodAffinity, NodeResourcesFit), not its scoring.
+//
+// Cost: the constructor does the per-pod work once (interning keys, summing bound pods
+// per node); Evaluate() then allocates nothing, so a cluster of thousands of nodes is
+// cheap to explain. Text is only rendered for the nodes reported.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/node_selector.h"
+#include "api/projections.h"
+
+namespace kmt::api {
+
+enum class ReasonKind : uint8_t {
+  kExcludedByAddedTerm,
+  kCordoned,
+  kNotReady,
+  kTaintNotTolerated,
+  kNodeSelectorMismatch,   // the VM's own spec.nodeSelector
+  kOwnAffinityExcludes,    // the VM's own required node affinity
+  kAlreadyRunsThere,       // source node or anti-affinity to the source pod
+  kInsufficientResource,   // cpu, memory, pods or an extended resource
+};
+inline constexpr int kReasonKindCount = 8;
+
+// Bit (1u << kind) per reason present; 0 means the node fits.
+using ReasonMask = uint32_t;
+constexpr ReasonMask Bit(ReasonKind k) { return 1u << static_cast<unsigned>(k); }
+
+struct Reason {
+  ReasonKind kind;
+  std::string text;  // e.g. "taint dedicated=gpu:NoSchedule not tolerated"
+  bool operator==(const Reason&) const = default;
+};
+
+struct NodeExplanation {
+  std::string node;
+  bool allowed_by_term = true;  // the added term (if any) matches this node
+  std::vector<Reason> reasons;  // empty: fits
+  bool fits() const { return reasons.empty(); }
+};
+
+class Explainer {
+ public:
+  // `pod.required_affinity` must be the VM's own (without the added term).
+  // `added_term` may be null. `nodes` and `bound` must outlive the Explainer.
+  Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term, std::string_view source_node,
+            std::span<const NodeInfo> nodes, std::span<const BoundPod> bound);
+
+  size_t node_count() const { return nodes_.size(); }
+  // Hot path: the reasons node `i` is out, as a mask. No allocation.
+  ReasonMask Evaluate(size_t i) const;
+  // Cold path: the full explanation of node `i`, with texts.
+  NodeExplanation Explain(size_t i) const;
+  // Every node, sorted by name.
+  std::vector<NodeExplanation> ExplainAll() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+  std::span<const NodeInfo> nodes_;
+};
+
+// One bounded message about the nodes the added term allows (all nodes without a term),
+// sorted by name: "node-a: cordoned; node-b: taint k=v:NoSchedule not tolerated,
+// insufficient memory (requested 2Gi, free 1Gi); ... and 7 more nodes". Fitting nodes
+// are listed as "node-c: fits". No allowed node: "no node matches the added term".
+std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations,
+                                 size_t max_nodes = 10);
+
+}  // namespace kmt::api

@@ -1,0 +1,30 @@
+// api/node_match.h — does a node selector match a node (Kubernetes' semantics,
+// k8s.io/component-helpers/scheduling/corev1/nodeaffinity and
+// k8s.io/apimachinery/pkg/labels/selector.go Requirement.Matches):
+//  - terms are ORed, requirements in a term ANDed; a term with no requirements
+//    matches nothing (and so does a selector with no terms);
+//  - In: label present with one of the values; NotIn: label absent or not one of them;
+//  - Exists / DoesNotExist: label present / absent;
+//  - Gt / Lt: label present, both label and the single value parse as integers, and
+//    compare; anything else does not match;
+//  - matchFields: only metadata.name, compared with the node name (In / NotIn);
+//    an unknown operator or field matches nothing.
+#pragma once
+
+#include <string_view>
+
+#include "api/labels.h"
+#include "api/node_selector.h"
+
+namespace kmt::api {
+
+using NodeLabels = Labels;
+
+bool RequirementMatchesLabels(const NodeSelectorRequirement& r, const NodeLabels& labels);
+bool FieldRequirementMatchesNode(const NodeSelectorRequirement& r, std::string_view node_name);
+bool TermMatchesNode(const NodeSelectorTerm& term, const NodeLabels& labels,
+                     std::string_view node_name);
+bool SelectorMatchesNode(const NodeSelector& selector, const NodeLabels& labels,
+                         std::string_view node_name);
+
+}  // namespace kmt::api

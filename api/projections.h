@@ -1,0 +1,150 @@
+// api/projections.h — compact views of Node, target Pod and VMIM objects that keep only
+// what the operator uses. Caches hold tens of thousands of these, so label-like strings
+// are interned (api/labels.h) and nothing else of the object is kept. FromJson never
+// throws: a missing or oddly typed field leaves its default.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/labels.h"
+#include "api/node_selector.h"
+
+namespace kmt::api {
+
+// Resource amounts: cpu in milli-cores, memory in bytes, pods as a count, and every other
+// resource (devices.kubevirt.io/kvm, hugepages-1Gi, ephemeral-storage, …) as whole units
+// keyed by interned name.
+struct Resources {
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  int64_t pods = 0;
+  std::vector<std::pair<const std::string*, int64_t>> scalar;  // sorted by pointer
+
+  // The amount of a scalar resource (0 when absent); `name` interned or nullptr.
+  int64_t Scalar(const std::string* name) const;
+  void AddScalar(const std::string* name, int64_t amount);
+  // Adds a core/v1 ResourceList JSON ({"cpu": "100m", ...}); unparsable amounts skipped.
+  void AddList(const nlohmann::json& list);
+  // Element-wise maximum (init containers: the pod needs the larger of the two).
+  void MaxWith(const Resources& o);
+  void Add(const Resources& o);
+  bool operator==(const Resources&) const = default;
+};
+
+enum class TaintEffect : uint8_t { kNoSchedule, kPreferNoSchedule, kNoExecute, kOther };
+std::string_view ToString(TaintEffect e);
+TaintEffect ParseTaintEffect(std::string_view s);
+
+struct Taint {
+  const std::string* key = nullptr;    // interned
+  const std::string* value = nullptr;  // interned ("" when absent)
+  TaintEffect effect = TaintEffect::kOther;
+  bool operator==(const Taint&) const = default;
+};
+
+enum class ConditionStatus : uint8_t { kUnknown, kTrue, kFalse };
+ConditionStatus ParseConditionStatus(std::string_view s);  // "True"/"False"/other
+std::string_view ToString(ConditionStatus s);
+
+struct NodeInfo {
+  std::string name;
+  Labels labels;
+  bool unschedulable = false;                      // spec.unschedulable (cordoned)
+  std::vector<Taint> taints;                       // spec.taints
+  ConditionStatus ready = ConditionStatus::kUnknown;  // status.conditions[type=Ready]
+  Resources allocatable;                           // status.allocatable
+
+  static NodeInfo FromJson(const nlohmann::json& node);
+};
+
+struct Toleration {
+  std::string key;       // "" with Exists: every key
+  std::string op;        // "Exists" or "Equal" ("" means Equal)
+  std::string value;
+  std::string effect;    // "" matches every effect
+  bool operator==(const Toleration&) const = default;
+};
+
+// A metav1.LabelSelector (matchExpressions use In/NotIn/Exists/DoesNotExist).
+struct LabelSelector {
+  std::vector<std::pair<std::string, std::string>> match_labels;
+  std::vector<NodeSelectorRequirement> match_expressions;
+  bool operator==(const LabelSelector&) const = default;
+};
+
+// One requiredDuringSchedulingIgnoredDuringExecution pod (anti-)affinity term.
+struct PodAffinityTerm {
+  LabelSelector selector;
+  std::string topology_key;
+  std::vector<std::string> namespaces;  // empty: the pod's own namespace
+  bool operator==(const PodAffinityTerm&) const = default;
+};
+
+struct TargetPod {
+  std::string ns, name, uid, resource_version;
+  std::string migration_job_uid;   // label kubevirt.io/migrationJobUID
+  std::string created_by;          // label kubevirt.io/created-by (the VMI uid)
+  std::string migration_job_name;  // annotation kubevirt.io/migrationJobName
+  std::string node_name;           // spec.nodeName ("" while unscheduled)
+  std::string phase;               // status.phase
+  std::vector<std::string> gates;  // spec.schedulingGates[].name
+  bool has_gate = false;           // gates contain api::kSchedulingGate
+  // status.conditions[type=PodScheduled]
+  ConditionStatus scheduled = ConditionStatus::kUnknown;
+  std::string scheduled_reason, scheduled_message;
+  std::vector<Toleration> tolerations;
+  std::vector<std::pair<std::string, std::string>> node_selector;  // spec.nodeSelector
+  std::optional<NodeSelector> required_affinity;   // nodeAffinity.required…
+  std::vector<PodAffinityTerm> anti_affinity;      // podAntiAffinity.required…
+  Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
+  // While the pod has the gate: the JSON needed to compute the AND patch without another
+  // read ({"metadata": {uid, resourceVersion}, "spec": {affinity, schedulingGates}}),
+  // compactly serialised. Empty once the gate is gone.
+  std::string patch_basis;
+
+  static TargetPod FromJson(const nlohmann::json& pod);
+  // The basis as JSON, for AndTermIntoPod (null when the pod is not gated).
+  nlohmann::json PatchBasis() const;
+};
+
+// A pod already bound to a node: what the explainer needs from it.
+struct BoundPod {
+  std::string node_name, ns;
+  Labels labels;
+  Resources requests;
+
+  static BoundPod FromJson(const nlohmann::json& pod);
+};
+
+struct MigrationCondition {
+  std::string type, status, reason, message, last_probe_time, last_transition_time;
+  bool operator==(const MigrationCondition&) const = default;
+};
+
+struct MigrationInfo {
+  std::string ns, name, uid, resource_version;
+  std::string vmi_name;  // spec.vmiName
+  std::string phase;     // status.phase
+  std::optional<std::string> added_term_text;  // AddedTermSource()
+  std::vector<std::pair<std::string, std::string>> added_node_selector;  // spec.addedNodeSelector
+  std::vector<MigrationCondition> conditions;  // status.conditions
+  std::string target_node, source_node;        // status.migrationState
+  bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
+
+  static MigrationInfo FromJson(const nlohmann::json& vmim);
+  // Succeeded or Failed: KubeVirt never moves a VMIM out of these.
+  bool Final() const;
+};
+
+// Sum of spec.containers[].resources.requests, raised to any larger init container,
+// plus spec.overhead; pods = 1.
+Resources PodRequests(const nlohmann::json& pod);
+
+}  // namespace kmt::api
