@@ -1,0 +1,47 @@
+// controller/rate_limiter.cc
+#include "controller/rate_limiter.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kmt::controller {
+
+TokenBucket::TokenBucket(double qps, int burst, SteadyTime now)
+    : qps_(qps), burst_(burst), tokens_(burst), last_(now) {}
+
+Duration TokenBucket::Reserve(SteadyTime now) {
+  if (now > last_) {
+    tokens_ = std::min(burst_, tokens_ + Seconds(now - last_) * qps_);
+    last_ = now;
+  }
+  tokens_ -= 1;
+  if (tokens_ >= 0) return Duration::zero();
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(-tokens_ / qps_));
+}
+
+RateLimiter::RateLimiter(SteadyTime now, RateLimiterOptions opts)
+    : opts_(opts), bucket_(opts.qps, opts.burst, now) {}
+
+Duration RateLimiter::Backoff(int failures) const {
+  // base * 2^failures, computed in floating point so large exponents cap
+  // instead of overflowing (client-go does the same).
+  double ns = static_cast<double>(opts_.base_delay.count()) * std::pow(2.0, failures);
+  if (ns >= static_cast<double>(opts_.max_delay.count())) return opts_.max_delay;
+  return Duration(static_cast<Duration::rep>(ns));
+}
+
+Duration RateLimiter::When(const std::string& key, SteadyTime now) {
+  int& failures = failures_[key];
+  Duration backoff = Backoff(failures);
+  ++failures;
+  return std::max(backoff, bucket_.Reserve(now));
+}
+
+void RateLimiter::Forget(const std::string& key) { failures_.erase(key); }
+
+int RateLimiter::NumRequeues(const std::string& key) const {
+  auto it = failures_.find(key);
+  return it == failures_.end() ? 0 : it->second;
+}
+
+}  // namespace kmt::controller

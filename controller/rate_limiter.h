@@ -1,0 +1,61 @@
+// controller/rate_limiter.h — how long a failing key waits before its retry.
+//
+// The same policy as controller-runtime's default controller rate limiter
+// (client-go workqueue.DefaultTypedControllerRateLimiter): the maximum of
+//   - a per-key exponential backoff: base * 2^failures, capped (5 ms → 1000 s);
+//   - a global token bucket shared by all keys (10 per second, burst 100),
+//     where every retry takes a token and waits until its token is due.
+// Pure: time is passed in; the caller owns locking.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "controller/clock.h"
+
+namespace kmt::controller {
+
+struct RateLimiterOptions {
+  Duration base_delay = std::chrono::milliseconds(5);
+  Duration max_delay = std::chrono::seconds(1000);
+  double qps = 10;
+  int burst = 100;
+};
+
+// A token bucket that hands out reservations (golang.org/x/time/rate's
+// Reserve semantics): the bucket may go into debt, and the delay is how long
+// until the debt of this reservation is paid.
+class TokenBucket {
+ public:
+  TokenBucket(double qps, int burst, SteadyTime now);
+  Duration Reserve(SteadyTime now);
+
+ private:
+  double qps_;
+  double burst_;
+  double tokens_;
+  SteadyTime last_;
+};
+
+class RateLimiter {
+ public:
+  explicit RateLimiter(SteadyTime now, RateLimiterOptions opts = {});
+
+  // The delay before `key`'s next retry; counts one more failure for it.
+  Duration When(const std::string& key, SteadyTime now);
+
+  // Clears the key's failure count (the bucket is global and unaffected).
+  void Forget(const std::string& key);
+
+  // Failures counted for the key since its last Forget.
+  int NumRequeues(const std::string& key) const;
+
+ private:
+  Duration Backoff(int failures) const;
+
+  RateLimiterOptions opts_;
+  TokenBucket bucket_;
+  std::unordered_map<std::string, int> failures_;
+};
+
+}  // namespace kmt::controller

@@ -1,0 +1,160 @@
+// controller/work_queue.cc
+#include "controller/work_queue.h"
+
+namespace kmt::controller {
+
+WorkQueue::WorkQueue(Clock& clock, RateLimiterOptions limits, WorkQueueMetrics* metrics)
+    : clock_(clock), metrics_(metrics), limiter_(clock.Now(), limits) {}
+
+WorkQueue::~WorkQueue() {
+  ShutDown();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, d] : delayed_) clock_.Cancel(d.timer);
+  delayed_.clear();
+}
+
+void WorkQueue::AddLocked(const std::string& key) {
+  if (shutting_down_) return;
+  if (!dirty_.insert(key).second) return;  // already queued or marked for re-run
+  if (processing_.count(key)) return;      // Done() queues it again
+  queue_.push_back(key);
+  added_at_.emplace(key, clock_.Now());
+  if (metrics_) {
+    metrics_->Added();
+    metrics_->Depth(static_cast<int64_t>(queue_.size()));
+  }
+  cv_.notify_one();
+}
+
+void WorkQueue::Add(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(key);
+}
+
+void WorkQueue::AddAfterLocked(const std::string& key, Duration delay) {
+  if (shutting_down_) return;
+  if (delay <= Duration::zero()) {
+    AddLocked(key);
+    return;
+  }
+  const SteadyTime ready = clock_.Now() + delay;
+  auto it = delayed_.find(key);
+  if (it != delayed_.end()) {
+    if (it->second.ready <= ready) return;  // an earlier add is already pending
+    clock_.Cancel(it->second.timer);
+    delayed_.erase(it);
+  }
+  // The callback takes the lock itself; the clock never runs it inside RunAfter.
+  TimerId id = clock_.RunAfter(delay, [this, key] {
+    std::lock_guard<std::mutex> lock(mu_);
+    delayed_.erase(key);
+    AddLocked(key);
+  });
+  delayed_.emplace(key, Delayed{ready, id});
+}
+
+void WorkQueue::AddAfter(const std::string& key, Duration delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddAfterLocked(key, delay);
+}
+
+void WorkQueue::AddRateLimited(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return;
+  if (metrics_) metrics_->Retried();
+  AddAfterLocked(key, limiter_.When(key, clock_.Now()));
+}
+
+void WorkQueue::Forget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limiter_.Forget(key);
+}
+
+int WorkQueue::NumRequeues(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limiter_.NumRequeues(key);
+}
+
+std::string WorkQueue::PopLocked() {
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  const SteadyTime now = clock_.Now();
+  if (metrics_) {
+    metrics_->Depth(static_cast<int64_t>(queue_.size()));
+    auto it = added_at_.find(key);
+    if (it != added_at_.end()) metrics_->QueueLatency(now - it->second);
+  }
+  added_at_.erase(key);
+  processing_.emplace(key, now);
+  dirty_.erase(key);
+  return key;
+}
+
+std::optional<std::string> WorkQueue::Get() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
+  if (queue_.empty()) return std::nullopt;
+  return PopLocked();
+}
+
+std::optional<std::string> WorkQueue::TryGet() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (queue_.empty()) return std::nullopt;
+  return PopLocked();
+}
+
+void WorkQueue::Done(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = processing_.find(key);
+  if (it == processing_.end()) return;
+  if (metrics_) metrics_->WorkDuration(clock_.Now() - it->second);
+  processing_.erase(it);
+  if (dirty_.count(key)) {
+    // Re-added while it was processing: now it may run again. Shutting down
+    // does not drop it, so a draining worker still sees it.
+    queue_.push_back(key);
+    added_at_.emplace(key, clock_.Now());
+    if (metrics_) {
+      metrics_->Added();
+      metrics_->Depth(static_cast<int64_t>(queue_.size()));
+    }
+    cv_.notify_one();
+  }
+  if (draining_ && processing_.empty()) cv_.notify_all();
+}
+
+void WorkQueue::ShutDown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  cv_.notify_all();
+}
+
+void WorkQueue::ShutDownWithDrain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  draining_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [this] { return processing_.empty(); });
+}
+
+bool WorkQueue::ShuttingDown() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutting_down_;
+}
+
+size_t WorkQueue::Len() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::Processing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return processing_.size();
+}
+
+size_t WorkQueue::WaitingDelayed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return delayed_.size();
+}
+
+}  // namespace kmt::controller

@@ -1,0 +1,98 @@
+// controller/work_queue.h — the queue of VMIM keys ("namespace/name").
+//
+// Semantics of client-go's workqueue, which controller-runtime builds on:
+//   - a key is never handed to two workers at once: while a key is being
+//     processed (between Get and Done), adding it again only marks it dirty,
+//     and Done puts it back in the queue;
+//   - repeated adds of a waiting key collapse into one;
+//   - AddAfter(key, d) adds the key once d has elapsed on the Clock; of several
+//     pending delayed adds of one key, the earliest wins;
+//   - AddRateLimited(key) is AddAfter(key, RateLimiter::When(key)); Forget(key)
+//     resets the key's backoff;
+//   - ShutDown() refuses new adds and wakes the workers; Get() keeps handing out
+//     what is queued, then returns nullopt. ShutDownWithDrain() also waits for
+//     the keys being processed to be Done.
+// Thread-safe. Delays run on the injected Clock, so tests use FakeClock.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "controller/clock.h"
+#include "controller/rate_limiter.h"
+
+namespace kmt::controller {
+
+// Hooks for workqueue_* metrics (controller/queue_metrics.h binds them to
+// Prometheus). Called with the queue's lock held: implementations must be quick
+// and must not call back into the queue.
+class WorkQueueMetrics {
+ public:
+  virtual ~WorkQueueMetrics() = default;
+  virtual void Depth(int64_t depth) = 0;                     // after every change
+  virtual void Added() = 0;                                  // a key entered the queue
+  virtual void Retried() = 0;                                // AddRateLimited
+  virtual void QueueLatency(Duration waited) = 0;            // added → handed out by Get
+  virtual void WorkDuration(Duration worked) = 0;            // Get → Done
+};
+
+class WorkQueue {
+ public:
+  // `metrics` may be null; it must outlive the queue.
+  explicit WorkQueue(Clock& clock, RateLimiterOptions limits = {},
+                     WorkQueueMetrics* metrics = nullptr);
+  ~WorkQueue();  // shuts down and cancels pending delayed adds
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void Add(const std::string& key);
+  void AddAfter(const std::string& key, Duration delay);
+  void AddRateLimited(const std::string& key);
+  void Forget(const std::string& key);
+  int NumRequeues(const std::string& key) const;
+
+  // Blocks until a key is available (it is then "processing" until Done), or
+  // returns nullopt once shut down and empty.
+  std::optional<std::string> Get();
+  // Like Get() but never blocks: nullopt when nothing is queued right now.
+  std::optional<std::string> TryGet();
+  void Done(const std::string& key);
+
+  void ShutDown();
+  void ShutDownWithDrain();
+  bool ShuttingDown() const;
+
+  size_t Len() const;               // keys queued, not counting those processing
+  size_t Processing() const;        // keys between Get and Done
+  size_t WaitingDelayed() const;    // keys with a pending delayed add
+
+ private:
+  void AddLocked(const std::string& key);
+  std::string PopLocked();
+  void AddAfterLocked(const std::string& key, Duration delay);
+
+  struct Delayed {
+    SteadyTime ready;
+    TimerId timer;
+  };
+
+  Clock& clock_;
+  WorkQueueMetrics* metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::unordered_set<std::string> dirty_;
+  std::unordered_map<std::string, SteadyTime> processing_;  // key -> Get time
+  std::unordered_map<std::string, SteadyTime> added_at_;    // key -> time it entered the queue
+  std::unordered_map<std::string, Delayed> delayed_;
+  RateLimiter limiter_;
+  bool shutting_down_ = false;
+  bool draining_ = false;
+};
+
+}  // namespace kmt::controller

@@ -1,0 +1,228 @@
+// controller/work_queue_test.cc — the queue on simulated time.
+#include "controller/work_queue.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "controller/fake_clock.h"
+
+namespace kmt::controller {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Records every hook call, to check the metrics wiring.
+struct RecordingMetrics : WorkQueueMetrics {
+  int64_t depth = 0;
+  int adds = 0;
+  int retries = 0;
+  std::vector<Duration> latencies;
+  std::vector<Duration> durations;
+  void Depth(int64_t d) override { depth = d; }
+  void Added() override { ++adds; }
+  void Retried() override { ++retries; }
+  void QueueLatency(Duration d) override { latencies.push_back(d); }
+  void WorkDuration(Duration d) override { durations.push_back(d); }
+};
+
+std::vector<std::string> Drain(WorkQueue& q) {
+  std::vector<std::string> keys;
+  while (auto key = q.TryGet()) {
+    keys.push_back(*key);
+    q.Done(*key);
+  }
+  return keys;
+}
+
+TEST_CASE("Repeated adds of a waiting key collapse, order is kept") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  q.Add("ns/a");
+  q.Add("ns/b");
+  q.Add("ns/a");
+  q.Add("ns/b");
+  q.Add("ns/c");
+  REQUIRE(q.Len() == 3);
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/a", "ns/b", "ns/c"});
+}
+
+TEST_CASE("A key re-added while processing runs again only after Done") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  q.Add("ns/a");
+  auto first = q.TryGet();
+  REQUIRE(first == "ns/a");
+  q.Add("ns/a");
+  q.Add("ns/a");
+  // Another worker must not get the same key while it is processing.
+  REQUIRE(q.Len() == 0);
+  REQUIRE_FALSE(q.TryGet().has_value());
+  q.Done("ns/a");
+  REQUIRE(q.Len() == 1);
+  REQUIRE(q.TryGet() == "ns/a");
+  q.Done("ns/a");
+  REQUIRE_FALSE(q.TryGet().has_value());
+}
+
+TEST_CASE("Workers on threads never process one key concurrently") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  std::atomic<int> in_flight{0};
+  std::atomic<int> max_in_flight{0};
+  std::atomic<int> processed{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&] {
+      while (auto key = q.Get()) {
+        int now = ++in_flight;
+        int prev = max_in_flight.load();
+        while (now > prev && !max_in_flight.compare_exchange_weak(prev, now)) {
+        }
+        std::this_thread::yield();
+        --in_flight;
+        ++processed;
+        q.Done(*key);
+      }
+    });
+  }
+  for (int i = 0; i < 2000; ++i) q.Add("ns/same");
+  q.ShutDownWithDrain();
+  for (auto& t : workers) t.join();
+  REQUIRE(max_in_flight.load() == 1);
+  REQUIRE(processed.load() >= 1);
+  REQUIRE(q.Len() == 0);
+}
+
+TEST_CASE("AddAfter adds once the delay elapses; the earliest pending add wins") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  q.AddAfter("ns/a", seconds(10));
+  q.AddAfter("ns/a", seconds(30));  // later: ignored
+  q.AddAfter("ns/b", seconds(20));
+  q.AddAfter("ns/b", seconds(5));  // earlier: replaces
+  q.AddAfter("ns/c", Duration::zero());  // immediate
+  REQUIRE(q.Len() == 1);
+  REQUIRE(q.WaitingDelayed() == 2);
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/c"});
+  clock.Advance(seconds(4));
+  REQUIRE(q.Len() == 0);
+  clock.Advance(seconds(1));
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/b"});
+  clock.Advance(seconds(5));
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/a"});
+  clock.Advance(seconds(60));
+  REQUIRE(q.Len() == 0);
+  REQUIRE(clock.PendingTimers() == 0);
+}
+
+TEST_CASE("AddRateLimited retries on the exact backoff sequence") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  const SteadyTime start = clock.Now();
+  std::vector<int64_t> retry_at_ms;
+  q.Add("ns/a");
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    auto key = q.TryGet();
+    REQUIRE(key == "ns/a");
+    retry_at_ms.push_back((clock.Now() - start) / milliseconds(1));
+    q.AddRateLimited(*key);  // the reconcile failed
+    q.Done(*key);
+    clock.Advance(clock.NextTimerIn());
+  }
+  // Attempts at 0, then +5, +10, +20, +40, +80 ms.
+  REQUIRE(retry_at_ms == std::vector<int64_t>{0, 5, 15, 35, 75, 155});
+  REQUIRE(q.NumRequeues("ns/a") == 6);
+  q.Forget("ns/a");
+  REQUIRE(q.NumRequeues("ns/a") == 0);
+  REQUIRE(q.TryGet() == "ns/a");
+  q.AddRateLimited("ns/a");
+  q.Done("ns/a");
+  REQUIRE(clock.NextTimerIn() == milliseconds(5));
+}
+
+TEST_CASE("The global bucket spreads a burst of failures at 10 per second") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  for (int i = 0; i < 120; ++i) q.AddRateLimited("ns/k" + std::to_string(i));
+  clock.Advance(milliseconds(5));
+  REQUIRE(q.Len() == 100);  // the burst
+  clock.Advance(milliseconds(95));
+  REQUIRE(q.Len() == 101);  // one more every 100 ms
+  clock.Advance(milliseconds(1000));
+  REQUIRE(q.Len() == 111);
+  clock.Advance(milliseconds(900));
+  REQUIRE(q.Len() == 120);
+}
+
+TEST_CASE("ShutDown refuses adds, hands out what is queued, then ends Get") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  q.Add("ns/a");
+  q.AddAfter("ns/b", seconds(1));
+  q.ShutDown();
+  REQUIRE(q.ShuttingDown());
+  q.Add("ns/c");
+  clock.Advance(seconds(2));  // the delayed add is refused too
+  REQUIRE(q.Get() == "ns/a");
+  q.Done("ns/a");
+  REQUIRE_FALSE(q.Get().has_value());
+}
+
+TEST_CASE("ShutDownWithDrain waits for keys being processed") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  q.Add("ns/a");
+  auto key = q.Get();
+  REQUIRE(key == "ns/a");
+  std::atomic<bool> drained{false};
+  std::thread t([&] {
+    q.ShutDownWithDrain();
+    drained = true;
+  });
+  // Wait (bounded) until the other thread has marked the queue as shutting down.
+  while (!q.ShuttingDown()) std::this_thread::yield();
+  REQUIRE_FALSE(drained.load());
+  q.Done("ns/a");
+  t.join();
+  REQUIRE(drained.load());
+}
+
+TEST_CASE("A blocked Get wakes up on ShutDown") {
+  FakeClock clock;
+  WorkQueue q(clock);
+  std::optional<std::string> got = "unset";
+  std::thread t([&] { got = q.Get(); });
+  q.ShutDown();
+  t.join();
+  REQUIRE_FALSE(got.has_value());
+}
+
+TEST_CASE("Metrics hooks see depth, adds, retries, latency and work duration") {
+  FakeClock clock;
+  RecordingMetrics m;
+  WorkQueue q(clock, {}, &m);
+  q.Add("ns/a");
+  q.Add("ns/a");  // collapsed: not an add
+  q.Add("ns/b");
+  REQUIRE(m.adds == 2);
+  REQUIRE(m.depth == 2);
+  clock.Advance(milliseconds(30));
+  auto key = q.TryGet();
+  REQUIRE(m.depth == 1);
+  clock.Advance(milliseconds(70));
+  q.AddRateLimited(*key);
+  q.Done(*key);
+  REQUIRE(m.retries == 1);
+  REQUIRE(m.latencies == std::vector<Duration>{milliseconds(30)});
+  REQUIRE(m.durations == std::vector<Duration>{milliseconds(70)});
+  clock.Advance(milliseconds(5));
+  REQUIRE(m.adds == 3);
+  REQUIRE(m.depth == 2);
+}
+
+}  // namespace
+}  // namespace kmt::controller
