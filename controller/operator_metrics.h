@@ -1,0 +1,69 @@
+// controller/operator_metrics.h — the operator's metrics, under
+// controller-runtime's names so existing dashboards and alerts work:
+//
+//   workqueue_depth{name}                         gauge
+//   workqueue_adds_total{name}                    counter
+//   workqueue_retries_total{name}                 counter
+//   workqueue_queue_duration_seconds{name}        histogram (1e-8 s … 1000 s, x10)
+//   workqueue_work_duration_seconds{name}         histogram (same buckets)
+//   controller_runtime_reconcile_total{controller,result}  result = success|error|requeue|requeue_after
+//   controller_runtime_reconcile_errors_total{controller}
+//   controller_runtime_terminal_reconcile_errors_total{controller}
+//   controller_runtime_reconcile_time_seconds{controller}  histogram (5 ms … 60 s)
+//   kmt_gate_release_seconds                      histogram: target pod created → gate released
+//
+// The work queue and controller use the name "vmim".
+#pragma once
+
+#include <string>
+
+#include "controller/clock.h"
+#include "controller/metrics.h"
+#include "controller/work_queue.h"
+
+namespace kmt::controller {
+
+enum class ReconcileResult { kSuccess, kError, kRequeue, kRequeueAfter };
+const char* ReconcileResultName(ReconcileResult r);  // "success", "error", ...
+
+class OperatorMetrics {
+ public:
+  // Registers every family in `registry` and creates the series of
+  // `controller` at zero (as controller-runtime does when a controller starts).
+  OperatorMetrics(Registry& registry, const std::string& controller);
+
+  // Hooks for the work queue (WorkQueueMetrics), labelled name=<controller>.
+  WorkQueueMetrics& queue() { return queue_; }
+
+  void ObserveReconcile(ReconcileResult result, Duration took);
+  void TerminalError();
+  void ObserveGateRelease(Duration since_pod_created);
+
+ private:
+  class QueueHooks : public WorkQueueMetrics {
+   public:
+    QueueHooks(Registry& r, const std::string& name);
+    void Depth(int64_t depth) override;
+    void Added() override;
+    void Retried() override;
+    void QueueLatency(Duration waited) override;
+    void WorkDuration(Duration worked) override;
+
+   private:
+    Gauge& depth_;
+    Counter& adds_;
+    Counter& retries_;
+    Histogram& latency_;
+    Histogram& work_;
+  };
+
+  QueueHooks queue_;
+  CounterFamily& reconcile_total_;
+  Counter& reconcile_errors_;
+  Counter& terminal_errors_;
+  Histogram& reconcile_time_;
+  Histogram& gate_release_;
+  std::string controller_;
+};
+
+}  // namespace kmt::controller
