@@ -1,0 +1,210 @@
+#include "api/term_and.h"
+
+#include <optional>
+#include <string>
+
+namespace kmt::api {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+const std::string kAffinityPtr = "/spec/affinity";
+const std::string kNodeAffinityPtr = kAffinityPtr + "/nodeAffinity";
+const std::string kRequiredPtr = kNodeAffinityPtr + "/" + kRequired;
+const std::string kTermsPtr = kRequiredPtr + "/nodeSelectorTerms";
+
+json Op(std::string_view op, std::string path, json value) {
+  return {{"op", op}, {"path", std::move(path)}, {"value", std::move(value)}};
+}
+
+// The member `name` of `obj`, or nullptr when absent or JSON null (Go decodes null as absent).
+const json* Member(const json& obj, std::string_view name) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// `reqs` without duplicates (a term may list the same requirement twice; add it once).
+std::vector<NodeSelectorRequirement> Unique(const std::vector<NodeSelectorRequirement>& reqs) {
+  std::vector<NodeSelectorRequirement> out;
+  for (const auto& r : reqs) {
+    bool seen = false;
+    for (const auto& o : out) seen = seen || SameRequirement(o, r);
+    if (!seen) out.push_back(r);
+  }
+  return out;
+}
+
+bool ListHas(const std::vector<NodeSelectorRequirement>& list, const NodeSelectorRequirement& r) {
+  for (const auto& o : list) {
+    if (SameRequirement(o, r)) return true;
+  }
+  return false;
+}
+
+// Appends to `changes` what makes the pod term at `term_ptr` contain `wanted` in its list
+// `member`. False when the existing member has a shape no valid pod has.
+bool AppendMissing(const json& pod_term, const std::string& term_ptr, std::string_view member,
+                   const std::vector<NodeSelectorRequirement>& wanted, std::vector<json>& changes) {
+  const json* list = Member(pod_term, member);
+  if (list != nullptr && !list->is_array()) return false;
+  std::vector<NodeSelectorRequirement> existing;
+  if (list != nullptr) {
+    for (const json& r : *list) existing.push_back(RequirementFromJsonLenient(r));
+  }
+  json missing = json::array();
+  for (const auto& r : wanted) {
+    if (!ListHas(existing, r)) missing.push_back(ToJson(r));
+  }
+  if (missing.empty()) return true;
+  const std::string list_ptr = term_ptr + "/" + std::string(member);
+  if (list == nullptr) {
+    changes.push_back(Op("add", list_ptr, std::move(missing)));
+  } else {
+    for (json& r : missing) changes.push_back(Op("add", list_ptr + "/-", std::move(r)));
+  }
+  return true;
+}
+
+// The affinity part: test ops go to `tests`, changes to `changes`. False on a malformed pod.
+bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term,
+                 std::vector<json>& tests, std::vector<json>& changes) {
+  const NodeSelectorTerm unique{Unique(term.match_expressions), Unique(term.match_fields)};
+  const json required_value = {{"nodeSelectorTerms", json::array({ToJson(unique)})}};
+
+  const json* affinity = Member(spec, "affinity");
+  if (affinity == nullptr) {
+    // No JSON Patch op tests for absence; a concurrent writer would bump resourceVersion.
+    if (const json* meta = Member(pod, "metadata")) {
+      if (const json* rv = Member(*meta, "resourceVersion"); rv != nullptr && rv->is_string()) {
+        tests.push_back(Op("test", "/metadata/resourceVersion", *rv));
+      }
+    }
+    changes.push_back(
+        Op("add", kAffinityPtr, {{"nodeAffinity", {{kRequired, required_value}}}}));
+    return true;
+  }
+  if (!affinity->is_object()) return false;
+
+  const json* node_affinity = Member(*affinity, "nodeAffinity");
+  if (node_affinity == nullptr) {
+    tests.push_back(Op("test", kAffinityPtr, *affinity));
+    changes.push_back(Op("add", kNodeAffinityPtr, {{kRequired, required_value}}));
+    return true;
+  }
+  if (!node_affinity->is_object()) return false;
+
+  const json* required = Member(*node_affinity, kRequired);
+  if (required == nullptr) {
+    tests.push_back(Op("test", kNodeAffinityPtr, *node_affinity));
+    changes.push_back(Op("add", kRequiredPtr, required_value));
+    return true;
+  }
+  if (!required->is_object()) return false;
+
+  const json* terms = Member(*required, "nodeSelectorTerms");
+  if (terms != nullptr && !terms->is_array()) return false;
+  if (terms == nullptr || terms->empty()) {
+    tests.push_back(Op("test", kRequiredPtr, *required));
+    changes.push_back(Op(terms == nullptr ? "add" : "replace", kTermsPtr,
+                         required_value["nodeSelectorTerms"]));
+    return true;
+  }
+
+  const size_t before = changes.size();
+  for (size_t i = 0; i < terms->size(); ++i) {
+    const json& pod_term = (*terms)[i];
+    if (!pod_term.is_object()) return false;
+    const std::string term_ptr = kTermsPtr + "/" + std::to_string(i);
+    if (!AppendMissing(pod_term, term_ptr, "matchExpressions", unique.match_expressions, changes) ||
+        !AppendMissing(pod_term, term_ptr, "matchFields", unique.match_fields, changes)) {
+      return false;
+    }
+  }
+  if (changes.size() != before) tests.push_back(Op("test", kRequiredPtr, *required));
+  return true;
+}
+
+}  // namespace
+
+std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
+                                 std::string_view gate) {
+  try {
+    const json* spec = Member(pod, "spec");
+    if (spec == nullptr || !spec->is_object() || term.empty()) return {};
+
+    std::vector<json> tests;
+    if (const json* meta = Member(pod, "metadata")) {
+      if (const json* uid = Member(*meta, "uid"); uid != nullptr && uid->is_string()) {
+        tests.push_back(Op("test", "/metadata/uid", *uid));
+      }
+    }
+
+    std::vector<json> changes;
+    if (!AndAffinity(pod, *spec, term, tests, changes)) return {};
+
+    // Remove the gate by index, highest index first so earlier indices stay valid.
+    if (const json* gates = Member(*spec, "schedulingGates")) {
+      if (!gates->is_array()) return {};
+      std::vector<size_t> hits;
+      for (size_t i = 0; i < gates->size(); ++i) {
+        const json* name = Member((*gates)[i], "name");
+        if (name != nullptr && name->is_string() && name->get_ref<const std::string&>() == gate) {
+          hits.push_back(i);
+        }
+      }
+      if (!hits.empty()) {
+        tests.push_back(Op("test", "/spec/schedulingGates", *gates));
+        for (auto it = hits.rbegin(); it != hits.rend(); ++it) {
+          changes.push_back({{"op", "remove"}, {"path", "/spec/schedulingGates/" + std::to_string(*it)}});
+        }
+      }
+    }
+
+    if (changes.empty()) return {};
+    tests.insert(tests.end(), std::make_move_iterator(changes.begin()),
+                 std::make_move_iterator(changes.end()));
+    return tests;
+  } catch (const json::exception&) {
+    return {};  // Unreachable with the checks above; never let it escape.
+  }
+}
+
+bool SelectorCarriesTerm(const NodeSelector& required, const NodeSelectorTerm& term) {
+  if (required.terms.empty()) return false;
+  for (const auto& t : required.terms) {
+    for (const auto& r : term.match_expressions) {
+      if (!ListHas(t.match_expressions, r)) return false;
+    }
+    for (const auto& r : term.match_fields) {
+      if (!ListHas(t.match_fields, r)) return false;
+    }
+  }
+  return true;
+}
+
+bool PodCarriesTerm(const json& pod, const NodeSelectorTerm& term) {
+  const json* spec = Member(pod, "spec");
+  const json* affinity = spec ? Member(*spec, "affinity") : nullptr;
+  const json* node_affinity = affinity ? Member(*affinity, "nodeAffinity") : nullptr;
+  const json* required = node_affinity ? Member(*node_affinity, kRequired) : nullptr;
+  if (required == nullptr) return false;
+  return SelectorCarriesTerm(NodeSelectorFromJsonLenient(*required), term);
+}
+
+bool PodHasGate(const json& pod, std::string_view gate) {
+  const json* spec = Member(pod, "spec");
+  const json* gates = spec ? Member(*spec, "schedulingGates") : nullptr;
+  if (gates == nullptr || !gates->is_array()) return false;
+  for (const json& g : *gates) {
+    const json* name = Member(g, "name");
+    if (name != nullptr && name->is_string() && name->get_ref<const std::string&>() == gate) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace kmt::api
