@@ -1,0 +1,62 @@
+// cli/args.h — the command line of `kubectl migrate`, parsed the way kubectl
+// (pflag) parses flags: `--flag=value`, `--flag value`, `-n value`, `-nvalue`,
+// booleans as `--wait` or `--wait=false`, flags before or after positionals.
+//
+//   kubectl migrate NAME [--node NODE] [--selector SEL] [--term-file FILE]
+//                   [--exclude-node NODE]... [--dry-run=none|client|server]
+//                   [--wait] [--timeout DURATION] [-o name|yaml|json]
+//   kubectl migrate explain NAME [--node NODE] [--selector SEL] [--term-file FILE] [--exclude-node NODE]...
+//   kubectl migrate status MIGRATION
+//   global: --kubeconfig FILE, --context NAME, -n/--namespace NS, -h/--help
+//
+// A usage error exits with code 2 (as kubectl does) with "error: <why>".
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kmt::cli {
+
+enum class Command { kMigrate, kExplain, kStatus, kHelp };
+enum class DryRun { kNone, kClient, kServer };
+
+struct Invocation {
+  Command command = Command::kHelp;
+  Command help_for = Command::kMigrate;  // with kHelp: which help to print
+  std::string name;  // VMI name (migrate, explain) or VMIM name (status)
+
+  // Global (kubeconfig) flags.
+  std::string kubeconfig;
+  std::string context;
+  std::optional<std::string> ns;  // -n; unset = the context's namespace
+
+  // The request; every given flag is ANDed.
+  std::optional<std::string> node;
+  std::optional<std::string> selector;
+  std::optional<std::string> term_file;  // "-" = standard input
+  std::vector<std::string> exclude_nodes;
+
+  DryRun dry_run = DryRun::kNone;
+  bool wait = false;
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  std::string output;  // "", "name", "yaml" or "json"
+
+  bool HasRequest() const {
+    return node || selector || term_file || !exclude_nodes.empty();
+  }
+};
+
+struct ArgsParse {
+  std::optional<Invocation> invocation;  // set iff error is empty
+  std::string error;                     // usage error text, without the "error: " prefix
+};
+
+// args excludes argv[0].
+ArgsParse ParseArgs(const std::vector<std::string>& args);
+
+// The help text of a command, in kubectl's layout.
+std::string HelpText(Command command);
+
+}  // namespace kmt::cli

@@ -1,0 +1,256 @@
+#include "cli/migrate.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "api/names.h"
+#include "cli/duration.h"
+#include "cli/printer.h"
+#include "kube/resources.h"
+
+namespace kmt::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string GenerateNamePrefix(const std::string& vmi) {
+  // generateName + 5 random characters must stay a valid name (≤ 253, and
+  // KubeVirt labels pods with the VMIM name, so keep it ≤ 63).
+  std::string prefix = vmi.substr(0, 63 - 5 - 11) + "-migration-";
+  return prefix;
+}
+
+// Cancels a watch when the deadline passes.
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::steady_clock::time_point at) : at_(at) {
+    thread_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      if (!cv_.wait_until(lock, at_, [this] { return done_; })) {
+        expired_ = true;
+        if (stream_) stream_->Cancel();
+      }
+    });
+  }
+  ~Deadline() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // Registers the current stream (nullptr to clear). Returns false when expired.
+  bool Watching(kube::WatchStream* s) {
+    std::lock_guard lock(mu_);
+    stream_ = s;
+    if (expired_ && s) s->Cancel();
+    cv_.notify_all();
+    return !expired_;
+  }
+  bool expired() {
+    std::lock_guard lock(mu_);
+    return expired_ || std::chrono::steady_clock::now() >= at_;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point at_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool expired_ = false;
+  kube::WatchStream* stream_ = nullptr;
+  std::thread thread_;
+};
+
+bool IsOperatorCondition(const std::string& type) {
+  return type == api::kConditionTermApplied || type == api::kConditionTargetPodUnschedulable;
+}
+
+// What the plugin reports about a VMIM, compared between events.
+struct Seen {
+  std::string phase;
+  std::map<std::string, std::string> conditions;  // type → "status reason message"
+};
+
+void Report(const json& vmim, Seen& seen, Streams io) {
+  const json status = vmim.value("status", json::object());
+  std::string phase = status.value("phase", std::string());
+  if (!phase.empty() && phase != seen.phase) {
+    std::string line = "phase: " + phase;
+    if (status.contains("migrationState") && status["migrationState"].is_object()) {
+      const auto& ms = status["migrationState"];
+      std::string target = ms.value("targetNode", std::string());
+      if (!target.empty()) line += " (target node " + target + ")";
+    }
+    io.out << line << "\n";
+    seen.phase = phase;
+  }
+  if (status.contains("conditions") && status["conditions"].is_array()) {
+    for (const auto& c : status["conditions"]) {
+      if (!c.is_object()) continue;
+      std::string type = c.value("type", std::string());
+      if (!IsOperatorCondition(type)) continue;
+      std::string text = c.value("status", std::string()) + " " + c.value("reason", std::string()) +
+                         " " + c.value("message", std::string());
+      if (seen.conditions[type] == text) continue;
+      seen.conditions[type] = text;
+      io.out << "condition " << type << "=" << c.value("status", std::string()) << " ("
+             << c.value("reason", std::string()) << "): " << c.value("message", std::string())
+             << "\n";
+    }
+  }
+}
+
+std::string FailureReason(const json& vmim, const Seen& seen) {
+  const json status = vmim.value("status", json::object());
+  if (status.contains("migrationState") && status["migrationState"].is_object()) {
+    std::string r = status["migrationState"].value("failureReason", std::string());
+    if (!r.empty()) return r;
+  }
+  auto it = seen.conditions.find(std::string(api::kConditionTargetPodUnschedulable));
+  if (it != seen.conditions.end() && it->second.rfind("True", 0) == 0) {
+    return "target pod unschedulable: " + it->second.substr(5);
+  }
+  it = seen.conditions.find(std::string(api::kConditionTermApplied));
+  if (it != seen.conditions.end() && it->second.rfind("False", 0) == 0) {
+    return "added node selector term not applied: " + it->second.substr(6);
+  }
+  std::string name;
+  if (vmim.contains("metadata") && vmim["metadata"].is_object()) {
+    name = vmim["metadata"].value("name", std::string());
+  }
+  return "see 'kubectl migrate status " + name + "'";
+}
+
+}  // namespace
+
+json BuildMigration(const std::string& ns, const std::string& vmi,
+                    const api::NodeSelectorTerm& term) {
+  return json{
+      {"apiVersion", "kubevirt.io/v1"},
+      {"kind", "VirtualMachineInstanceMigration"},
+      {"metadata",
+       {{"generateName", GenerateNamePrefix(vmi)},
+        {"namespace", ns},
+        {"annotations", {{std::string(api::kAddedTermAnnotation), api::ToJson(term).dump()}}}}},
+      {"spec", {{"vmiName", vmi}}},
+  };
+}
+
+std::string FormatKubeError(const kube::KubeError& e) {
+  const json& st = e.status();
+  if (st.is_object() && st.contains("message")) {
+    std::string reason = st.value("reason", std::string());
+    std::string message = st.value("message", std::string(e.what()));
+    if (reason.empty()) return "Error from server: " + message;
+    return "Error from server (" + reason + "): " + message;
+  }
+  return std::string("error: ") + e.what();
+}
+
+int RunMigrate(const Invocation& inv, const std::string& ns, const api::NodeSelectorTerm& term,
+               kube::KubeClient& client, Streams io) {
+  json vmim = BuildMigration(ns, inv.name, term);
+  if (inv.dry_run == DryRun::kClient) {
+    io.out << Render(vmim, inv.output, "created", " (dry run)");
+    return 0;
+  }
+  json created;
+  try {
+    // The VMI must exist: KubeVirt would otherwise accept the VMIM and fail it later.
+    client.Get(kube::kVirtualMachineInstances, ns, inv.name);
+    kube::WriteOptions opts;
+    opts.dry_run = inv.dry_run == DryRun::kServer;
+    opts.field_validation = "Strict";
+    created = client.Create(kube::kVirtualMachineInstanceMigrations, ns, vmim, opts);
+  } catch (const kube::KubeError& e) {
+    io.err << FormatKubeError(e) << "\n";
+    return 1;
+  }
+  io.out << Render(created, inv.output, "created",
+                   inv.dry_run == DryRun::kServer ? " (server dry run)" : "");
+  if (!inv.wait) return 0;
+  const json& md = created["metadata"];
+  return WaitForMigration(ns, md.value("name", std::string()),
+                          md.value("resourceVersion", std::string()), inv.timeout, client, io);
+}
+
+int WaitForMigration(const std::string& ns, const std::string& name,
+                     const std::string& resource_version, std::chrono::milliseconds timeout,
+                     kube::KubeClient& client, Streams io) {
+  Deadline deadline(std::chrono::steady_clock::now() + timeout);
+  Seen seen;
+  json last;
+  std::string rv = resource_version;
+  int failures = 0;
+  while (!deadline.expired()) {
+    try {
+      if (rv.empty() || last.is_null()) {
+        last = client.Get(kube::kVirtualMachineInstanceMigrations, ns, name);
+        rv = last["metadata"].value("resourceVersion", std::string());
+        Report(last, seen, io);
+      }
+      if (seen.phase == "Succeeded") return 0;
+      if (seen.phase == "Failed") {
+        io.err << "error: migration " << name << " failed: " << FailureReason(last, seen) << "\n";
+        return 1;
+      }
+      kube::WatchOptions wo;
+      wo.field_selector = "metadata.name=" + name;
+      wo.resource_version = rv;
+      wo.timeout = std::chrono::seconds(60);
+      auto stream = client.Watch(kube::kVirtualMachineInstanceMigrations, ns, wo);
+      if (!deadline.Watching(stream.get())) break;
+      while (auto ev = stream->Next()) {
+        if (ev->type == "ERROR") {
+          rv.clear();  // 410 Gone and friends: re-read, then watch again
+          break;
+        }
+        const auto& obj = ev->object;
+        if (obj.contains("metadata")) {
+          std::string new_rv = obj["metadata"].value("resourceVersion", std::string());
+          if (!new_rv.empty()) rv = new_rv;
+        }
+        if (ev->type == "BOOKMARK") continue;
+        if (ev->type == "DELETED") {
+          deadline.Watching(nullptr);
+          io.err << "error: migration " << name << " was deleted\n";
+          return 1;
+        }
+        last = obj;
+        Report(last, seen, io);
+        if (seen.phase == "Succeeded" || seen.phase == "Failed") break;
+      }
+      deadline.Watching(nullptr);
+      failures = 0;
+    } catch (const kube::KubeError& e) {
+      deadline.Watching(nullptr);
+      if (e.kind() == kube::ErrorKind::kNotFound) {
+        io.err << "error: migration " << name << " was deleted\n";
+        return 1;
+      }
+      if (!kube::IsRetryable(e.kind()) || ++failures > 5) {
+        io.err << FormatKubeError(e) << "\n";
+        return 1;
+      }
+      last = nullptr;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 * failures));
+    }
+    if (seen.phase == "Succeeded") return 0;
+    if (seen.phase == "Failed") {
+      io.err << "error: migration " << name << " failed: " << FailureReason(last, seen) << "\n";
+      return 1;
+    }
+  }
+  io.err << "error: timed out after " << FormatDuration(timeout) << " waiting for migration "
+         << name << " (phase " << (seen.phase.empty() ? "unknown" : seen.phase)
+         << "); last known reason: " << FailureReason(last.is_null() ? json::object() : last, seen)
+         << "\n";
+  return 1;
+}
+
+}  // namespace kmt::cli

@@ -1,0 +1,208 @@
+#include "cli/migrate.h"
+
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "api/added_term.h"
+#include "kube/fake_client.h"
+#include "kube/resources.h"
+
+namespace kmt::cli {
+namespace {
+
+using nlohmann::json;
+
+api::NodeSelectorTerm NodeTerm(const std::string& node) {
+  api::NodeSelectorTerm t;
+  t.match_fields.push_back({"metadata.name", "In", {node}});
+  return t;
+}
+
+void AddVmi(kube::FakeClient& fake, const std::string& ns, const std::string& name) {
+  fake.Create(kube::kVirtualMachineInstances, ns,
+              json{{"apiVersion", "kubevirt.io/v1"},
+                   {"kind", "VirtualMachineInstance"},
+                   {"metadata", {{"name", name}, {"namespace", ns}}},
+                   {"spec", json::object()}});
+}
+
+Invocation Migrate(const std::string& vmi) {
+  Invocation inv;
+  inv.command = Command::kMigrate;
+  inv.name = vmi;
+  inv.node = "worker-3";
+  return inv;
+}
+
+TEST_CASE("BuildMigration carries the term as the annotation") {
+  json vmim = BuildMigration("prod", "db-1", NodeTerm("worker-3"));
+  CHECK(vmim["metadata"]["generateName"] == "db-1-migration-");
+  CHECK(vmim["spec"]["vmiName"] == "db-1");
+  auto text = api::AddedTermSource(vmim);
+  REQUIRE(text);
+  auto parsed = api::ParseAddedTerm(*text);
+  REQUIRE(parsed.term);
+  CHECK(*parsed.term == NodeTerm("worker-3"));
+  // Long VMI names still leave a valid generateName.
+  json long_one = BuildMigration("prod", std::string(80, 'v'), NodeTerm("n"));
+  CHECK(long_one["metadata"]["generateName"].get<std::string>().size() <= 58);
+}
+
+TEST_CASE("migrate creates the VMIM as the caller and prints kubectl's line") {
+  kube::FakeClient fake;
+  AddVmi(fake, "prod", "db-1");
+  std::ostringstream out, err;
+  int rc = RunMigrate(Migrate("db-1"), "prod", NodeTerm("worker-3"), fake, {out, err});
+  CHECK(rc == 0);
+  CHECK(err.str().empty());
+  json list = fake.List(kube::kVirtualMachineInstanceMigrations, "prod");
+  REQUIRE(list["items"].size() == 1);
+  const json& vmim = list["items"][0];
+  CHECK(vmim["spec"]["vmiName"] == "db-1");
+  CHECK(out.str() == "virtualmachineinstancemigration.kubevirt.io/" +
+                         vmim["metadata"]["name"].get<std::string>() + " created\n");
+}
+
+TEST_CASE("dry runs create nothing") {
+  kube::FakeClient fake;
+  AddVmi(fake, "prod", "db-1");
+  std::ostringstream out, err;
+  Invocation client = Migrate("db-1");
+  client.dry_run = DryRun::kClient;
+  client.output = "json";
+  CHECK(RunMigrate(client, "prod", NodeTerm("worker-3"), fake, {out, err}) == 0);
+  CHECK(json::parse(out.str())["metadata"]["generateName"] == "db-1-migration-");
+
+  Invocation server = Migrate("db-1");
+  server.dry_run = DryRun::kServer;
+  std::ostringstream out2;
+  CHECK(RunMigrate(server, "prod", NodeTerm("worker-3"), fake, {out2, err}) == 0);
+  CHECK(out2.str().find(" created (server dry run)\n") != std::string::npos);
+  CHECK(fake.Count(kube::kVirtualMachineInstanceMigrations) == 0);
+}
+
+TEST_CASE("a denial is printed as the API server returned it") {
+  kube::FakeClient fake;
+  AddVmi(fake, "prod", "db-1");
+  json status = {{"kind", "Status"},
+                 {"apiVersion", "v1"},
+                 {"status", "Failure"},
+                 {"reason", "Forbidden"},
+                 {"code", 403},
+                 {"message",
+                  "admission webhook \"vmim.migration-target.kubevirt.io\" denied the request: "
+                  "user \"vm-owner\" may not set it"}};
+  fake.FailNextWith(kube::Verb::kCreate, 1,
+                    kube::ErrorFromResponse(403, status.dump(), std::nullopt, "create"));
+  std::ostringstream out, err;
+  CHECK(RunMigrate(Migrate("db-1"), "prod", NodeTerm("w"), fake, {out, err}) == 1);
+  CHECK(err.str() ==
+        "Error from server (Forbidden): admission webhook \"vmim.migration-target.kubevirt.io\" "
+        "denied the request: user \"vm-owner\" may not set it\n");
+  CHECK(out.str().empty());
+}
+
+TEST_CASE("a missing VMI is reported before anything is created") {
+  kube::FakeClient fake;
+  std::ostringstream out, err;
+  CHECK(RunMigrate(Migrate("nope"), "prod", NodeTerm("w"), fake, {out, err}) == 1);
+  CHECK(err.str().rfind("Error from server (NotFound): ", 0) == 0);
+  CHECK(fake.Count(kube::kVirtualMachineInstanceMigrations) == 0);
+}
+
+// Drives a VMIM through phases from another thread, as virt-controller would.
+void Advance(kube::FakeClient& fake, const std::string& ns, const std::string& name,
+             const std::vector<json>& statuses) {
+  for (const auto& st : statuses) {
+    json vmim = fake.Get(kube::kVirtualMachineInstanceMigrations, ns, name);
+    vmim["status"] = st;
+    fake.Update(kube::kVirtualMachineInstanceMigrations, ns, vmim, "status");
+  }
+}
+
+TEST_CASE("--wait follows phases and conditions to success") {
+  kube::FakeClient fake;
+  AddVmi(fake, "prod", "db-1");
+  Invocation inv = Migrate("db-1");
+  inv.wait = true;
+  inv.timeout = std::chrono::seconds(20);
+  std::ostringstream out, err;
+  std::thread driver([&] {
+    while (fake.Count(kube::kVirtualMachineInstanceMigrations) == 0 || fake.OpenWatchCount() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::string name = fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]
+                           ["metadata"]["name"];
+    json applied = {{"type", "addedNodeSelectorTermApplied"},
+                    {"status", "True"},
+                    {"reason", "TermApplied"},
+                    {"message", "ANDed into pod p"}};
+    Advance(fake, "prod", name,
+            {json{{"phase", "Scheduling"}, {"conditions", json::array({applied})}},
+             json{{"phase", "Running"},
+                  {"conditions", json::array({applied})},
+                  {"migrationState", {{"targetNode", "worker-3"}}}},
+             json{{"phase", "Succeeded"},
+                  {"conditions", json::array({applied})},
+                  {"migrationState", {{"targetNode", "worker-3"}}}}});
+  });
+  int rc = RunMigrate(inv, "prod", NodeTerm("worker-3"), fake, {out, err});
+  driver.join();
+  CHECK(rc == 0);
+  CHECK(err.str().empty());
+  std::string o = out.str();
+  CAPTURE(o);
+  CHECK(o.find("phase: Scheduling\n") != std::string::npos);
+  CHECK(o.find("condition addedNodeSelectorTermApplied=True (TermApplied): ANDed into pod p\n") !=
+        std::string::npos);
+  CHECK(o.find("phase: Running (target node worker-3)\n") != std::string::npos);
+  CHECK(o.find("phase: Succeeded (target node worker-3)\n") != std::string::npos);
+  // The condition is printed once, not on every event.
+  CHECK(o.find("condition addedNodeSelectorTermApplied") ==
+        o.rfind("condition addedNodeSelectorTermApplied"));
+}
+
+TEST_CASE("--wait exits 1 with the reason when the migration fails") {
+  kube::FakeClient fake;
+  AddVmi(fake, "prod", "db-1");
+  Invocation inv = Migrate("db-1");
+  inv.wait = true;
+  std::ostringstream out, err;
+  std::thread driver([&] {
+    while (fake.Count(kube::kVirtualMachineInstanceMigrations) == 0 || fake.OpenWatchCount() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::string name = fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]
+                           ["metadata"]["name"];
+    json unsched = {{"type", "targetPodUnschedulable"},
+                    {"status", "True"},
+                    {"reason", "Unschedulable"},
+                    {"message", "worker-3: cordoned"}};
+    Advance(fake, "prod", name,
+            {json{{"phase", "Scheduling"}, {"conditions", json::array({unsched})}},
+             json{{"phase", "Failed"}, {"conditions", json::array({unsched})}}});
+  });
+  int rc = RunMigrate(inv, "prod", NodeTerm("worker-3"), fake, {out, err});
+  driver.join();
+  CHECK(rc == 1);
+  CHECK(err.str().find("failed: target pod unschedulable: Unschedulable worker-3: cordoned") !=
+        std::string::npos);
+}
+
+TEST_CASE("--wait times out with the last known state") {
+  kube::FakeClient fake;
+  AddVmi(fake, "prod", "db-1");
+  Invocation inv = Migrate("db-1");
+  inv.wait = true;
+  inv.timeout = std::chrono::milliseconds(300);
+  std::ostringstream out, err;
+  auto start = std::chrono::steady_clock::now();
+  CHECK(RunMigrate(inv, "prod", NodeTerm("worker-3"), fake, {out, err}) == 1);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(err.str().rfind("error: timed out after 300ms waiting for migration ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace kmt::cli
