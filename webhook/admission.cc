@@ -1,0 +1,319 @@
+#include "webhook/admission.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <utility>
+
+namespace kmt::webhook {
+namespace {
+
+// Reads typed members of the untrusted review. The first problem wins and is kept in
+// `error`; later reads become no-ops, so decoding stays a straight line.
+class Reader {
+ public:
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  void Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+  }
+
+  // Absent and null read as "" (Go's zero value); any other non-string fails.
+  std::string String(const Json& obj, const char* key, const std::string& path) {
+    if (!ok()) return {};
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return {};
+    if (!it->is_string()) {
+      Fail(fmt::format("{}.{} must be a string", path, key));
+      return {};
+    }
+    return it->get<std::string>();
+  }
+
+  // Absent and null read as an empty object; other non-objects fail.
+  const Json& Object(const Json& obj, const char* key, const std::string& path) {
+    static const Json kEmpty = Json::object();
+    if (!ok()) return kEmpty;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return kEmpty;
+    if (!it->is_object()) {
+      Fail(fmt::format("{}.{} must be an object", path, key));
+      return kEmpty;
+    }
+    return *it;
+  }
+
+  std::vector<std::string> StringList(const Json& value, const std::string& path) {
+    std::vector<std::string> out;
+    if (!ok() || value.is_null()) return out;
+    if (!value.is_array()) {
+      Fail(fmt::format("{} must be an array of strings", path));
+      return out;
+    }
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (!value[i].is_string()) {
+        Fail(fmt::format("{}[{}] must be a string", path, i));
+        return {};
+      }
+      out.push_back(value[i].get<std::string>());
+    }
+    return out;
+  }
+
+  bool Bool(const Json& obj, const char* key, const std::string& path) {
+    if (!ok()) return false;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return false;
+    if (!it->is_boolean()) {
+      Fail(fmt::format("{}.{} must be a boolean", path, key));
+      return false;
+    }
+    return it->get<bool>();
+  }
+
+  // object / oldObject / options: any JSON object, absent or null → null.
+  Json Embedded(const Json& obj, const char* key, const std::string& path) {
+    if (!ok()) return nullptr;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    if (!it->is_object()) {
+      Fail(fmt::format("{}.{} must be an object", path, key));
+      return nullptr;
+    }
+    return *it;
+  }
+
+ private:
+  std::string error_;
+};
+
+UserInfo ReadUserInfo(Reader& r, const Json& request) {
+  const std::string path = "request.userInfo";
+  const Json& u = r.Object(request, "userInfo", "request");
+  UserInfo info;
+  info.username = r.String(u, "username", path);
+  info.uid = r.String(u, "uid", path);
+  auto groups = u.find("groups");
+  if (groups != u.end()) info.groups = r.StringList(*groups, path + ".groups");
+  const Json& extra = r.Object(u, "extra", path);
+  for (const auto& [key, values] : extra.items()) {
+    if (!r.ok()) break;
+    info.extra[key] = r.StringList(values, fmt::format("{}.extra[{}]", path, key));
+  }
+  return info;
+}
+
+Json CauseJson(const api::Cause& c) {
+  Json j = Json::object();
+  if (!c.type.empty()) j["reason"] = c.type;
+  if (!c.message.empty()) j["message"] = c.message;
+  if (!c.field.empty()) j["field"] = c.field;
+  return j;
+}
+
+}  // namespace
+
+AdmissionResponse Allowed() {
+  AdmissionResponse r;
+  r.allowed = true;
+  return r;
+}
+
+AdmissionResponse Denied(int code, std::string reason, std::string message,
+                         std::vector<api::Cause> causes) {
+  AdmissionResponse r;
+  r.allowed = false;
+  r.status = AdmissionStatus{code, std::move(reason), std::move(message), std::move(causes)};
+  return r;
+}
+
+AdmissionResponse Invalid(std::vector<api::Cause> causes) {
+  // field.Error.Error() is "<field>: <body>"; utilerrors.NewAggregate brackets a list.
+  auto render = [](const api::Cause& c) { return c.field + ": " + c.message; };
+  std::string message;
+  if (causes.size() == 1) {
+    message = render(causes.front());
+  } else {
+    message = "[";
+    for (size_t i = 0; i < causes.size(); ++i) {
+      if (i > 0) message += ", ";
+      message += render(causes[i]);
+    }
+    message += "]";
+  }
+  return Denied(422, "Invalid", std::move(message), std::move(causes));
+}
+
+AdmissionResponse Errored(int code, std::string message) {
+  std::string reason = code >= 500 ? "InternalError" : "BadRequest";
+  return Denied(code, std::move(reason), std::move(message));
+}
+
+size_t JsonNestingDepth(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  size_t max_depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '[':
+      case '{':
+        if (++depth > max_depth) {
+          max_depth = depth;
+          if (max_depth > limit) return max_depth;
+        }
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      default:
+        break;
+    }
+  }
+  return max_depth;
+}
+
+DecodeResult DecodeAdmissionReview(std::string_view body) {
+  DecodeResult result;
+  if (JsonNestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+    result.error = fmt::format("AdmissionReview nests deeper than {} levels", kMaxJsonDepth);
+    return result;
+  }
+  Json review;
+  try {
+    review = Json::parse(body.begin(), body.end());
+  } catch (const std::exception& e) {
+    result.error = fmt::format("AdmissionReview is not valid JSON: {}", e.what());
+    return result;
+  }
+  if (!review.is_object()) {
+    result.error = "AdmissionReview must be a JSON object";
+    return result;
+  }
+
+  Reader r;
+  // The uid first: every later failure can still be answered with it.
+  const Json& request = r.Object(review, "request", "AdmissionReview");
+  std::string uid = r.String(request, "uid", "request");
+  if (r.ok()) result.uid = uid;
+
+  std::string api_version = r.String(review, "apiVersion", "AdmissionReview");
+  std::string kind = r.String(review, "kind", "AdmissionReview");
+  if (r.ok() && api_version != kAdmissionApiVersion) {
+    r.Fail(fmt::format("unsupported AdmissionReview apiVersion \"{}\", want \"{}\"", api_version,
+                       kAdmissionApiVersion));
+  }
+  if (r.ok() && kind != kAdmissionReviewKind) {
+    r.Fail(fmt::format("AdmissionReview kind is \"{}\", want \"{}\"", kind, kAdmissionReviewKind));
+  }
+  if (r.ok() && (review.find("request") == review.end() || request.empty())) {
+    r.Fail("AdmissionReview has no request");
+  }
+  if (r.ok() && uid.empty()) r.Fail("request.uid is missing");
+
+  AdmissionRequest req;
+  req.uid = uid;
+  const Json& kind_obj = r.Object(request, "kind", "request");
+  req.kind.group = r.String(kind_obj, "group", "request.kind");
+  req.kind.version = r.String(kind_obj, "version", "request.kind");
+  req.kind.kind = r.String(kind_obj, "kind", "request.kind");
+  const Json& resource = r.Object(request, "resource", "request");
+  req.resource.group = r.String(resource, "group", "request.resource");
+  req.resource.version = r.String(resource, "version", "request.resource");
+  req.resource.resource = r.String(resource, "resource", "request.resource");
+  req.sub_resource = r.String(request, "subResource", "request");
+  req.name = r.String(request, "name", "request");
+  req.ns = r.String(request, "namespace", "request");
+  req.operation = r.String(request, "operation", "request");
+  req.user_info = ReadUserInfo(r, request);
+  req.object = r.Embedded(request, "object", "request");
+  req.old_object = r.Embedded(request, "oldObject", "request");
+  req.dry_run = r.Bool(request, "dryRun", "request");
+  req.options = r.Embedded(request, "options", "request");
+  if (r.ok() && req.operation.empty()) r.Fail("request.operation is missing");
+
+  if (!r.ok()) {
+    result.error = r.error();
+    return result;
+  }
+  result.request = std::move(req);
+  return result;
+}
+
+Json EncodeAdmissionReview(const AdmissionResponse& response) {
+  Json resp = Json::object();
+  resp["uid"] = response.uid;
+  resp["allowed"] = response.allowed;
+  if (response.status) {
+    const AdmissionStatus& s = *response.status;
+    Json status = Json::object();
+    status["status"] = response.allowed ? "Success" : "Failure";
+    if (s.code != 0) status["code"] = s.code;
+    if (!s.reason.empty()) status["reason"] = s.reason;
+    if (!s.message.empty()) status["message"] = s.message;
+    if (!s.causes.empty()) {
+      Json causes = Json::array();
+      for (const auto& c : s.causes) causes.push_back(CauseJson(c));
+      status["details"] = {{"causes", std::move(causes)}};
+    }
+    resp["status"] = std::move(status);
+  }
+  if (!response.warnings.empty()) resp["warnings"] = response.warnings;
+  if (response.patch) {
+    resp["patchType"] = "JSONPatch";
+    // Replace rather than throw on invalid UTF-8: a patch is built from decoded JSON, so
+    // this only guards against a bug, never against input.
+    resp["patch"] =
+        Base64Encode(response.patch->dump(-1, ' ', false, Json::error_handler_t::replace));
+  }
+  return Json{{"apiVersion", kAdmissionApiVersion},
+              {"kind", kAdmissionReviewKind},
+              {"response", std::move(resp)}};
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
+                 uint32_t(uint8_t(bytes[i + 2]));
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += kAlphabet[n & 63];
+  }
+  size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    uint32_t n = uint32_t(uint8_t(bytes[i])) << 16;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += "==";
+  } else if (rest == 2) {
+    uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace kmt::webhook

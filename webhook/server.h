@@ -1,0 +1,131 @@
+// webhook/server.h — the HTTPS shell around the admitters.
+//
+// AdmissionServer serves AdmissionReview (admission.k8s.io/v1) on HTTPS with TLS 1.2 or
+// newer, presenting the certificate in cert_file/key_file and picking up a rotated pair
+// within cert_poll_interval (webhook/serving_cert.h). It is embeddable: the operator
+// binary starts one on every replica.
+//
+// The shell is strict, like controller-runtime's webhook server:
+//   - a body over max_body_bytes (7 MiB)       → HTTP 413
+//   - an empty body                            → HTTP 400
+//   - a Content-Type other than application/json → HTTP 415
+//   - a body that is not an AdmissionReview    → HTTP 400, or an admission response with
+//     code 400 when the request uid could be read
+//   - an admitter that throws                  → an admission response with code 500 that
+//     still echoes the request uid
+// HTTP errors carry a metav1.Status JSON body. Every admission response echoes the request
+// uid whatever the admitter put there. Reads and writes time out (a slow client cannot hold
+// a worker), and a fixed pool of workers serves the connections (webhook/worker_pool.h).
+//
+// GET /healthz answers 200 while the server runs; GET /readyz answers 200 once a
+// certificate is loaded, 503 before.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "webhook/admission.h"
+
+namespace httplib {
+class SSLServer;
+}  // namespace httplib
+
+namespace kmt::webhook {
+
+class ServingCertificate;
+
+struct ServerOptions {
+  std::string address = "0.0.0.0";
+  int port = 9443;  // 0: any free port (see AdmissionServer::port())
+  // controller-runtime's default certificate directory layout.
+  std::string cert_file = "/tmp/k8s-webhook-server/serving-certs/tls.crt";
+  std::string key_file = "/tmp/k8s-webhook-server/serving-certs/tls.key";
+  std::chrono::milliseconds cert_poll_interval{1000};
+
+  std::chrono::milliseconds read_timeout{10000};
+  std::chrono::milliseconds write_timeout{10000};
+  // An idle keep-alive connection holds a worker, so keep this short.
+  std::chrono::seconds keep_alive_timeout{5};
+  size_t keep_alive_max_requests = 100;
+  size_t workers = 8;
+  size_t max_queued_connections = 64;
+  size_t max_body_bytes = 7 * 1024 * 1024;
+
+  // Structured log lines (key=value); default: standard error.
+  std::function<void(std::string_view)> log;
+};
+
+// An admitter: pure function of the request (plus what it captured), returning the answer.
+// It may throw; the shell turns that into a 500 admission response.
+using Admitter = std::function<AdmissionResponse(const AdmissionRequest&)>;
+
+struct Route {
+  std::string path;  // exact, e.g. "/validate-vmim"
+  Admitter admit;
+};
+
+class AdmissionServer {
+ public:
+  AdmissionServer(ServerOptions options, std::vector<Route> routes);
+  ~AdmissionServer();  // Stop()
+  AdmissionServer(const AdmissionServer&) = delete;
+  AdmissionServer& operator=(const AdmissionServer&) = delete;
+
+  // Loads the certificate (a missing or broken one is retried by the poller; the server
+  // answers handshakes only once one loads), binds and starts serving. Throws
+  // std::runtime_error when the address cannot be bound. Call once.
+  void Start();
+
+  // Stops accepting, lets requests in flight finish, joins every thread. Idempotent.
+  void Stop();
+
+  // Serving with a certificate loaded.
+  bool Ready() const;
+
+  // The bound port (useful with port 0); 0 before Start().
+  int port() const { return port_.load(); }
+
+  // Checks the certificate files now instead of waiting for the next poll; returns whether
+  // a new pair is being served.
+  bool ReloadCertificate();
+
+ private:
+  void Log(std::string_view line) const;
+  void PollCertificate();
+
+  ServerOptions options_;
+  std::vector<Route> routes_;
+  std::unique_ptr<ServingCertificate> cert_;
+  std::unique_ptr<httplib::SSLServer> http_;
+  std::atomic<int> port_{0};
+  std::atomic<bool> serving_{false};
+  std::atomic<bool> listen_returned_{false};
+  std::mutex log_mu_;
+  std::string last_failure_;  // guarded by log_mu_
+  std::thread listen_thread_;
+  std::thread poll_thread_;
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool stopping_ = false;  // guarded by poll_mu_
+  bool started_ = false;
+};
+
+// Serves one HTTP POST body for `admit`, without the network: the shell's whole decision
+// (status code, content type and body). Exposed for tests and the fuzz harness.
+struct ShellAnswer {
+  int http_status = 200;
+  std::string body;  // JSON
+};
+ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
+                           const Admitter& admit);
+
+}  // namespace kmt::webhook

@@ -1,0 +1,405 @@
+// The HTTPS shell against a real local server on 127.0.0.1 (ephemeral port), with an
+// httplib client and raw OpenSSL probes.
+#include "webhook/server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "webhook/testing/test_tls.h"
+
+namespace kmt::webhook {
+namespace {
+
+using testing::TestAuthority;
+using testing::WriteFileAtomically;
+
+std::string Review(const std::string& uid, const std::string& padding = "") {
+  Json review = {{"apiVersion", "admission.k8s.io/v1"},
+                 {"kind", "AdmissionReview"},
+                 {"request",
+                  {{"uid", uid},
+                   {"operation", "CREATE"},
+                   {"namespace", "ns1"},
+                   {"object", {{"metadata", {{"name", "x"}}}, {"padding", padding}}}}}};
+  return review.dump();
+}
+
+// A started server with its own certificate directory, CA and client.
+struct Fixture {
+  TestAuthority ca;
+  std::string dir = testing::MakeTempDir();
+  std::string cert_file = dir + "/tls.crt";
+  std::string key_file = dir + "/tls.key";
+  std::string ca_file = dir + "/ca.crt";
+  std::vector<std::string> logs;
+  std::mutex logs_mu;
+  std::unique_ptr<AdmissionServer> server;
+
+  explicit Fixture(std::vector<Route> routes, bool with_cert = true,
+                   std::function<void(ServerOptions&)> tweak = nullptr) {
+    if (with_cert) WriteCert(0x100);
+    WriteFileAtomically(ca_file, ca.ca_pem());
+    ServerOptions opts;
+    opts.address = "127.0.0.1";
+    opts.port = 0;
+    opts.cert_file = cert_file;
+    opts.key_file = key_file;
+    opts.cert_poll_interval = std::chrono::milliseconds(10);
+    opts.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(logs_mu);
+      logs.emplace_back(line);
+    };
+    if (tweak) tweak(opts);
+    server = std::make_unique<AdmissionServer>(opts, std::move(routes));
+    server->Start();
+  }
+
+  void WriteCert(long serial) {
+    auto pair = ca.Issue(serial);
+    // Key first, then certificate: the reloader must not serve a half-written pair.
+    WriteFileAtomically(key_file, pair.key);
+    WriteFileAtomically(cert_file, pair.cert);
+  }
+
+  std::unique_ptr<httplib::SSLClient> Client() const {
+    auto cli = std::make_unique<httplib::SSLClient>("127.0.0.1", server->port());
+    cli->set_ca_cert_path(ca_file.c_str());
+    cli->enable_server_certificate_verification(true);
+    cli->set_connection_timeout(5, 0);
+    cli->set_read_timeout(10, 0);
+    cli->set_tcp_nodelay(true);
+    return cli;
+  }
+
+  std::string ServedSerial() const {
+    return testing::Probe(server->port(), TLS1_2_VERSION, TLS1_3_VERSION, ca.ca_pem()).serial_hex;
+  }
+};
+
+AdmissionResponse AllowAll(const AdmissionRequest& req) {
+  AdmissionResponse r = Allowed();
+  r.uid = "not-the-request-uid";  // the shell must overwrite it
+  r.warnings = {"saw " + req.ns};
+  return r;
+}
+
+// Polls `done` until it holds or 10 s pass.
+template <typename F>
+bool Eventually(F done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::yield();
+  }
+  return done();
+}
+
+TEST_CASE("Server answers AdmissionReviews, health and readiness") {
+  Fixture f({{"/validate", AllowAll}});
+  REQUIRE(f.server->Ready());
+  auto cli = f.Client();
+
+  auto healthz = cli->Get("/healthz");
+  REQUIRE(healthz);
+  CHECK(healthz->status == 200);
+  auto readyz = cli->Get("/readyz");
+  REQUIRE(readyz);
+  CHECK(readyz->status == 200);
+
+  auto res = cli->Post("/validate", Review("uid-1"), "application/json; charset=utf-8");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(res->get_header_value("Content-Type") == "application/json");
+  CHECK(Json::parse(res->body) == Json::parse(R"({"apiVersion":"admission.k8s.io/v1",
+      "kind":"AdmissionReview","response":{"uid":"uid-1","allowed":true,"warnings":["saw ns1"]}})"));
+
+  auto missing = cli->Post("/other", Review("uid-1"), "application/json");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+}
+
+TEST_CASE("Server rejects bad requests with the HTTP status the shell promises") {
+  Fixture f({{"/validate", AllowAll}});
+  auto cli = f.Client();
+  struct Row {
+    const char* name;
+    std::string body;
+    std::string content_type;
+    int status;
+    std::string reason;
+    std::string message;
+  };
+  auto row = GENERATE(values<Row>({
+      {"empty body", "", "application/json", 400, "BadRequest", "request body is empty"},
+      {"text", Review("u"), "text/plain", 415, "UnsupportedMediaType",
+       "contentType=\"text/plain\", expected application/json"},
+      {"yaml", Review("u"), "application/yaml", 415, "UnsupportedMediaType",
+       "contentType=\"application/yaml\", expected application/json"},
+      {"not json", "{", "application/json", 400, "BadRequest",
+       "AdmissionReview is not valid JSON: [json.exception.parse_error.101] parse error at line "
+       "1, column 2: syntax error while parsing object key - unexpected end of input; expected "
+       "string literal"},
+      {"no uid",
+       R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}})",
+       "application/json", 400, "BadRequest", "request.uid is missing"},
+  }));
+  CAPTURE(row.name);
+  auto res = cli->Post("/validate", row.body, row.content_type.c_str());
+  REQUIRE(res);
+  CHECK(res->status == row.status);
+  CHECK(Json::parse(res->body) == Json{{"kind", "Status"},
+                                       {"apiVersion", "v1"},
+                                       {"metadata", Json::object()},
+                                       {"status", "Failure"},
+                                       {"message", row.message},
+                                       {"reason", row.reason},
+                                       {"code", row.status}});
+}
+
+TEST_CASE("Server echoes the uid of a review it cannot decode fully") {
+  Fixture f({{"/validate", AllowAll}});
+  auto res = f.Client()->Post(
+      "/validate",
+      R"({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u-7","operation":"CREATE"}})",
+      "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(Json::parse(res->body)["response"] == Json::parse(R"({"uid":"u-7","allowed":false,
+      "status":{"status":"Failure","code":400,"reason":"BadRequest",
+      "message":"unsupported AdmissionReview apiVersion \"admission.k8s.io/v1beta1\", want \"admission.k8s.io/v1\""}})"));
+}
+
+TEST_CASE("Server turns an admitter's exception into a 500 admission response with the uid") {
+  Fixture f(
+      {{"/throws",
+        [](const AdmissionRequest&) -> AdmissionResponse { throw std::runtime_error("boom"); }},
+       {"/throws-int", [](const AdmissionRequest&) -> AdmissionResponse { throw 42; }}});
+  auto cli = f.Client();
+  auto res = cli->Post("/throws", Review("uid-500"), "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(Json::parse(res->body)["response"] ==
+        Json::parse(R"({"uid":"uid-500","allowed":false,"status":{"status":"Failure",
+            "code":500,"reason":"InternalError","message":"internal error: boom"}})"));
+  auto res2 = cli->Post("/throws-int", Review("uid-501"), "application/json");
+  REQUIRE(res2);
+  CHECK(Json::parse(res2->body)["response"]["uid"] == "uid-501");
+  CHECK(Json::parse(res2->body)["response"]["status"]["message"] ==
+        "internal error: unknown exception");
+}
+
+TEST_CASE("Server caps the body at 7 MiB, with and without Content-Length") {
+  Fixture f({{"/validate", AllowAll}});
+  const size_t max = 7 * 1024 * 1024;
+  const size_t overhead = Review("u-big").size();
+  const std::string exact = Review("u-big", std::string(max - overhead, 'a'));
+  REQUIRE(exact.size() == max);
+
+  auto cli = f.Client();
+  auto ok = cli->Post("/validate", exact, "application/json");
+  REQUIRE(ok);
+  CHECK(ok->status == 200);
+  CHECK(Json::parse(ok->body)["response"]["uid"] == "u-big");
+
+  const std::string over = exact + " ";
+  auto big = f.Client()->Post("/validate", over, "application/json");
+  REQUIRE(big);
+  CHECK(big->status == 413);
+  CHECK(Json::parse(big->body)["message"] == "request body exceeds 7340032 bytes");
+
+  // Chunked transfer encoding: no Content-Length for httplib to check up front.
+  auto chunked = f.Client()->Post(
+      "/validate",
+      [&over](size_t offset, httplib::DataSink& sink) {
+        if (offset >= over.size()) {
+          sink.done();
+          return true;
+        }
+        size_t n = std::min<size_t>(64 * 1024, over.size() - offset);
+        return sink.write(over.data() + offset, n);
+      },
+      "application/json");
+  if (chunked) {  // the server may close before the client finished sending
+    CHECK(chunked->status == 413);
+  } else {
+    CHECK(chunked.error() == httplib::Error::Write);
+  }
+  // The server is still healthy.
+  auto after = f.Client()->Post("/validate", Review("u-after"), "application/json");
+  REQUIRE(after);
+  CHECK(after->status == 200);
+}
+
+TEST_CASE("Server speaks TLS 1.2 and 1.3 and refuses TLS 1.1") {
+  Fixture f({{"/validate", AllowAll}});
+  auto v11 = testing::Probe(f.server->port(), TLS1_1_VERSION, TLS1_1_VERSION, f.ca.ca_pem());
+  CHECK_FALSE(v11.connected);
+  CHECK(v11.error_reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION);
+  auto v10 = testing::Probe(f.server->port(), TLS1_VERSION, TLS1_VERSION, f.ca.ca_pem());
+  CHECK_FALSE(v10.connected);
+  CHECK(v10.error_reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION);
+  auto v12 = testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_2_VERSION, f.ca.ca_pem());
+  CHECK(v12.connected);
+  CHECK(v12.version == "TLSv1.2");
+  CHECK(v12.serial_hex == "0100");
+  auto v13 = testing::Probe(f.server->port(), TLS1_3_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
+  CHECK(v13.connected);
+  CHECK(v13.version == "TLSv1.3");
+}
+
+TEST_CASE("Server becomes ready when a certificate appears") {
+  Fixture f({{"/validate", AllowAll}}, /*with_cert=*/false);
+  CHECK_FALSE(f.server->Ready());
+  auto before = testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
+  CHECK_FALSE(before.connected);
+  f.WriteCert(0x200);
+  REQUIRE(Eventually([&] { return f.server->Ready(); }));
+  CHECK(f.ServedSerial() == "0200");
+  std::lock_guard<std::mutex> lock(f.logs_mu);
+  size_t failures = 0;
+  for (const auto& l : f.logs) {
+    if (l.find("Failed to load serving certificate") != std::string::npos) ++failures;
+  }
+  CHECK(failures == 1);  // reported once, not on every poll
+}
+
+TEST_CASE("Certificate rotation while requests run loses no request") {
+  // In-flight: this admitter holds its request until the rotation is done.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> held_started;
+  std::atomic<bool> hold{true};
+  Fixture f({{"/validate", AllowAll}, {"/hold", [&](const AdmissionRequest& req) {
+                                         if (hold.exchange(false)) {
+                                           held_started.set_value();
+                                           released.wait();
+                                         }
+                                         return AllowAll(req);
+                                       }}});
+  REQUIRE(f.ServedSerial() == "0100");
+
+  auto held = std::async(std::launch::async, [&] {
+    return f.Client()->Post("/hold", Review("uid-held"), "application/json");
+  });
+  held_started.get_future().wait();
+
+  // A request loop on fresh connections (each one a new handshake) and one on a
+  // keep-alive connection, both running across two rotations.
+  std::atomic<bool> stop{false};
+  std::atomic<int> fresh_count{0};
+  std::atomic<int> kept_count{0};
+  auto loop = [&](bool keep_alive, std::atomic<int>* count) {
+    std::vector<std::string> failures;
+    auto cli = f.Client();
+    cli->set_keep_alive(keep_alive);
+    while (!stop) {
+      std::string uid = (keep_alive ? "ka-" : "new-") + std::to_string(count->load());
+      auto res = cli->Post("/validate", Review(uid), "application/json");
+      if (!res) {
+        failures.push_back(uid + ": " + httplib::to_string(res.error()));
+      } else if (res->status != 200 || Json::parse(res->body)["response"]["uid"] != uid) {
+        failures.push_back(uid + ": status " + std::to_string(res->status));
+      }
+      ++*count;
+    }
+    return failures;
+  };
+  auto fresh = std::async(std::launch::async, loop, false, &fresh_count);
+  auto kept = std::async(std::launch::async, loop, true, &kept_count);
+  // Each loop gets at least 10 more requests through in every phase.
+  auto progress = [&] {
+    int f0 = fresh_count, k0 = kept_count;
+    return Eventually([&] { return fresh_count >= f0 + 10 && kept_count >= k0 + 10; });
+  };
+
+  CHECK(progress());
+  f.WriteCert(0x300);
+  REQUIRE(Eventually([&] { return f.ServedSerial() == "0300"; }));
+  CHECK(progress());
+  f.WriteCert(0x400);
+  REQUIRE(Eventually([&] { return f.ServedSerial() == "0400"; }));
+  CHECK(progress());
+  release.set_value();
+  auto held_res = held.get();
+  stop = true;
+  auto fresh_failures = fresh.get();
+  auto kept_failures = kept.get();
+
+  REQUIRE(held_res);
+  CHECK(held_res->status == 200);
+  CHECK(Json::parse(held_res->body)["response"]["uid"] == "uid-held");
+  CHECK(fresh_failures.empty());
+  CHECK(kept_failures.empty());
+  std::lock_guard<std::mutex> lock(f.logs_mu);
+  size_t loaded = 0;
+  for (const auto& l : f.logs) {
+    if (l.find("Loaded serving certificate") != std::string::npos) ++loaded;
+  }
+  CHECK(loaded == 3);
+}
+
+TEST_CASE("A slow client cannot hold the only worker past the read timeout") {
+  Fixture f({{"/validate", AllowAll}}, true, [](ServerOptions& o) {
+    o.workers = 1;
+    o.read_timeout = std::chrono::milliseconds(300);
+    o.keep_alive_timeout = std::chrono::seconds(1);
+  });
+  // Connects and sends half a request line, then stalls.
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(f.server->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  REQUIRE(SSL_connect(ssl) == 1);
+  const std::string partial = "POST /validate HTTP/1.1\r\nHost: x\r\n";
+  REQUIRE(SSL_write(ssl, partial.data(), static_cast<int>(partial.size())) > 0);
+
+  auto started = std::chrono::steady_clock::now();
+  auto res = f.Client()->Post("/validate", Review("uid-after-slow"), "application/json");
+  auto waited = std::chrono::steady_clock::now() - started;
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(waited >= std::chrono::milliseconds(250));  // it really waited for the slow one
+  // The server answered the stalled request 400 and closed the connection.
+  std::string answer;
+  char buf[4096];
+  for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;)
+    answer.append(buf, static_cast<size_t>(n));
+  CHECK(answer.rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+  SSL_free(ssl);
+  close(fd);
+  SSL_CTX_free(ctx);
+}
+
+TEST_CASE("Stop is idempotent and the port is released") {
+  Fixture f({{"/validate", AllowAll}});
+  int port = f.server->port();
+  f.server->Stop();
+  f.server->Stop();
+  CHECK_FALSE(f.server->Ready());
+  auto probe = testing::Probe(port, TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
+  CHECK_FALSE(probe.connected);
+}
+
+}  // namespace
+}  // namespace kmt::webhook
