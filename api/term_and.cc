@@ -117,6 +117,9 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   for (size_t i = 0; i < terms->size(); ++i) {
     const json& pod_term = (*terms)[i];
     if (!pod_term.is_object()) return false;
+    // A term without requirements matches no node; appending to it would turn it into the
+    // added term alone and widen the OR. Left as it is, it keeps matching nothing.
+    if (TermFromJsonLenient(pod_term).empty()) continue;
     const std::string term_ptr = kTermsPtr + "/" + std::to_string(i);
     if (!AppendMissing(pod_term, term_ptr, "matchExpressions", unique.match_expressions, changes) ||
         !AppendMissing(pod_term, term_ptr, "matchFields", unique.match_fields, changes)) {
@@ -175,6 +178,7 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
 bool SelectorCarriesTerm(const NodeSelector& required, const NodeSelectorTerm& term) {
   if (required.terms.empty()) return false;
   for (const auto& t : required.terms) {
+    if (t.empty()) continue;  // matches no node, so it lets the pod nowhere
     for (const auto& r : term.match_expressions) {
       if (!ListHas(t.match_expressions, r)) return false;
     }
@@ -191,6 +195,17 @@ bool PodCarriesTerm(const json& pod, const NodeSelectorTerm& term) {
   const json* node_affinity = affinity ? Member(*affinity, "nodeAffinity") : nullptr;
   const json* required = node_affinity ? Member(*node_affinity, kRequired) : nullptr;
   if (required == nullptr) return false;
+  // A shape no valid pod has is not trusted to carry anything (the lenient reader below
+  // would see an empty term in it).
+  const json* terms = Member(*required, "nodeSelectorTerms");
+  if (terms == nullptr || !terms->is_array()) return false;
+  for (const json& t : *terms) {
+    if (!t.is_object()) return false;
+    for (const char* member : {"matchExpressions", "matchFields"}) {
+      const json* list = Member(t, member);
+      if (list != nullptr && !list->is_array()) return false;
+    }
+  }
   return SelectorCarriesTerm(NodeSelectorFromJsonLenient(*required), term);
 }
 

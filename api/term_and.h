@@ -9,6 +9,8 @@
 //    existing term, and its matchFields to every term's matchFields. Terms are ORed, so
 //    adding a new term would widen; appending to each one narrows.
 //  - A requirement a term already has (SameRequirement) is not added again.
+//  - A term with no requirements matches no node (Kubernetes' nodeaffinity); it is left
+//    empty, since appending to it would make it match the added term alone and widen.
 //  - The gate is removed by index; other gates stay.
 // The operations begin with `test`s guarding exactly what they rely on: metadata.uid, the
 // current schedulingGates list (when a gate is removed), and the current value of the
@@ -34,8 +36,9 @@ namespace kmt::api {
 std::vector<nlohmann::json> AndTermIntoPod(const nlohmann::json& pod, const NodeSelectorTerm& term,
                                            std::string_view gate);
 
-// True when the pod's required node affinity has at least one term and every term
-// already contains every requirement of `term` (so the pod can only land inside it).
+// True when the pod's required node affinity has at least one term and every term with
+// requirements already contains every requirement of `term` (so the pod can only land
+// inside it).
 bool PodCarriesTerm(const nlohmann::json& pod, const NodeSelectorTerm& term);
 // The same over an already-projected required node selector.
 bool SelectorCarriesTerm(const NodeSelector& required, const NodeSelectorTerm& term);

@@ -1,0 +1,83 @@
+#include "api/node_match.h"
+
+#include <catch2/catch.hpp>
+
+namespace kmt::api {
+namespace {
+
+const NodeLabels kNode{{"topology.kubernetes.io/zone", "a"},
+                       {"cpu-count", "16"},
+                       {"gpu", "true"},
+                       {"weird", "12x"}};
+
+TEST_CASE("Requirement matching, Kubernetes semantics") {
+  auto [r, want] = GENERATE(table<NodeSelectorRequirement, bool>({
+      {{"topology.kubernetes.io/zone", "In", {"a", "b"}}, true},
+      {{"topology.kubernetes.io/zone", "In", {"b"}}, false},
+      {{"rack", "In", {"r1"}}, false},                      // missing label
+      {{"topology.kubernetes.io/zone", "In", {}}, false},
+      {{"topology.kubernetes.io/zone", "NotIn", {"b"}}, true},
+      {{"topology.kubernetes.io/zone", "NotIn", {"a"}}, false},
+      {{"rack", "NotIn", {"r1"}}, true},                    // NotIn matches a missing label
+      {{"rack", "NotIn", {}}, false},                       // invalid requirement
+      {{"gpu", "Exists", {}}, true},
+      {{"rack", "Exists", {}}, false},
+      {{"gpu", "Exists", {"true"}}, false},                 // invalid requirement
+      {{"rack", "DoesNotExist", {}}, true},                 // matches a missing label
+      {{"gpu", "DoesNotExist", {}}, false},
+      {{"cpu-count", "Gt", {"8"}}, true},
+      {{"cpu-count", "Gt", {"16"}}, false},
+      {{"cpu-count", "Lt", {"17"}}, true},
+      {{"cpu-count", "Lt", {"+17"}}, true},
+      {{"cpu-count", "Lt", {"-3"}}, false},
+      {{"cpu-count", "Gt", {"-3"}}, true},
+      {{"cpu-count", "Lt", {"16"}}, false},
+      {{"cpu-count", "Gt", {"x"}}, false},                  // non-integer value
+      {{"cpu-count", "Gt", {"+-3"}}, false},
+      {{"weird", "Gt", {"1"}}, false},                      // non-integer label
+      {{"rack", "Lt", {"100"}}, false},                     // missing label
+      {{"cpu-count", "Gt", {"1", "2"}}, false},
+      {{"cpu-count", "Gt", {"99999999999999999999"}}, false},
+      {{"gpu", "in", {"true"}}, false},                     // unknown operator
+  }));
+  CAPTURE(ToString(r));
+  CHECK(RequirementMatchesLabels(r, kNode) == want);
+}
+
+TEST_CASE("Field requirement matching: metadata.name only") {
+  auto [r, want] = GENERATE(table<NodeSelectorRequirement, bool>({
+      {{"metadata.name", "In", {"node-1"}}, true},
+      {{"metadata.name", "In", {"node-2"}}, false},
+      {{"metadata.name", "NotIn", {"node-2"}}, true},
+      {{"metadata.name", "NotIn", {"node-1"}}, false},
+      {{"metadata.name", "In", {"node-1", "node-2"}}, false},  // one value only
+      {{"metadata.name", "Exists", {}}, false},
+      {{"metadata.uid", "In", {"node-1"}}, false},
+  }));
+  CAPTURE(ToString(r));
+  CHECK(FieldRequirementMatchesNode(r, "node-1") == want);
+}
+
+TEST_CASE("Terms AND their requirements; selectors OR their terms") {
+  const NodeSelectorRequirement zone_a{"topology.kubernetes.io/zone", "In", {"a"}};
+  const NodeSelectorRequirement zone_b{"topology.kubernetes.io/zone", "In", {"b"}};
+  const NodeSelectorRequirement me{"metadata.name", "In", {"node-1"}};
+  const NodeSelectorRequirement other{"metadata.name", "In", {"node-2"}};
+  auto [sel, want] = GENERATE_COPY(table<NodeSelector, bool>({
+      {NodeSelector{}, false},                                   // no terms: nothing
+      {NodeSelector{{NodeSelectorTerm{}}}, false},              // empty term: nothing
+      {NodeSelector{{{{zone_a}, {}}}}, true},
+      {NodeSelector{{{{zone_a}, {me}}}}, true},
+      {NodeSelector{{{{zone_a}, {other}}}}, false},
+      {NodeSelector{{{{zone_a, zone_b}, {}}}}, false},
+      {NodeSelector{{{{zone_b}, {}}, {{zone_a}, {}}}}, true},
+      {NodeSelector{{NodeSelectorTerm{}, {{}, {me}}}}, true},
+      {NodeSelector{{{{zone_b}, {}}, {{}, {other}}}}, false},
+  }));
+  CAPTURE(ToJson(sel).dump());
+  CHECK(SelectorMatchesNode(sel, kNode, "node-1") == want);
+  if (sel.terms.size() == 1) CHECK(TermMatchesNode(sel.terms[0], kNode, "node-1") == want);
+}
+
+}  // namespace
+}  // namespace kmt::api
