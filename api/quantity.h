@@ -18,8 +18,9 @@ std::optional<int64_t> ParseQuantityMilli(std::string_view text, std::string* er
 // Whole units, rounded up ("1Gi" → 1073741824, "512M" → 512000000, "100m" → 1).
 std::optional<int64_t> ParseQuantityValue(std::string_view text, std::string* error = nullptr);
 
-// Short human forms for messages: bytes as the largest exact binary unit ("2Gi",
-// "1536Mi", "1000"), milli as cores ("2", "500m", "1500m").
+// Short human forms for messages. Bytes: the largest binary unit that divides exactly
+// ("2Gi", "1536Mi"), else one decimal in the largest unit reached ("4.4Gi"), else plain
+// ("1000"). Milli-cores: whole cores when exact ("2"), else milli ("500m", "1500m").
 std::string FormatBytes(int64_t bytes);
 std::string FormatMilli(int64_t milli);
 
