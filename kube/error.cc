@@ -1,0 +1,151 @@
+// kube/error.cc — the one place that maps HTTP answers to ErrorKind.
+#include "kube/error.h"
+
+#include <fmt/format.h>
+
+namespace kmt::kube {
+namespace {
+
+// kube-apiserver answers a JSON Patch that cannot be applied to the current
+// object (a failed `test` op, or a path that no longer exists) with this exact
+// generic 422 Status, dropping the patch library's own text; see
+// kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go
+// (applyJSPatch -> errors.NewGenericServerResponse(422, ...)) and
+// staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go. Validation errors
+// (NewInvalid) carry a different message, so this one is unambiguous: the
+// object changed under a guarded patch, which the caller handles like a 409.
+constexpr std::string_view kPatchNotApplicable =
+    "the server rejected our request due to an error in our request";
+
+ErrorKind KindForStatus(int code, const nlohmann::json& status) {
+  switch (code) {
+    case 404:
+      return ErrorKind::kNotFound;
+    case 409:
+      return ErrorKind::kConflict;
+    case 410:
+      return ErrorKind::kGone;
+    case 400:
+    case 413:
+      return ErrorKind::kInvalid;
+    case 422:
+      if (status.is_object() && status.value("message", "") == kPatchNotApplicable) {
+        return ErrorKind::kConflict;
+      }
+      return ErrorKind::kInvalid;
+    case 401:
+      return ErrorKind::kUnauthorized;
+    case 403:
+      return ErrorKind::kForbidden;
+    case 408:
+    case 504:
+      return ErrorKind::kTimeout;
+    case 429:
+      return ErrorKind::kUnavailable;
+    default:
+      if (code >= 500 && code <= 599) return ErrorKind::kUnavailable;
+      return ErrorKind::kInternal;
+  }
+}
+
+// A body is a metav1.Status when it is a JSON object of kind Status (the
+// API server always sets kind; aggregated or proxied servers sometimes only
+// send code/message, which is accepted too).
+nlohmann::json DecodeStatus(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return nullptr;
+  const auto kind = j.find("kind");
+  const bool is_status = (kind != j.end() && kind->is_string() && *kind == "Status") ||
+                         (j.contains("code") && j.contains("message"));
+  if (!is_status) return nullptr;
+  return j;
+}
+
+// Bodies that are not a Status end up in the message; keep it readable.
+std::string Excerpt(const std::string& body) {
+  constexpr size_t kMax = 200;
+  std::string out;
+  for (char c : body.substr(0, kMax)) out += (c == '\n' || c == '\r') ? ' ' : c;
+  if (body.size() > kMax) out += "...";
+  return out;
+}
+
+}  // namespace
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kConflict:
+      return "Conflict";
+    case ErrorKind::kGone:
+      return "Gone";
+    case ErrorKind::kInvalid:
+      return "Invalid";
+    case ErrorKind::kUnauthorized:
+      return "Unauthorized";
+    case ErrorKind::kForbidden:
+      return "Forbidden";
+    case ErrorKind::kUnavailable:
+      return "Unavailable";
+    case ErrorKind::kTimeout:
+      return "Timeout";
+    case ErrorKind::kTransport:
+      return "Transport";
+    case ErrorKind::kConfig:
+      return "Config";
+    case ErrorKind::kTooLarge:
+      return "TooLarge";
+    case ErrorKind::kInternal:
+      return "Internal";
+  }
+  return "Unknown";
+}
+
+bool IsRetryable(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kUnavailable:
+    case ErrorKind::kTimeout:
+    case ErrorKind::kTransport:
+      return true;
+    default:
+      return false;
+  }
+}
+
+KubeError ErrorFromResponse(int http_status, const std::string& body,
+                            std::optional<std::chrono::seconds> retry_after,
+                            const std::string& what) {
+  nlohmann::json status = DecodeStatus(body);
+  const ErrorKind kind = KindForStatus(http_status, status);
+
+  std::string detail;
+  if (status.is_object()) {
+    const auto msg = status.find("message");
+    if (msg != status.end() && msg->is_string() && !msg->get<std::string>().empty()) {
+      detail = msg->get<std::string>();
+    } else {
+      const auto reason = status.find("reason");
+      detail = reason != status.end() && reason->is_string() ? reason->get<std::string>()
+                                                             : std::string("no message");
+    }
+    if (!retry_after) {
+      const auto details = status.find("details");
+      if (details != status.end() && details->is_object()) {
+        const auto secs = details->find("retryAfterSeconds");
+        if (secs != details->end() && secs->is_number_integer() && secs->get<int64_t>() > 0) {
+          retry_after = std::chrono::seconds(secs->get<int64_t>());
+        }
+      }
+    }
+  } else if (!body.empty()) {
+    detail = Excerpt(body);
+  } else {
+    detail = "empty body";
+  }
+  std::string message = fmt::format("{}: HTTP {} {}: {}", what, http_status, ErrorKindName(kind),
+                                    detail);
+  return KubeError(kind, std::move(message), http_status, std::move(status), retry_after);
+}
+
+}  // namespace kmt::kube
