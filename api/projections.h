@@ -119,6 +119,7 @@ struct BoundPod {
   std::string node_name, ns;
   Labels labels;
   Resources requests;
+  bool terminal = false;  // Succeeded or Failed: the scheduler no longer counts it
 
   static BoundPod FromJson(const nlohmann::json& pod);
 };
@@ -135,7 +136,7 @@ struct MigrationInfo {
   std::optional<std::string> added_term_text;  // AddedTermSource()
   std::vector<std::pair<std::string, std::string>> added_node_selector;  // spec.addedNodeSelector
   std::vector<MigrationCondition> conditions;  // status.conditions
-  std::string target_node, source_node;        // status.migrationState
+  std::string target_node, source_node, target_pod;  // status.migrationState
   bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
 
   static MigrationInfo FromJson(const nlohmann::json& vmim);

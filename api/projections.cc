@@ -1,0 +1,315 @@
+#include "api/projections.h"
+
+#include <algorithm>
+
+#include "api/added_term.h"
+#include "api/names.h"
+#include "api/quantity.h"
+
+namespace kmt::api {
+namespace {
+
+using json = nlohmann::json;
+
+const json& Null() {
+  static const json null;
+  return null;
+}
+
+// obj[key] when obj is an object that has it, else null: chains never throw.
+const json& At(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return Null();
+  auto it = obj.find(key);
+  return it == obj.end() ? Null() : *it;
+}
+
+std::string Str(const json& obj, std::string_view key) {
+  const json& v = At(obj, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::vector<std::pair<std::string, std::string>> StringMap(const json& obj) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!obj.is_object()) return out;
+  for (const auto& [k, v] : obj.items()) {
+    if (v.is_string()) out.emplace_back(k, v.get<std::string>());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<NodeSelectorRequirement> LabelExpressions(const json& list) {
+  std::vector<NodeSelectorRequirement> out;
+  if (!list.is_array()) return out;
+  for (const json& r : list) out.push_back(RequirementFromJsonLenient(r));
+  return out;
+}
+
+std::vector<PodAffinityTerm> AffinityTerms(const json& list) {
+  std::vector<PodAffinityTerm> out;
+  if (!list.is_array()) return out;
+  for (const json& t : list) {
+    if (!t.is_object()) continue;
+    PodAffinityTerm term;
+    const json& sel = At(t, "labelSelector");
+    term.selector.match_labels = StringMap(At(sel, "matchLabels"));
+    term.selector.match_expressions = LabelExpressions(At(sel, "matchExpressions"));
+    term.topology_key = Str(t, "topologyKey");
+    const json& ns = At(t, "namespaces");
+    if (ns.is_array()) {
+      for (const json& n : ns) {
+        if (n.is_string()) term.namespaces.push_back(n.get<std::string>());
+      }
+    }
+    out.push_back(std::move(term));
+  }
+  return out;
+}
+
+const json& Condition(const json& status, std::string_view type) {
+  const json& conditions = At(status, "conditions");
+  if (!conditions.is_array()) return Null();
+  for (const json& c : conditions) {
+    if (Str(c, "type") == type) return c;
+  }
+  return Null();
+}
+
+bool IsTerminal(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
+
+}  // namespace
+
+int64_t Resources::Scalar(const std::string* name) const {
+  for (const auto& [n, v] : scalar) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+void Resources::AddScalar(const std::string* name, int64_t amount) {
+  for (auto& [n, v] : scalar) {
+    if (n == name) {
+      v += amount;
+      return;
+    }
+  }
+  scalar.emplace_back(name, amount);
+  std::sort(scalar.begin(), scalar.end(),
+            [](const auto& a, const auto& b) { return std::less<const std::string*>{}(a.first, b.first); });
+}
+
+void Resources::AddList(const json& list) {
+  if (!list.is_object()) return;
+  for (const auto& [name, amount] : list.items()) {
+    if (!amount.is_string()) continue;
+    const std::string& text = amount.get_ref<const std::string&>();
+    if (name == "cpu") {
+      if (auto v = ParseQuantityMilli(text)) cpu_milli += *v;
+    } else if (auto v = ParseQuantityValue(text)) {
+      if (name == "memory") {
+        memory_bytes += *v;
+      } else if (name == "pods") {
+        pods += *v;
+      } else {
+        AddScalar(Intern(name), *v);
+      }
+    }
+  }
+}
+
+void Resources::MaxWith(const Resources& o) {
+  cpu_milli = std::max(cpu_milli, o.cpu_milli);
+  memory_bytes = std::max(memory_bytes, o.memory_bytes);
+  pods = std::max(pods, o.pods);
+  for (const auto& [n, v] : o.scalar) {
+    const int64_t mine = Scalar(n);
+    if (v > mine) AddScalar(n, v - mine);
+  }
+}
+
+void Resources::Add(const Resources& o) {
+  cpu_milli += o.cpu_milli;
+  memory_bytes += o.memory_bytes;
+  pods += o.pods;
+  for (const auto& [n, v] : o.scalar) AddScalar(n, v);
+}
+
+std::string_view ToString(TaintEffect e) {
+  switch (e) {
+    case TaintEffect::kNoSchedule: return "NoSchedule";
+    case TaintEffect::kPreferNoSchedule: return "PreferNoSchedule";
+    case TaintEffect::kNoExecute: return "NoExecute";
+    default: return "Unknown";
+  }
+}
+
+TaintEffect ParseTaintEffect(std::string_view s) {
+  if (s == "NoSchedule") return TaintEffect::kNoSchedule;
+  if (s == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
+  if (s == "NoExecute") return TaintEffect::kNoExecute;
+  return TaintEffect::kOther;
+}
+
+ConditionStatus ParseConditionStatus(std::string_view s) {
+  if (s == "True") return ConditionStatus::kTrue;
+  if (s == "False") return ConditionStatus::kFalse;
+  return ConditionStatus::kUnknown;
+}
+
+std::string_view ToString(ConditionStatus s) {
+  switch (s) {
+    case ConditionStatus::kTrue: return "True";
+    case ConditionStatus::kFalse: return "False";
+    default: return "Unknown";
+  }
+}
+
+Resources PodRequests(const json& pod) {
+  const json& spec = At(pod, "spec");
+  Resources total;
+  const json& containers = At(spec, "containers");
+  if (containers.is_array()) {
+    for (const json& c : containers) total.AddList(At(At(c, "resources"), "requests"));
+  }
+  // Init containers run one at a time before the others: the pod needs the largest of them
+  // or the sum of the regular containers, whichever is more (resourcehelper.PodRequests).
+  const json& inits = At(spec, "initContainers");
+  if (inits.is_array()) {
+    for (const json& c : inits) {
+      Resources one;
+      one.AddList(At(At(c, "resources"), "requests"));
+      total.MaxWith(one);
+    }
+  }
+  total.AddList(At(spec, "overhead"));
+  total.pods = 1;
+  return total;
+}
+
+NodeInfo NodeInfo::FromJson(const json& node) {
+  NodeInfo n;
+  const json& meta = At(node, "metadata");
+  n.name = Str(meta, "name");
+  n.labels = Labels::FromJson(At(meta, "labels"));
+  const json& spec = At(node, "spec");
+  const json& unschedulable = At(spec, "unschedulable");
+  n.unschedulable = unschedulable.is_boolean() && unschedulable.get<bool>();
+  const json& taints = At(spec, "taints");
+  if (taints.is_array()) {
+    for (const json& t : taints) {
+      if (!t.is_object()) continue;
+      n.taints.push_back({Intern(Str(t, "key")), Intern(Str(t, "value")),
+                          ParseTaintEffect(Str(t, "effect"))});
+    }
+    n.taints.shrink_to_fit();
+  }
+  const json& status = At(node, "status");
+  n.ready = ParseConditionStatus(Str(Condition(status, "Ready"), "status"));
+  n.allocatable.AddList(At(status, "allocatable"));
+  return n;
+}
+
+TargetPod TargetPod::FromJson(const json& pod) {
+  TargetPod p;
+  const json& meta = At(pod, "metadata");
+  p.ns = Str(meta, "namespace");
+  p.name = Str(meta, "name");
+  p.uid = Str(meta, "uid");
+  p.resource_version = Str(meta, "resourceVersion");
+  const json& labels = At(meta, "labels");
+  p.migration_job_uid = Str(labels, kLabelMigrationJobUID);
+  p.created_by = Str(labels, kLabelCreatedBy);
+  p.migration_job_name = Str(At(meta, "annotations"), kAnnotationMigrationJobName);
+
+  const json& spec = At(pod, "spec");
+  p.node_name = Str(spec, "nodeName");
+  const json& gates = At(spec, "schedulingGates");
+  if (gates.is_array()) {
+    for (const json& g : gates) {
+      std::string name = Str(g, "name");
+      if (name == kSchedulingGate) p.has_gate = true;
+      p.gates.push_back(std::move(name));
+    }
+  }
+  const json& tolerations = At(spec, "tolerations");
+  if (tolerations.is_array()) {
+    for (const json& t : tolerations) {
+      if (!t.is_object()) continue;
+      p.tolerations.push_back(
+          {Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect")});
+    }
+  }
+  p.node_selector = StringMap(At(spec, "nodeSelector"));
+  const json& affinity = At(spec, "affinity");
+  const json& required = At(At(affinity, "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+  if (required.is_object()) p.required_affinity = NodeSelectorFromJsonLenient(required);
+  p.anti_affinity =
+      AffinityTerms(At(At(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
+  p.requests = PodRequests(pod);
+
+  const json& status = At(pod, "status");
+  p.phase = Str(status, "phase");
+  const json& scheduled = Condition(status, "PodScheduled");
+  p.scheduled = ParseConditionStatus(Str(scheduled, "status"));
+  p.scheduled_reason = Str(scheduled, "reason");
+  p.scheduled_message = Str(scheduled, "message");
+
+  if (p.has_gate) {
+    json basis = {{"metadata", json::object()}, {"spec", json::object()}};
+    if (!p.uid.empty()) basis["metadata"]["uid"] = p.uid;
+    if (!p.resource_version.empty()) basis["metadata"]["resourceVersion"] = p.resource_version;
+    if (!affinity.is_null()) basis["spec"]["affinity"] = affinity;
+    basis["spec"]["schedulingGates"] = gates;
+    p.patch_basis = basis.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return p;
+}
+
+json TargetPod::PatchBasis() const {
+  if (patch_basis.empty()) return nullptr;
+  return json::parse(patch_basis, nullptr, /*allow_exceptions=*/false);
+}
+
+BoundPod BoundPod::FromJson(const json& pod) {
+  BoundPod b;
+  const json& meta = At(pod, "metadata");
+  b.ns = Str(meta, "namespace");
+  b.labels = Labels::FromJson(At(meta, "labels"));
+  b.node_name = Str(At(pod, "spec"), "nodeName");
+  b.requests = PodRequests(pod);
+  b.terminal = IsTerminal(Str(At(pod, "status"), "phase"));
+  return b;
+}
+
+MigrationInfo MigrationInfo::FromJson(const json& vmim) {
+  MigrationInfo m;
+  const json& meta = At(vmim, "metadata");
+  m.ns = Str(meta, "namespace");
+  m.name = Str(meta, "name");
+  m.uid = Str(meta, "uid");
+  m.resource_version = Str(meta, "resourceVersion");
+  m.evacuation = At(At(meta, "annotations"), kAnnotationEvacuationMigration).is_string();
+  m.added_term_text = AddedTermSource(vmim);
+  const json& spec = At(vmim, "spec");
+  m.vmi_name = Str(spec, "vmiName");
+  m.added_node_selector = StringMap(At(spec, "addedNodeSelector"));
+  const json& status = At(vmim, "status");
+  m.phase = Str(status, "phase");
+  const json& conditions = At(status, "conditions");
+  if (conditions.is_array()) {
+    for (const json& c : conditions) {
+      if (!c.is_object()) continue;
+      m.conditions.push_back({Str(c, "type"), Str(c, "status"), Str(c, "reason"), Str(c, "message"),
+                              Str(c, "lastProbeTime"), Str(c, "lastTransitionTime")});
+    }
+  }
+  const json& state = At(status, "migrationState");
+  m.target_node = Str(state, "targetNode");
+  m.source_node = Str(state, "sourceNode");
+  m.target_pod = Str(state, "targetPod");
+  return m;
+}
+
+bool MigrationInfo::Final() const { return IsTerminal(phase); }
+
+}  // namespace kmt::api

@@ -1,0 +1,192 @@
+#include "api/projections.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "api/names.h"
+#include "api/term_and.h"
+
+namespace kmt::api {
+namespace {
+
+using json = nlohmann::json;
+
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return json::parse(ss.str());
+}
+
+TEST_CASE("NodeInfo keeps name, labels, cordon, taints, readiness and allocatable") {
+  const NodeInfo n = NodeInfo::FromJson(ReadJson("api/testdata/node.json"));
+  CHECK(n.name == "node-3");
+  CHECK(n.labels.size() == 12);
+  CHECK(*n.labels.Find("topology.kubernetes.io/zone") == "a");
+  CHECK(n.unschedulable);
+  REQUIRE(n.taints.size() == 2);
+  CHECK(*n.taints[0].key == "dedicated");
+  CHECK(*n.taints[0].value == "gpu");
+  CHECK(n.taints[0].effect == TaintEffect::kNoSchedule);
+  CHECK(*n.taints[1].key == "node.kubernetes.io/unreachable");
+  CHECK(*n.taints[1].value == "");
+  CHECK(n.taints[1].effect == TaintEffect::kNoExecute);
+  CHECK(n.ready == ConditionStatus::kTrue);
+  CHECK(n.allocatable.cpu_milli == 15500);
+  CHECK(n.allocatable.memory_bytes == 63LL << 30);
+  CHECK(n.allocatable.pods == 110);
+  CHECK(n.allocatable.Scalar(Intern("devices.kubevirt.io/kvm")) == 1000);
+  CHECK(n.allocatable.Scalar(Intern("ephemeral-storage")) == 94580335255);
+  CHECK(n.allocatable.Scalar(Intern("hugepages-1Gi")) == 0);
+  CHECK(n.allocatable.Scalar(Intern("nvidia.com/gpu")) == 0);
+}
+
+TEST_CASE("TargetPod keeps what the controller and the explainer use") {
+  json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  pod["spec"]["initContainers"] = json::parse(R"([{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "40M"}}}])");
+  const TargetPod p = TargetPod::FromJson(pod);
+  CHECK(p.ns == "vms");
+  CHECK(p.name == "virt-launcher-rhel9-x7k2q");
+  CHECK(p.uid == "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab");
+  CHECK(p.resource_version == "48213");
+  CHECK(p.migration_job_uid == "5f0e9b8a-2c1d-4e5f-8a9b-0c1d2e3f4a5b");
+  CHECK(p.created_by == "7ac26e32-a799-4eec-9a2a-cc8ae86621b0");
+  CHECK(p.migration_job_name == "move-rhel9");
+  CHECK(p.node_name == "");
+  CHECK(p.phase == "Pending");
+  CHECK(p.gates == std::vector<std::string>{std::string(kSchedulingGate)});
+  CHECK(p.has_gate);
+  CHECK(p.scheduled == ConditionStatus::kFalse);
+  CHECK(p.scheduled_reason == "SchedulingGated");
+  CHECK(p.scheduled_message == "Scheduling is blocked due to non-empty scheduling gates");
+  CHECK(p.tolerations == std::vector<Toleration>{
+                             {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"},
+                             {"node.kubernetes.io/unreachable", "Exists", "", "NoExecute"}});
+  CHECK(p.node_selector == std::vector<std::pair<std::string, std::string>>{
+                               {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
+                               {"kubernetes.io/arch", "amd64"},
+                               {"kubevirt.io/schedulable", "true"}});
+  REQUIRE(p.required_affinity.has_value());
+  CHECK(*p.required_affinity ==
+        NodeSelector{{{{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}}});
+  REQUIRE(p.anti_affinity.size() == 1);
+  CHECK(p.anti_affinity[0].selector.match_labels ==
+        std::vector<std::pair<std::string, std::string>>{{"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-cc8ae86621b0"}});
+  CHECK(p.anti_affinity[0].topology_key == "kubernetes.io/hostname");
+  // Containers: 100m + 15m cpu; the init container's 2 cpu is larger.
+  CHECK(p.requests.cpu_milli == 2000);
+  CHECK(p.requests.memory_bytes == 2294LL * 1024 * 1024 + 60000000);
+  CHECK(p.requests.pods == 1);
+  CHECK(p.requests.Scalar(Intern("devices.kubevirt.io/kvm")) == 1);
+  CHECK(p.requests.Scalar(Intern("ephemeral-storage")) == 50000000);
+
+  SECTION("the patch basis computes the same AND as the full pod") {
+    const NodeSelectorTerm term{{}, {{"metadata.name", "In", {"node-3"}}}};
+    const json basis = p.PatchBasis();
+    REQUIRE(basis.is_object());
+    const std::vector<json> from_basis = AndTermIntoPod(basis, term, kSchedulingGate);
+    CHECK(json(from_basis) == json(AndTermIntoPod(pod, term, kSchedulingGate)));
+    CHECK_NOTHROW(pod.patch(json(from_basis)));
+  }
+  SECTION("no basis once the gate is gone") {
+    pod["spec"]["schedulingGates"] = json::array();
+    const TargetPod released = TargetPod::FromJson(pod);
+    CHECK_FALSE(released.has_gate);
+    CHECK(released.patch_basis.empty());
+    CHECK(released.PatchBasis().is_null());
+  }
+}
+
+TEST_CASE("MigrationInfo keeps the request, KubeVirt's selector, conditions and nodes") {
+  const MigrationInfo m = MigrationInfo::FromJson(ReadJson("api/testdata/vmim.json"));
+  CHECK(m.ns == "vms");
+  CHECK(m.name == "move-rhel9");
+  CHECK(m.uid == "5f0e9b8a-2c1d-4e5f-8a9b-0c1d2e3f4a5b");
+  CHECK(m.resource_version == "48200");
+  CHECK(m.vmi_name == "rhel9");
+  CHECK(m.phase == "Scheduling");
+  CHECK_FALSE(m.Final());
+  CHECK(m.added_term_text ==
+        std::optional<std::string>(R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["node-3"]}]})"));
+  CHECK(m.added_node_selector == std::vector<std::pair<std::string, std::string>>{
+                                     {"kubernetes.io/arch", "amd64"}, {"topology.kubernetes.io/zone", "a"}});
+  CHECK(m.conditions == std::vector<MigrationCondition>{{"addedNodeSelectorTermApplied", "True", "TermApplied",
+                                                         "target pod carries the term", "",
+                                                         "2026-11-30T01:00:02Z"}});
+  CHECK(m.source_node == "node-1");
+  CHECK(m.target_node == "node-3");
+  CHECK(m.target_pod == "virt-launcher-rhel9-x7k2q");
+  CHECK(m.evacuation);
+}
+
+TEST_CASE("Final phases") {
+  auto [phase, final] = GENERATE(table<std::string, bool>({{"Succeeded", true}, {"Failed", true},
+                                                           {"Running", false}, {"", false}}));
+  MigrationInfo m;
+  m.phase = phase;
+  CHECK(m.Final() == final);
+}
+
+TEST_CASE("BoundPod") {
+  const BoundPod b = BoundPod::FromJson(json::parse(R"({
+      "metadata": {"namespace": "vms", "labels": {"kubevirt.io/created-by": "u1"}},
+      "spec": {"nodeName": "node-1", "containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+      "status": {"phase": "Succeeded"}})"));
+  CHECK(b.node_name == "node-1");
+  CHECK(b.ns == "vms");
+  CHECK(*b.labels.Find("kubevirt.io/created-by") == "u1");
+  CHECK(b.requests.cpu_milli == 1000);
+  CHECK(b.requests.memory_bytes == 1LL << 30);
+  CHECK(b.terminal);
+}
+
+TEST_CASE("Odd input never throws and leaves defaults") {
+  auto text = GENERATE(as<std::string>{}, "null", "[]", "7", R"("x")", R"({"metadata": 1, "spec": [], "status": "x"})",
+                       R"({"metadata": {"name": 5, "labels": [], "annotations": {"migration-target.kubevirt.io/added-node-selector-term": 3}},
+                           "spec": {"taints": [1, {"key": 2}], "unschedulable": "yes", "containers": {}, "schedulingGates": [3],
+                                    "tolerations": "x", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}},
+                           "status": {"conditions": [1, {"type": "Ready", "status": 1}], "allocatable": {"cpu": "lots", "memory": 4}}})");
+  CAPTURE(text);
+  const json j = json::parse(text);
+  const NodeInfo n = NodeInfo::FromJson(j);
+  CHECK(n.name.empty());
+  CHECK_FALSE(n.unschedulable);
+  CHECK(n.ready == ConditionStatus::kUnknown);
+  CHECK(n.allocatable == Resources{});
+  const TargetPod p = TargetPod::FromJson(j);
+  CHECK(p.name.empty());
+  CHECK_FALSE(p.has_gate);
+  CHECK_FALSE(p.required_affinity.has_value());
+  CHECK(p.requests.pods == 1);
+  const MigrationInfo m = MigrationInfo::FromJson(j);
+  CHECK_FALSE(m.added_term_text.has_value());
+  CHECK(m.conditions.size() <= 1);  // the object is kept, its non-string status dropped
+  for (const auto& c : m.conditions) CHECK((c.type == "Ready" && c.status.empty()));
+  CHECK_NOTHROW(BoundPod::FromJson(j));
+}
+
+TEST_CASE("Resources arithmetic") {
+  Resources a;
+  a.AddList(json::parse(R"({"cpu": "500m", "memory": "1Gi", "devices.kubevirt.io/kvm": "1", "pods": "2"})"));
+  Resources b;
+  b.AddList(json::parse(R"({"cpu": "1", "memory": "512Mi", "devices.kubevirt.io/kvm": "2", "nvidia.com/gpu": "1"})"));
+  Resources sum = a;
+  sum.Add(b);
+  CHECK(sum.cpu_milli == 1500);
+  CHECK(sum.memory_bytes == (1LL << 30) + (512LL << 20));
+  CHECK(sum.pods == 2);
+  CHECK(sum.Scalar(Intern("devices.kubevirt.io/kvm")) == 3);
+  CHECK(sum.Scalar(Intern("nvidia.com/gpu")) == 1);
+  Resources max = a;
+  max.MaxWith(b);
+  CHECK(max.cpu_milli == 1000);
+  CHECK(max.memory_bytes == 1LL << 30);
+  CHECK(max.Scalar(Intern("devices.kubevirt.io/kvm")) == 2);
+  CHECK(max.Scalar(Intern("nvidia.com/gpu")) == 1);
+}
+
+}  // namespace
+}  // namespace kmt::api
