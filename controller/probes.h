@@ -1,0 +1,72 @@
+// controller/probes.h — the plain-HTTP endpoints of the operator:
+// /healthz and /readyz on --health-probe-bind-address (":8081"), /metrics on
+// --metrics-bind-address (":8080"), as controller-runtime's manager serves them.
+//
+// Health answers mirror controller-runtime's pkg/healthz: all checks pass →
+// 200 "ok" (with ?verbose, the list and "healthz check passed"); any fails →
+// 500 with "[+]name ok" / "[-]name failed: reason withheld" lines sorted by
+// name and "healthz check failed". No checks → a single passing "ping".
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/metrics.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace kmt::controller {
+
+struct HealthCheck {
+  std::string name;
+  std::function<bool()> ok;
+};
+
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type;
+  std::string body;
+};
+
+// The answer of a /healthz or /readyz request (pure).
+HttpAnswer AnswerChecks(const std::vector<HealthCheck>& checks, bool verbose);
+
+// The answer of /metrics (pure).
+HttpAnswer AnswerMetrics(const Registry& registry);
+
+// Splits "host:port" / ":port" ("" host → all interfaces, 0.0.0.0). "0" or
+// an empty string disables the endpoint (returns false with *port = -1).
+// Throws std::invalid_argument on malformed text.
+bool ParseBindAddress(const std::string& text, std::string* host, int* port);
+
+// A small HTTP/1.1 server on its own thread serving fixed GET routes.
+class ProbeServer {
+ public:
+  using Route = std::pair<std::string, std::function<HttpAnswer(bool verbose)>>;
+
+  ProbeServer(std::string host, int port, std::vector<Route> routes);
+  ~ProbeServer();  // Stop()
+  ProbeServer(const ProbeServer&) = delete;
+  ProbeServer& operator=(const ProbeServer&) = delete;
+
+  // Binds (throws std::runtime_error naming the address when it cannot) and serves.
+  void Start();
+  void Stop();
+  int port() const { return port_.load(); }
+
+ private:
+  std::string host_;
+  int requested_port_;
+  std::vector<Route> routes_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  std::atomic<int> port_{0};
+};
+
+}  // namespace kmt::controller
