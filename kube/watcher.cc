@@ -1,0 +1,230 @@
+// kube/watcher.cc
+#include "kube/watcher.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kube/paths.h"
+
+namespace kmt::kube {
+namespace {
+
+std::string ResourceVersionOf(const Json& obj) {
+  if (!obj.is_object()) return "";
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return "";
+  auto rv = m->find("resourceVersion");
+  return rv != m->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
+}  // namespace
+
+const char* WatcherStateName(Watcher::State state) {
+  switch (state) {
+    case Watcher::State::kEmpty:
+      return "Empty";
+    case Watcher::State::kInitListing:
+      return "InitListing";
+    case Watcher::State::kInitListed:
+      return "InitListed";
+    case Watcher::State::kWatching:
+      return "Watching";
+  }
+  return "Unknown";
+}
+
+Watcher::Watcher(KubeClient& client, WatcherConfig config, Sleep sleep)
+    : client_(client), config_(std::move(config)), sleep_(std::move(sleep)) {}
+
+std::string Watcher::What() const { return DescribeCall("watch", config_.resource, config_.ns); }
+
+std::chrono::milliseconds Watcher::NextBackoff() const {
+  std::chrono::milliseconds d = config_.initial_backoff;
+  for (int i = 0; i < failures_ && d < config_.max_backoff; ++i) d *= 2;
+  return std::min(d, config_.max_backoff);
+}
+
+void Watcher::Cancel() {
+  std::shared_ptr<WatchStream> s;
+  {
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    cancelled_ = true;
+    s = stream_;
+  }
+  if (s) s->Cancel();
+}
+
+bool Watcher::cancelled() const {
+  std::lock_guard<std::mutex> lock(stream_mu_);
+  return cancelled_;
+}
+
+void Watcher::CloseStream() {
+  std::shared_ptr<WatchStream> s;
+  {
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    s = std::move(stream_);
+    stream_.reset();
+  }
+  if (s) s->Cancel();
+}
+
+void Watcher::Fail(WatcherStep& step, KubeError error, State next) {
+  if (next == State::kEmpty || next == State::kInitListed) CloseStream();
+  state_ = next;
+  if (next == State::kEmpty) continue_token_.clear();
+  backoff_pending_ = true;
+  step.error = std::move(error);
+}
+
+WatcherStep Watcher::Step() {
+  if (cancelled()) return {};
+  if (backoff_pending_) {
+    const std::chrono::milliseconds delay = NextBackoff();
+    ++failures_;
+    backoff_pending_ = false;
+    sleep_(delay);
+    if (cancelled()) return {};
+  }
+  switch (state_) {
+    case State::kEmpty: {
+      state_ = State::kInitListing;
+      continue_token_.clear();
+      WatcherStep step;
+      step.events.push_back({WatcherEventType::kInit, nullptr});
+      return step;
+    }
+    case State::kInitListing:
+      return StepList();
+    case State::kInitListed:
+      return StepOpenWatch();
+    case State::kWatching:
+      return StepWatch();
+  }
+  return {};
+}
+
+WatcherStep Watcher::StepList() {
+  WatcherStep step;
+  ListOptions opts;
+  opts.label_selector = config_.label_selector;
+  opts.field_selector = config_.field_selector;
+  opts.limit = config_.page_size;
+  opts.continue_token = continue_token_;
+  Json page;
+  try {
+    page = client_.List(config_.resource, config_.ns, opts);
+  } catch (const KubeError& e) {
+    // An expired continue token cannot be resumed: start the list over.
+    Fail(step, e, e.kind() == ErrorKind::kGone ? State::kEmpty : State::kInitListing);
+    return step;
+  }
+  const Json items = page.value("items", Json::array());
+  if (!page.is_object() || !items.is_array()) {
+    Fail(step,
+         KubeError(ErrorKind::kInternal,
+                   fmt::format("{}: list answer has no items array",
+                               DescribeCall("list", config_.resource, config_.ns))),
+         State::kEmpty);
+    return step;
+  }
+  for (const Json& item : items) step.events.push_back({WatcherEventType::kInitApply, item});
+  const Json meta = page.value("metadata", Json::object());
+  continue_token_ = meta.is_object() ? meta.value("continue", "") : "";
+  if (continue_token_.empty()) {
+    resource_version_ = meta.is_object() ? meta.value("resourceVersion", "") : "";
+    state_ = State::kInitListed;
+    step.events.push_back({WatcherEventType::kInitDone, nullptr});
+  }
+  failures_ = 0;
+  return step;
+}
+
+WatcherStep Watcher::StepOpenWatch() {
+  WatcherStep step;
+  WatchOptions opts;
+  opts.label_selector = config_.label_selector;
+  opts.field_selector = config_.field_selector;
+  opts.resource_version = resource_version_;
+  opts.allow_bookmarks = true;
+  opts.timeout = config_.watch_timeout;
+  try {
+    std::unique_ptr<WatchStream> s = client_.Watch(config_.resource, config_.ns, opts);
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    stream_ = std::move(s);
+    if (cancelled_) stream_->Cancel();
+  } catch (const KubeError& e) {
+    Fail(step, e, e.kind() == ErrorKind::kGone ? State::kEmpty : State::kInitListed);
+    return step;
+  }
+  state_ = State::kWatching;
+  events_on_stream_ = false;
+  return step;
+}
+
+WatcherStep Watcher::StepWatch() {
+  WatcherStep step;
+  std::shared_ptr<WatchStream> s;
+  {
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    s = stream_;
+  }
+  std::optional<WatchEvent> ev;
+  try {
+    ev = s->Next();
+  } catch (const KubeError& e) {
+    Fail(step, e, State::kInitListed);
+    return step;
+  }
+  if (!ev) {
+    CloseStream();
+    state_ = State::kInitListed;
+    // A stream that ends before saying anything still costs a backoff, so a
+    // server that closes every watch at once cannot make us spin.
+    if (!events_on_stream_ && !cancelled()) backoff_pending_ = true;
+    return step;
+  }
+  events_on_stream_ = true;
+  const std::string& type = ev->type;
+  if (type == "ERROR") {
+    const int code = ev->object.is_object() ? ev->object.value("code", 0) : 0;
+    KubeError err = ErrorFromResponse(code == 0 ? 500 : code, ev->object.dump(), std::nullopt,
+                                      What());
+    if (err.kind() == ErrorKind::kGone) {
+      // Our resourceVersion is older than the server's history: relist, now.
+      CloseStream();
+      state_ = State::kEmpty;
+      continue_token_.clear();
+      step.error = std::move(err);
+      return step;
+    }
+    Fail(step, std::move(err), State::kInitListed);
+    return step;
+  }
+  const bool known = type == "ADDED" || type == "MODIFIED" || type == "DELETED" ||
+                     type == "BOOKMARK";
+  if (!known) {
+    Fail(step,
+         KubeError(ErrorKind::kInternal,
+                   fmt::format("{}: unknown watch event type \"{}\"", What(), type)),
+         State::kInitListed);
+    return step;
+  }
+  std::string rv = ResourceVersionOf(ev->object);
+  if (rv.empty()) {
+    Fail(step,
+         KubeError(ErrorKind::kInternal,
+                   fmt::format("{}: {} event without metadata.resourceVersion", What(), type)),
+         State::kInitListed);
+    return step;
+  }
+  resource_version_ = std::move(rv);
+  failures_ = 0;
+  if (type == "BOOKMARK") return step;
+  step.events.push_back({type == "DELETED" ? WatcherEventType::kDelete : WatcherEventType::kApply,
+                         std::move(ev->object)});
+  return step;
+}
+
+}  // namespace kmt::kube

@@ -1,0 +1,104 @@
+// kube/watcher.h — list-then-watch as an explicit state machine (after
+// kube-rs's runtime::watcher).
+//
+//   kEmpty ──Step──▶ kInitListing ──(last page)──▶ kInitListed ──(watch opened)──▶ kWatching
+//     ▲                  │ 410 (continue expired)        ▲  │ error: back off, retry    │
+//     └──────────────────┘                               │  │                           │
+//     ▲                                                  └──┼── stream ended / broken / │
+//     └──────── 410 Gone (ERROR event or HTTP 410) ─────────┴── malformed / unknown type ┘
+//
+// Each Step() does at most one API call (one list page, opening a watch, or
+// reading one watch event) and returns what it learned. BOOKMARKs only advance
+// the resourceVersion. Consecutive failures back off exponentially through
+// the injected sleep; a success resets the backoff. Nothing here throws.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/error.h"
+
+namespace kmt::kube {
+
+struct WatcherConfig {
+  Resource resource;
+  std::string ns;  // "" = all namespaces
+  std::string label_selector;
+  std::string field_selector;
+  int64_t page_size = 500;
+  std::chrono::seconds watch_timeout{290};  // server-side timeoutSeconds per watch
+  std::chrono::milliseconds initial_backoff{800};
+  std::chrono::milliseconds max_backoff{30000};
+};
+
+enum class WatcherEventType {
+  kInit,       // a (re)list starts: the consumer should prepare to replace its state
+  kInitApply,  // an object of the list
+  kInitDone,   // the list is complete: objects not applied since kInit are gone
+  kApply,      // created or changed
+  kDelete,     // deleted (object is its last state)
+};
+
+struct WatcherEvent {
+  WatcherEventType type;
+  Json object;  // null for kInit / kInitDone
+};
+
+struct WatcherStep {
+  std::vector<WatcherEvent> events;
+  std::optional<KubeError> error;  // what went wrong in this step (already handled)
+};
+
+class Watcher {
+ public:
+  enum class State { kEmpty, kInitListing, kInitListed, kWatching };
+  using Sleep = std::function<void(std::chrono::milliseconds)>;
+
+  Watcher(KubeClient& client, WatcherConfig config, Sleep sleep);
+
+  WatcherStep Step();
+
+  // Makes a blocked Step() return promptly; later Steps do nothing.
+  // Thread-safe.
+  void Cancel();
+  bool cancelled() const;
+
+  State state() const { return state_; }
+  const std::string& resource_version() const { return resource_version_; }
+  int consecutive_failures() const { return failures_; }
+  // The delay the next failure will wait.
+  std::chrono::milliseconds NextBackoff() const;
+
+ private:
+  WatcherStep StepList();
+  WatcherStep StepOpenWatch();
+  WatcherStep StepWatch();
+  void Fail(WatcherStep& step, KubeError error, State next);
+  void CloseStream();
+  std::string What() const;
+
+  KubeClient& client_;
+  WatcherConfig config_;
+  Sleep sleep_;
+  State state_ = State::kEmpty;
+  std::string resource_version_;
+  std::string continue_token_;
+  int failures_ = 0;
+  bool backoff_pending_ = false;
+  bool events_on_stream_ = false;
+
+  mutable std::mutex stream_mu_;  // guards stream_ and cancelled_ against Cancel()
+  std::shared_ptr<WatchStream> stream_;
+  bool cancelled_ = false;
+};
+
+const char* WatcherStateName(Watcher::State state);
+
+}  // namespace kmt::kube

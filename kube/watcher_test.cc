@@ -1,0 +1,359 @@
+// kube/watcher_test.cc — the watcher state machine, step by step.
+#include "kube/watcher.h"
+
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "kube/fake_client.h"
+#include "kube/line_framer.h"
+#include "kube/resources.h"
+
+namespace kmt::kube {
+namespace {
+
+using State = Watcher::State;
+using T = WatcherEventType;
+
+Json Pod(const std::string& name) {
+  return {{"metadata", {{"name", name}}}, {"spec", Json::object()}};
+}
+
+struct Harness {
+  explicit Harness(FakeClient::Options o = {}) : client(std::move(o)) {}
+  FakeClient client;
+  std::vector<std::chrono::milliseconds> sleeps;
+  WatcherConfig Config() {
+    WatcherConfig c;
+    c.resource = kPods;
+    c.ns = "ns";
+    c.page_size = 2;
+    return c;
+  }
+  Watcher Make() {
+    return Watcher(client, Config(), [this](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  }
+};
+
+std::vector<std::string> Summary(const WatcherStep& step) {
+  std::vector<std::string> out;
+  for (const WatcherEvent& e : step.events) {
+    switch (e.type) {
+      case T::kInit:
+        out.push_back("Init");
+        break;
+      case T::kInitApply:
+        out.push_back("InitApply " + e.object["metadata"]["name"].get<std::string>());
+        break;
+      case T::kInitDone:
+        out.push_back("InitDone");
+        break;
+      case T::kApply:
+        out.push_back("Apply " + e.object["metadata"]["name"].get<std::string>());
+        break;
+      case T::kDelete:
+        out.push_back("Delete " + e.object["metadata"]["name"].get<std::string>());
+        break;
+    }
+  }
+  return out;
+}
+
+using V = std::vector<std::string>;
+
+// Steps through the initial paged list of p1..p3 and opens the watch.
+void ListThree(Harness& h, Watcher& w) {
+  for (const char* n : {"p1", "p2", "p3"}) h.client.Create(kPods, "ns", Pod(n));
+  CHECK(Summary(w.Step()) == V{"Init"});
+  CHECK(w.state() == State::kInitListing);
+  CHECK(Summary(w.Step()) == V{"InitApply p1", "InitApply p2"});
+  CHECK(w.state() == State::kInitListing);
+  CHECK(Summary(w.Step()) == V{"InitApply p3", "InitDone"});
+  CHECK(w.state() == State::kInitListed);
+  CHECK(w.resource_version() == "3");
+  CHECK(w.Step().events.empty());
+  CHECK(w.state() == State::kWatching);
+}
+
+TEST_CASE("Paged list, then watch; bookmarks advance the resourceVersion") {
+  Harness h;
+  Watcher w = h.Make();
+  ListThree(h, w);
+  h.client.Create(kPods, "ns", Pod("p4"));
+  CHECK(Summary(w.Step()) == V{"Apply p4"});
+  CHECK(w.resource_version() == "4");
+  h.client.Delete(kPods, "ns", "p1");
+  CHECK(Summary(w.Step()) == V{"Delete p1"});
+  CHECK(w.resource_version() == "5");
+  h.client.Create(kNodes, "", {{"metadata", {{"name", "n"}}}});  // rv 6, another resource
+  h.client.SendBookmarks();
+  CHECK(w.Step().events.empty());
+  CHECK(w.resource_version() == "6");
+  CHECK(h.sleeps.empty());
+}
+
+TEST_CASE("After a disconnect it re-watches from the last resourceVersion, without relisting") {
+  Harness h;
+  Watcher w = h.Make();
+  ListThree(h, w);
+  h.client.Create(kPods, "ns", Pod("p4"));
+  CHECK(Summary(w.Step()) == V{"Apply p4"});
+  h.client.CloseWatches();  // e.g. the API server restarted
+  h.client.Create(kPods, "ns", Pod("p5"));
+  WatcherStep ended = w.Step();
+  CHECK(ended.events.empty());
+  CHECK_FALSE(ended.error.has_value());
+  CHECK(w.state() == State::kInitListed);
+  CHECK(w.Step().events.empty());  // re-opened from rv 4
+  CHECK(w.state() == State::kWatching);
+  CHECK(Summary(w.Step()) == V{"Apply p5"});
+  CHECK(h.sleeps.empty());  // the stream had delivered events: no backoff
+  h.client.ClearCalls();
+  // No list happened: only the watch.
+  for (const FakeCall& c : h.client.Calls()) CHECK(c.verb != Verb::kList);
+}
+
+TEST_CASE("A 410 ERROR event makes it relist at once") {
+  FakeClient::Options o;
+  o.watch_history = 2;
+  Harness h(o);
+  Watcher w = h.Make();
+  ListThree(h, w);
+  h.client.CloseWatches();
+  CHECK(w.Step().events.empty());
+  for (int i = 0; i < 4; ++i) h.client.Create(kPods, "ns", Pod("q" + std::to_string(i)));
+  CHECK(w.Step().events.empty());  // opens the watch from rv 3, now compacted
+  WatcherStep gone = w.Step();
+  REQUIRE(gone.error.has_value());
+  CHECK(gone.error->kind() == ErrorKind::kGone);
+  CHECK(std::string(gone.error->what()) ==
+        "watch pods -n ns: HTTP 410 Gone: too old resource version: 3 (6)");
+  CHECK(w.state() == State::kEmpty);
+  CHECK(Summary(w.Step()) == V{"Init"});
+  CHECK(Summary(w.Step()) == V{"InitApply p1", "InitApply p2"});
+  CHECK(Summary(w.Step()) == V{"InitApply p3", "InitApply q0"});
+  CHECK(Summary(w.Step()) == V{"InitApply q1", "InitApply q2"});
+  CHECK(Summary(w.Step()) == V{"InitApply q3", "InitDone"});
+  CHECK(w.resource_version() == "7");
+  CHECK(h.sleeps.size() == 1);  // only for the stream that closed without events
+}
+
+TEST_CASE("HTTP 410 on opening the watch also relists") {
+  Harness h;
+  Watcher w = h.Make();
+  ListThree(h, w);
+  h.client.CloseWatches();
+  w.Step();
+  h.client.FailNext(Verb::kWatch, 1, ErrorKind::kGone);
+  WatcherStep s = w.Step();
+  REQUIRE(s.error.has_value());
+  CHECK(s.error->kind() == ErrorKind::kGone);
+  CHECK(w.state() == State::kEmpty);
+  CHECK(Summary(w.Step()) == V{"Init"});
+}
+
+TEST_CASE("Repeated failures back off exponentially; success resets") {
+  Harness h;
+  Watcher w = h.Make();
+  h.client.Create(kPods, "ns", Pod("p1"));
+  h.client.FailNext(Verb::kList, 6, ErrorKind::kUnavailable);
+  CHECK(Summary(w.Step()) == V{"Init"});
+  for (int i = 0; i < 6; ++i) {
+    WatcherStep s = w.Step();
+    REQUIRE(s.error.has_value());
+    CHECK(s.error->kind() == ErrorKind::kUnavailable);
+    CHECK(w.state() == State::kInitListing);
+  }
+  CHECK(Summary(w.Step()) == V{"InitApply p1", "InitDone"});
+  using ms = std::chrono::milliseconds;
+  CHECK(h.sleeps == std::vector<ms>{ms(800), ms(1600), ms(3200), ms(6400), ms(12800), ms(25600)});
+  CHECK(w.consecutive_failures() == 0);
+  CHECK(w.NextBackoff() == ms(800));
+  h.client.FailNext(Verb::kWatch, 3, ErrorKind::kUnavailable);
+  for (int i = 0; i < 3; ++i) w.Step();
+  CHECK(h.sleeps.back() == ms(1600));
+}
+
+TEST_CASE("Backoff is capped") {
+  Harness h;
+  WatcherConfig cfg = h.Config();
+  cfg.max_backoff = std::chrono::milliseconds(2000);
+  Watcher w(h.client, cfg, [&](std::chrono::milliseconds d) { h.sleeps.push_back(d); });
+  h.client.FailNext(Verb::kList, 5, ErrorKind::kTimeout);
+  for (int i = 0; i < 7; ++i) w.Step();
+  using ms = std::chrono::milliseconds;
+  CHECK(h.sleeps == std::vector<ms>{ms(800), ms(1600), ms(2000), ms(2000), ms(2000)});
+  CHECK(w.state() == State::kInitListed);
+}
+
+TEST_CASE("A broken stream is retried from the last resourceVersion after a backoff") {
+  Harness h;
+  Watcher w = h.Make();
+  ListThree(h, w);
+  h.client.BreakWatches();
+  WatcherStep broken = w.Step();
+  REQUIRE(broken.error.has_value());
+  CHECK(broken.error->kind() == ErrorKind::kTransport);
+  CHECK(w.state() == State::kInitListed);
+  h.client.Create(kPods, "ns", Pod("p4"));
+  CHECK(w.Step().events.empty());
+  CHECK(h.sleeps.size() == 1);
+  CHECK(Summary(w.Step()) == V{"Apply p4"});
+}
+
+TEST_CASE("A stream that ends without events costs a backoff (no hot loop)") {
+  Harness h;
+  Watcher w = h.Make();
+  ListThree(h, w);
+  h.client.CloseWatches();
+  w.Step();  // ended, no events on this stream
+  w.Step();  // re-open after a backoff
+  CHECK(h.sleeps.size() == 1);
+}
+
+// A client whose watch replays scripted events (decoded from recorded lines).
+class ScriptedClient : public FakeClient {
+ public:
+  struct Script : WatchStream {
+    std::deque<std::function<std::optional<WatchEvent>()>> steps;
+    std::optional<WatchEvent> Next() override {
+      if (steps.empty()) return std::nullopt;
+      auto f = std::move(steps.front());
+      steps.pop_front();
+      return f();
+    }
+    void Cancel() override {}
+  };
+  std::deque<std::unique_ptr<Script>> scripts;
+  std::unique_ptr<WatchStream> Watch(const Resource& r, std::string_view ns,
+                                     const WatchOptions& o) override {
+    last_watch_rv = o.resource_version;
+    if (scripts.empty()) return FakeClient::Watch(r, ns, o);
+    auto s = std::move(scripts.front());
+    scripts.pop_front();
+    return s;
+  }
+  std::string last_watch_rv;
+};
+
+std::unique_ptr<ScriptedClient::Script> ScriptFromLines(const std::vector<std::string>& lines) {
+  auto s = std::make_unique<ScriptedClient::Script>();
+  for (const std::string& l : lines) {
+    s->steps.push_back([l] { return std::optional<WatchEvent>(ParseWatchEvent(l, "watch pods")); });
+  }
+  return s;
+}
+
+TEST_CASE("A recorded stream drives the watcher, ending in a relist on its 410") {
+  ScriptedClient c;
+  std::vector<std::chrono::milliseconds> sleeps;
+  WatcherConfig cfg;
+  cfg.resource = kPods;
+  cfg.ns = "vm-ns";
+  Watcher w(c, cfg, [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  std::ifstream in("kube/testdata/watch_pods.jsonl", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  LineFramer f;
+  std::vector<std::string> lines;
+  f.Feed(ss.str(), lines);
+  c.scripts.push_back(ScriptFromLines(lines));
+
+  CHECK(Summary(w.Step()) == V{"Init"});
+  CHECK(Summary(w.Step()) == V{"InitDone"});
+  CHECK(w.Step().events.empty());
+  CHECK(Summary(w.Step()) == V{"Apply virt-launcher-a-x7k2p"});
+  CHECK(Summary(w.Step()) == V{"Apply virt-launcher-b-9qzvd"});
+  CHECK(Summary(w.Step()) == V{"Apply virt-launcher-a-x7k2p"});
+  CHECK(w.Step().events.empty());  // BOOKMARK
+  CHECK(w.resource_version() == "150");
+  CHECK(Summary(w.Step()) == V{"Delete virt-launcher-b-9qzvd"});
+  WatcherStep gone = w.Step();
+  REQUIRE(gone.error.has_value());
+  CHECK(gone.error->kind() == ErrorKind::kGone);
+  CHECK(w.state() == State::kEmpty);
+}
+
+TEST_CASE("Unknown event types and malformed events never crash: re-watch from the last rv") {
+  ScriptedClient c;
+  std::vector<std::chrono::milliseconds> sleeps;
+  WatcherConfig cfg;
+  cfg.resource = kPods;
+  Watcher w(c, cfg, [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  c.scripts.push_back(ScriptFromLines({
+      R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"7"}}})",
+      R"({"type":"SURPRISE","object":{"metadata":{"resourceVersion":"8"}}})",
+  }));
+  c.scripts.push_back(ScriptFromLines({
+      R"({"type":"MODIFIED","object":{"metadata":{"name":"a"}}})",
+  }));
+  auto malformed = std::make_unique<ScriptedClient::Script>();
+  malformed->steps.push_back([]() -> std::optional<WatchEvent> {
+    return ParseWatchEvent(R"({"type":"ADDED","obj)", "watch pods");
+  });
+  c.scripts.push_back(std::move(malformed));
+  auto error_500 = std::make_unique<ScriptedClient::Script>();
+  error_500->steps.push_back([] {
+    return std::optional<WatchEvent>(WatchEvent{
+        "ERROR", {{"kind", "Status"}, {"code", 500}, {"message", "etcd unhappy"}}});
+  });
+  c.scripts.push_back(std::move(error_500));
+
+  w.Step();
+  w.Step();
+  w.Step();  // watch opened
+  CHECK(Summary(w.Step()) == V{"Apply a"});
+  WatcherStep unknown = w.Step();
+  REQUIRE(unknown.error.has_value());
+  CHECK(std::string(unknown.error->what()) == "watch pods: unknown watch event type \"SURPRISE\"");
+  CHECK(w.state() == State::kInitListed);
+  CHECK(w.resource_version() == "7");
+
+  w.Step();  // re-open
+  CHECK(c.last_watch_rv == "7");
+  WatcherStep no_rv = w.Step();
+  REQUIRE(no_rv.error.has_value());
+  CHECK(std::string(no_rv.error->what()) ==
+        "watch pods: MODIFIED event without metadata.resourceVersion");
+
+  w.Step();
+  WatcherStep bad = w.Step();
+  REQUIRE(bad.error.has_value());
+  CHECK(bad.error->kind() == ErrorKind::kInternal);
+  CHECK(std::string(bad.error->what()) ==
+        "watch pods: malformed watch event (not JSON): {\"type\":\"ADDED\",\"obj");
+  CHECK(w.state() == State::kInitListed);
+
+  w.Step();
+  WatcherStep e500 = w.Step();
+  REQUIRE(e500.error.has_value());
+  CHECK(e500.error->kind() == ErrorKind::kUnavailable);
+  CHECK(std::string(e500.error->what()) == "watch pods: HTTP 500 Unavailable: etcd unhappy");
+  CHECK(w.state() == State::kInitListed);
+  CHECK(sleeps.size() == 3);
+}
+
+TEST_CASE("Cancel unblocks a Step waiting for events") {
+  Harness h;
+  Watcher w = h.Make();
+  ListThree(h, w);
+  std::thread t([&] { w.Cancel(); });
+  CHECK(w.Step().events.empty());  // blocked in Next() until Cancel
+  t.join();
+  CHECK(w.cancelled());
+  h.client.Create(kPods, "ns", Pod("late"));
+  CHECK(w.Step().events.empty());
+}
+
+TEST_CASE("State names") {
+  CHECK(std::string(WatcherStateName(State::kEmpty)) == "Empty");
+  CHECK(std::string(WatcherStateName(State::kInitListing)) == "InitListing");
+  CHECK(std::string(WatcherStateName(State::kInitListed)) == "InitListed");
+  CHECK(std::string(WatcherStateName(State::kWatching)) == "Watching");
+}
+
+}  // namespace
+}  // namespace kmt::kube
