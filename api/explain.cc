@@ -1,0 +1,456 @@
+#include "api/explain.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <unordered_map>
+
+#include "api/node_match.h"
+#include "api/quantity.h"
+
+namespace kmt::api {
+namespace {
+
+// Keys of the taints the node lifecycle controller uses for cordon and readiness
+// (k8s.io/api/core/v1 well_known_taints.go); they are reported as "cordoned" / "not Ready".
+constexpr std::string_view kTaintUnschedulable = "node.kubernetes.io/unschedulable";
+constexpr std::string_view kTaintNotReady = "node.kubernetes.io/not-ready";
+constexpr std::string_view kTaintUnreachable = "node.kubernetes.io/unreachable";
+constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+
+enum class Op : uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt, kInvalid };
+
+Op ParseOp(const std::string& s) {
+  if (s == kOpIn) return Op::kIn;
+  if (s == kOpNotIn) return Op::kNotIn;
+  if (s == kOpExists) return Op::kExists;
+  if (s == kOpDoesNotExist) return Op::kDoesNotExist;
+  if (s == kOpGt) return Op::kGt;
+  if (s == kOpLt) return Op::kLt;
+  return Op::kInvalid;
+}
+
+bool ParseInt64(std::string_view s, int64_t& out) {
+  const bool plus = !s.empty() && s[0] == '+';
+  if (plus) s.remove_prefix(1);
+  if (s.empty() || s[0] == '+' || (plus && s[0] == '-')) return false;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+// A label requirement with its key and values resolved to interned pointers once. A text
+// nobody interned is on no node, so it resolves to nullptr and matches no label.
+struct CompiledExpr {
+  const std::string* key = nullptr;
+  Op op = Op::kInvalid;
+  std::vector<const std::string*> values;
+  int64_t number = 0;  // Gt / Lt
+  bool valid = true;
+
+  explicit CompiledExpr(const NodeSelectorRequirement& r) : key(FindInterned(r.key)), op(ParseOp(r.op)) {
+    for (const auto& v : r.values) values.push_back(FindInterned(v));
+    switch (op) {
+      case Op::kIn: break;
+      case Op::kNotIn: valid = !r.values.empty(); break;
+      case Op::kExists:
+      case Op::kDoesNotExist: valid = r.values.empty(); break;
+      case Op::kGt:
+      case Op::kLt: valid = r.values.size() == 1 && ParseInt64(r.values[0], number); break;
+      default: valid = false;
+    }
+  }
+
+  bool Matches(const Labels& labels) const {
+    if (!valid) return false;
+    const std::string* v = labels.FindInterned(key);
+    switch (op) {
+      case Op::kIn: return v != nullptr && std::find(values.begin(), values.end(), v) != values.end();
+      case Op::kNotIn: return v == nullptr || std::find(values.begin(), values.end(), v) == values.end();
+      case Op::kExists: return v != nullptr;
+      case Op::kDoesNotExist: return v == nullptr;
+      case Op::kGt:
+      case Op::kLt: {
+        int64_t have = 0;
+        if (v == nullptr || !ParseInt64(*v, have)) return false;
+        return op == Op::kGt ? have > number : have < number;
+      }
+      default: return false;
+    }
+  }
+};
+
+struct CompiledTerm {
+  const NodeSelectorTerm* source;
+  std::vector<CompiledExpr> exprs;
+
+  explicit CompiledTerm(const NodeSelectorTerm& t) : source(&t) {
+    for (const auto& r : t.match_expressions) exprs.emplace_back(r);
+  }
+  bool Matches(const NodeInfo& node) const {
+    if (source->empty()) return false;
+    for (const auto& e : exprs) {
+      if (!e.Matches(node.labels)) return false;
+    }
+    for (const auto& f : source->match_fields) {
+      if (!FieldRequirementMatchesNode(f, node.name)) return false;
+    }
+    return true;
+  }
+  // The requirements that fail on `node`, as text (cold path).
+  std::string Failing(const NodeInfo& node) const {
+    if (source->empty()) return "(empty term)";
+    std::string s;
+    for (size_t i = 0; i < exprs.size(); ++i) {
+      if (exprs[i].Matches(node.labels)) continue;
+      if (!s.empty()) s += ", ";
+      s += ToString(source->match_expressions[i]);
+    }
+    for (const auto& f : source->match_fields) {
+      if (FieldRequirementMatchesNode(f, node.name)) continue;
+      if (!s.empty()) s += ", ";
+      s += ToString(f);
+    }
+    return s;
+  }
+};
+
+struct CompiledToleration {
+  bool any_key;                      // empty key
+  const std::string* key;
+  bool exists;                       // operator Exists
+  bool valid_op;
+  const std::string* value;
+  std::optional<TaintEffect> effect;  // nullopt: every effect
+
+  bool Tolerates(const std::string* taint_key, const std::string* taint_value,
+                 TaintEffect taint_effect) const {
+    if (effect && *effect != taint_effect) return false;
+    if (!any_key && key != taint_key) return false;
+    if (!valid_op) return false;
+    return exists || value == taint_value;
+  }
+};
+
+struct AntiAffinity {
+  const PodAffinityTerm* term;
+  const std::string* topology_key;
+  std::vector<const std::string*> domains;  // topology values holding a matching pod
+  bool is_vm;                               // selects the VM's own pods (created-by)
+};
+
+bool SelectorMatches(const LabelSelector& sel, const Labels& labels) {
+  for (const auto& [k, v] : sel.match_labels) {
+    const std::string* have = labels.Find(k);
+    if (have == nullptr || *have != v) return false;
+  }
+  for (const auto& r : sel.match_expressions) {
+    const std::string* have = labels.Find(r.key);
+    const bool in = have != nullptr && std::find(r.values.begin(), r.values.end(), *have) != r.values.end();
+    if (r.op == kOpIn && !in) return false;
+    if (r.op == kOpNotIn && in) return false;
+    if (r.op == kOpExists && have == nullptr) return false;
+    if (r.op == kOpDoesNotExist && have != nullptr) return false;
+    if (r.op != kOpIn && r.op != kOpNotIn && r.op != kOpExists && r.op != kOpDoesNotExist) return false;
+  }
+  return true;
+}
+
+bool IsByteResource(std::string_view name) {
+  return name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0;
+}
+
+}  // namespace
+
+struct Explainer::Impl {
+  const TargetPod* pod;
+  std::optional<CompiledTerm> added;
+  std::string source_name;
+  std::vector<CompiledToleration> tolerations;
+  std::vector<std::pair<const std::string*, const std::string*>> node_selector;
+  std::optional<std::vector<CompiledTerm>> affinity;  // nullopt: no required affinity
+  std::vector<AntiAffinity> anti;
+  bool tolerates_unschedulable = false;
+  bool tolerates_not_ready = false;
+  bool tolerates_unreachable = false;
+  const std::string* taint_unschedulable;
+  const std::string* taint_not_ready;
+  const std::string* taint_unreachable;
+  // Pod requests: scalars the pod asks for (> 0).
+  std::vector<std::pair<const std::string*, int64_t>> scalars;
+  // Per node, in `nodes` order: used cpu, memory, pods, then each of `scalars`.
+  std::vector<int64_t> used;
+  size_t stride = 0;
+
+  bool Tolerated(const std::string* key, const std::string* value, TaintEffect effect) const {
+    for (const auto& t : tolerations) {
+      if (t.Tolerates(key, value, effect)) return true;
+    }
+    return false;
+  }
+  bool NotReady(const NodeInfo& n) const {
+    if (n.ready == ConditionStatus::kTrue) return false;
+    // The lifecycle controller taints such nodes not-ready / unreachable (NoSchedule).
+    return n.ready == ConditionStatus::kFalse ? !tolerates_not_ready : !tolerates_unreachable;
+  }
+  // A NoSchedule/NoExecute taint not tolerated and not already reported as cordon/readiness.
+  bool TaintBlocks(const NodeInfo& n, const Taint& t, bool cordoned, bool not_ready) const {
+    if (t.effect != TaintEffect::kNoSchedule && t.effect != TaintEffect::kNoExecute) return false;
+    if (cordoned && t.key == taint_unschedulable) return false;
+    if (not_ready && (t.key == taint_not_ready || t.key == taint_unreachable)) return false;
+    (void)n;
+    return !Tolerated(t.key, t.value, t.effect);
+  }
+  bool AffinityExcludes(const NodeInfo& n) const {
+    if (!affinity) return false;
+    for (const auto& t : *affinity) {
+      if (t.Matches(n)) return false;
+    }
+    return true;
+  }
+  bool AlreadyThere(const NodeInfo& n) const {
+    if (!source_name.empty() && n.name == source_name) return true;
+    for (const auto& a : anti) {
+      const std::string* v = n.labels.FindInterned(a.topology_key);
+      if (v != nullptr && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end()) return true;
+    }
+    return false;
+  }
+};
+
+Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
+                     std::string_view source_node, std::span<const NodeInfo> nodes,
+                     std::span<const BoundPod> bound)
+    : nodes_(nodes) {
+  auto impl = std::make_shared<Impl>();
+  impl->pod = &pod;
+  if (added_term != nullptr) impl->added.emplace(*added_term);
+  impl->source_name = std::string(source_node);
+  impl->taint_unschedulable = Intern(kTaintUnschedulable);
+  impl->taint_not_ready = Intern(kTaintNotReady);
+  impl->taint_unreachable = Intern(kTaintUnreachable);
+  for (const auto& t : pod.tolerations) {
+    CompiledToleration c;
+    c.any_key = t.key.empty();
+    c.key = FindInterned(t.key);
+    c.exists = t.op == "Exists";
+    c.valid_op = t.op.empty() || t.op == "Equal" || t.op == "Exists";
+    c.value = FindInterned(t.value);
+    if (!t.effect.empty()) c.effect = ParseTaintEffect(t.effect);
+    impl->tolerations.push_back(c);
+  }
+  impl->tolerates_unschedulable =
+      impl->Tolerated(impl->taint_unschedulable, Intern(""), TaintEffect::kNoSchedule);
+  impl->tolerates_not_ready = impl->Tolerated(impl->taint_not_ready, Intern(""), TaintEffect::kNoSchedule);
+  impl->tolerates_unreachable =
+      impl->Tolerated(impl->taint_unreachable, Intern(""), TaintEffect::kNoSchedule);
+  for (const auto& [k, v] : pod.node_selector) {
+    impl->node_selector.emplace_back(FindInterned(k), FindInterned(v));
+  }
+  if (pod.required_affinity) {
+    impl->affinity.emplace();
+    for (const auto& t : pod.required_affinity->terms) impl->affinity->emplace_back(t);
+  }
+
+  // Nodes by name, for bound pods and anti-affinity domains.
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].name, i);
+
+  for (const auto& term : pod.anti_affinity) {
+    AntiAffinity a{&term, Intern(term.topology_key), {}, false};
+    for (const auto& [k, v] : term.selector.match_labels) {
+      a.is_vm = a.is_vm || (k == "kubevirt.io/created-by" && v == pod.created_by);
+    }
+    for (const auto& b : bound) {
+      if (b.terminal || b.node_name.empty()) continue;
+      const bool ns_ok = term.namespaces.empty()
+                             ? b.ns == pod.ns
+                             : std::find(term.namespaces.begin(), term.namespaces.end(), b.ns) != term.namespaces.end();
+      if (!ns_ok || !SelectorMatches(term.selector, b.labels)) continue;
+      auto it = index.find(b.node_name);
+      if (it == index.end()) continue;
+      const std::string* domain = nodes[it->second].labels.FindInterned(a.topology_key);
+      if (domain != nullptr && std::find(a.domains.begin(), a.domains.end(), domain) == a.domains.end()) {
+        a.domains.push_back(domain);
+      }
+    }
+    impl->anti.push_back(std::move(a));
+  }
+
+  for (const auto& [name, amount] : pod.requests.scalar) {
+    if (amount > 0) impl->scalars.emplace_back(name, amount);
+  }
+  impl->stride = 3 + impl->scalars.size();
+  impl->used.assign(nodes.size() * impl->stride, 0);
+  for (const auto& b : bound) {
+    if (b.terminal) continue;
+    auto it = index.find(b.node_name);
+    if (it == index.end()) continue;
+    int64_t* u = &impl->used[it->second * impl->stride];
+    u[0] += b.requests.cpu_milli;
+    u[1] += b.requests.memory_bytes;
+    u[2] += 1;
+    for (size_t s = 0; s < impl->scalars.size(); ++s) u[3 + s] += b.requests.Scalar(impl->scalars[s].first);
+  }
+  impl_ = std::move(impl);
+}
+
+ReasonMask Explainer::Evaluate(size_t i) const {
+  const Impl& m = *impl_;
+  const NodeInfo& n = nodes_[i];
+  ReasonMask mask = 0;
+  if (m.added && !m.added->Matches(n)) mask |= Bit(ReasonKind::kExcludedByAddedTerm);
+  const bool cordoned = n.unschedulable && !m.tolerates_unschedulable;
+  if (cordoned) mask |= Bit(ReasonKind::kCordoned);
+  const bool not_ready = m.NotReady(n);
+  if (not_ready) mask |= Bit(ReasonKind::kNotReady);
+  for (const auto& t : n.taints) {
+    if (m.TaintBlocks(n, t, n.unschedulable, not_ready)) {
+      mask |= Bit(ReasonKind::kTaintNotTolerated);
+      break;
+    }
+  }
+  for (const auto& [k, v] : m.node_selector) {
+    if (n.labels.FindInterned(k) != v || v == nullptr) {
+      mask |= Bit(ReasonKind::kNodeSelectorMismatch);
+      break;
+    }
+  }
+  if (m.AffinityExcludes(n)) mask |= Bit(ReasonKind::kOwnAffinityExcludes);
+  if (m.AlreadyThere(n)) mask |= Bit(ReasonKind::kAlreadyRunsThere);
+  const int64_t* u = &m.used[i * m.stride];
+  const Resources& req = m.pod->requests;
+  const Resources& alloc = n.allocatable;
+  bool short_of = req.cpu_milli > alloc.cpu_milli - u[0] || req.memory_bytes > alloc.memory_bytes - u[1] ||
+                  1 > alloc.pods - u[2];
+  for (size_t s = 0; !short_of && s < m.scalars.size(); ++s) {
+    short_of = m.scalars[s].second > alloc.Scalar(m.scalars[s].first) - u[3 + s];
+  }
+  if (short_of) mask |= Bit(ReasonKind::kInsufficientResource);
+  return mask;
+}
+
+NodeExplanation Explainer::Explain(size_t i) const {
+  const Impl& m = *impl_;
+  const NodeInfo& n = nodes_[i];
+  NodeExplanation out;
+  out.node = n.name;
+  const ReasonMask mask = Evaluate(i);
+  out.allowed_by_term = (mask & Bit(ReasonKind::kExcludedByAddedTerm)) == 0;
+  auto add = [&](ReasonKind k, std::string text) { out.reasons.push_back({k, std::move(text)}); };
+
+  if (!out.allowed_by_term) add(ReasonKind::kExcludedByAddedTerm, "excluded by the added term `" + m.added->Failing(n) + "`");
+  if (mask & Bit(ReasonKind::kCordoned)) add(ReasonKind::kCordoned, "cordoned");
+  const bool not_ready = mask & Bit(ReasonKind::kNotReady);
+  if (not_ready) {
+    add(ReasonKind::kNotReady, n.ready == ConditionStatus::kFalse ? "not Ready" : "not Ready (status Unknown)");
+  }
+  for (const auto& t : n.taints) {
+    if (!m.TaintBlocks(n, t, n.unschedulable, not_ready)) continue;
+    std::string text = "taint " + *t.key;
+    if (!t.value->empty()) text += "=" + *t.value;
+    text += ":" + std::string(ToString(t.effect)) + " not tolerated";
+    add(ReasonKind::kTaintNotTolerated, std::move(text));
+  }
+  for (size_t k = 0; k < m.node_selector.size(); ++k) {
+    const auto& [key, value] = m.node_selector[k];
+    if (value != nullptr && n.labels.FindInterned(key) == value) continue;
+    const auto& [ktext, vtext] = m.pod->node_selector[k];
+    add(ReasonKind::kNodeSelectorMismatch, "VM's own nodeSelector `" + ktext + "=" + vtext + "` not matched");
+  }
+  if (mask & Bit(ReasonKind::kOwnAffinityExcludes)) {
+    std::string text;
+    if (m.affinity->empty()) {
+      text = "VM's own required node affinity has no terms";
+    } else {
+      for (const auto& t : *m.affinity) {
+        if (!text.empty()) text += " or ";
+        text += "`" + t.Failing(n) + "`";
+      }
+      text = "VM's own affinity " + text + " excludes it";
+    }
+    add(ReasonKind::kOwnAffinityExcludes, std::move(text));
+  }
+  if (mask & Bit(ReasonKind::kAlreadyRunsThere)) {
+    bool vm = !m.source_name.empty() && n.name == m.source_name;
+    std::string other_key;
+    for (const auto& a : m.anti) {
+      const std::string* v = n.labels.FindInterned(a.topology_key);
+      if (v == nullptr || std::find(a.domains.begin(), a.domains.end(), v) == a.domains.end()) continue;
+      if (a.is_vm && *a.topology_key == kHostnameLabel) {
+        vm = true;
+      } else if (other_key.empty()) {
+        other_key = *a.topology_key;
+      }
+    }
+    if (vm) add(ReasonKind::kAlreadyRunsThere, "the VM already runs there");
+    if (!other_key.empty()) {
+      add(ReasonKind::kAlreadyRunsThere, "VM's own pod anti-affinity (topologyKey " + other_key + ") excludes it");
+    }
+  }
+  if (mask & Bit(ReasonKind::kInsufficientResource)) {
+    const int64_t* u = &m.used[i * m.stride];
+    const Resources& req = m.pod->requests;
+    const Resources& alloc = n.allocatable;
+    if (req.cpu_milli > alloc.cpu_milli - u[0]) {
+      add(ReasonKind::kInsufficientResource, "insufficient cpu (requested " + FormatMilli(req.cpu_milli) +
+                                                 ", free " + FormatMilli(alloc.cpu_milli - u[0]) + ")");
+    }
+    if (req.memory_bytes > alloc.memory_bytes - u[1]) {
+      add(ReasonKind::kInsufficientResource, "insufficient memory (requested " + FormatBytes(req.memory_bytes) +
+                                                 ", free " + FormatBytes(alloc.memory_bytes - u[1]) + ")");
+    }
+    if (1 > alloc.pods - u[2]) {
+      add(ReasonKind::kInsufficientResource,
+          "too many pods (" + std::to_string(u[2]) + " of " + std::to_string(alloc.pods) + ")");
+    }
+    for (size_t s = 0; s < m.scalars.size(); ++s) {
+      const auto& [name, amount] = m.scalars[s];
+      const int64_t free = alloc.Scalar(name) - u[3 + s];
+      if (amount <= free) continue;
+      const bool bytes = IsByteResource(*name);
+      add(ReasonKind::kInsufficientResource,
+          "insufficient " + *name + " (requested " + (bytes ? FormatBytes(amount) : std::to_string(amount)) +
+              ", free " + (bytes ? FormatBytes(free) : std::to_string(free)) + ")");
+    }
+  }
+  return out;
+}
+
+std::vector<NodeExplanation> Explainer::ExplainAll() const {
+  std::vector<NodeExplanation> out;
+  out.reserve(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) out.push_back(Explain(i));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.node < b.node; });
+  return out;
+}
+
+std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations, size_t max_nodes) {
+  std::vector<const NodeExplanation*> allowed;
+  for (const auto& e : explanations) {
+    if (e.allowed_by_term) allowed.push_back(&e);
+  }
+  if (allowed.empty()) return "no node matches the added term";
+  std::sort(allowed.begin(), allowed.end(), [](const auto* a, const auto* b) { return a->node < b->node; });
+  std::string s;
+  const size_t shown = std::min(max_nodes, allowed.size());
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) s += "; ";
+    s += allowed[i]->node + ": ";
+    if (allowed[i]->fits()) {
+      s += "fits";
+      continue;
+    }
+    for (size_t r = 0; r < allowed[i]->reasons.size(); ++r) {
+      if (r > 0) s += ", ";
+      s += allowed[i]->reasons[r].text;
+    }
+  }
+  if (const size_t rest = allowed.size() - shown; rest > 0) {
+    if (shown > 0) s += "; ";
+    s += "... and " + std::to_string(rest) + (rest == 1 ? " more node" : " more nodes");
+  }
+  return s;
+}
+
+}  // namespace kmt::api
