@@ -1,0 +1,279 @@
+// kube/informer.cc
+#include "kube/informer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kmt::kube {
+
+std::string ObjectKey(const Json& object) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
+    return "";
+  }
+  const Json& m = object["metadata"];
+  const std::string name = m.value("name", "");
+  const std::string ns = m.value("namespace", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+InformerCore::InformerCore(KubeClient& client, InformerOptions options, Projection projection,
+                           Sleep sleep)
+    : client_(client), options_(std::move(options)), projection_(std::move(projection)) {
+  if (!sleep) {
+    sleep = [this](std::chrono::milliseconds d) {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      stop_cv_.wait_for(lock, d, [this] { return stopping_; });
+    };
+  }
+  watcher_ = std::make_unique<Watcher>(client_, options_.watch, std::move(sleep));
+}
+
+InformerCore::~InformerCore() { Stop(); }
+
+void InformerCore::AddHandlers(Handlers handlers) { handlers_.push_back(std::move(handlers)); }
+
+void InformerCore::AddIndex(const std::string& name, IndexFunc func) {
+  index_funcs_[name] = std::move(func);
+  std::lock_guard<std::mutex> lock(mu_);
+  indexes_[name];
+}
+
+void InformerCore::Start() {
+  watch_thread_ = std::thread([this] { RunWatch(); });
+  if (options_.resync_period.count() > 0) {
+    resync_thread_ = std::thread([this] { RunResync(); });
+  }
+}
+
+void InformerCore::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  watcher_->Cancel();
+  if (watch_thread_.joinable()) watch_thread_.join();
+  if (resync_thread_.joinable()) resync_thread_.join();
+}
+
+void InformerCore::RunWatch() {
+  while (!watcher_->cancelled()) Apply(watcher_->Step());
+}
+
+void InformerCore::RunResync() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  while (!stopping_) {
+    if (stop_cv_.wait_for(lock, options_.resync_period, [this] { return stopping_; })) break;
+    lock.unlock();
+    Resync();
+    lock.lock();
+  }
+}
+
+void InformerCore::StepForTest() { Apply(watcher_->Step()); }
+
+bool InformerCore::Project(const Json& object, std::string& key, Entry& entry) {
+  key = ObjectKey(object);
+  try {
+    entry.obj = projection_(object);
+    if (!entry.obj) return false;
+    for (const auto& [name, func] : index_funcs_) entry.index_values[name] = func(object);
+  } catch (const std::exception& e) {
+    if (options_.on_error) {
+      options_.on_error(KubeError(ErrorKind::kInternal,
+                                  fmt::format("projecting {} {}: {}",
+                                              options_.watch.resource.resource, key, e.what())));
+    }
+    return false;
+  }
+  return true;
+}
+
+void InformerCore::IndexLocked(const std::string& key, const Entry& e, bool add) {
+  for (const auto& [name, values] : e.index_values) {
+    auto& index = indexes_[name];
+    for (const std::string& v : values) {
+      if (add) {
+        index[v].insert(key);
+      } else {
+        auto it = index.find(v);
+        if (it == index.end()) continue;
+        it->second.erase(key);
+        if (it->second.empty()) index.erase(it);
+      }
+    }
+  }
+}
+
+void InformerCore::Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out) {
+  auto it = items_.find(key);
+  if (it == items_.end()) {
+    IndexLocked(key, entry, true);
+    out.push_back({Delivery::kAdd, key, nullptr, entry.obj});
+    items_.emplace(key, std::move(entry));
+    return;
+  }
+  IndexLocked(key, it->second, false);
+  IndexLocked(key, entry, true);
+  out.push_back({Delivery::kUpdate, key, it->second.obj, entry.obj});
+  it->second = std::move(entry);
+}
+
+void InformerCore::Remove(const std::string& key, std::vector<Delivery>& out) {
+  auto it = items_.find(key);
+  if (it == items_.end()) return;
+  IndexLocked(key, it->second, false);
+  out.push_back({Delivery::kDelete, key, it->second.obj, nullptr});
+  items_.erase(it);
+}
+
+void InformerCore::Apply(const WatcherStep& step) {
+  if (step.error && options_.on_error) options_.on_error(*step.error);
+  std::vector<Delivery> deliveries;
+  for (const WatcherEvent& ev : step.events) {
+    switch (ev.type) {
+      case WatcherEventType::kInit: {
+        std::lock_guard<std::mutex> lock(mu_);
+        relist_.clear();
+        relisting_ = true;
+        break;
+      }
+      case WatcherEventType::kInitApply: {
+        std::string key;
+        Entry entry;
+        if (!Project(ev.object, key, entry)) break;
+        std::lock_guard<std::mutex> lock(mu_);
+        relist_[key] = std::move(entry);
+        break;
+      }
+      case WatcherEventType::kInitDone: {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::vector<std::string> gone;
+        for (const auto& [key, entry] : items_) {
+          if (!relist_.count(key)) gone.push_back(key);
+        }
+        std::sort(gone.begin(), gone.end());
+        for (const std::string& key : gone) Remove(key, deliveries);
+        for (auto& [key, entry] : relist_) Upsert(key, std::move(entry), deliveries);
+        relist_.clear();
+        relisting_ = false;
+        synced_ = true;
+        synced_cv_.notify_all();
+        break;
+      }
+      case WatcherEventType::kApply: {
+        std::string key;
+        Entry entry;
+        const bool keep = Project(ev.object, key, entry);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (keep) {
+          Upsert(key, std::move(entry), deliveries);
+        } else {
+          Remove(key, deliveries);
+        }
+        break;
+      }
+      case WatcherEventType::kDelete: {
+        std::lock_guard<std::mutex> lock(mu_);
+        Remove(ObjectKey(ev.object), deliveries);
+        break;
+      }
+    }
+  }
+  Deliver(deliveries);
+}
+
+void InformerCore::Deliver(const std::vector<Delivery>& deliveries) {
+  if (deliveries.empty() || handlers_.empty()) return;
+  std::lock_guard<std::mutex> lock(deliver_mu_);
+  for (const Delivery& d : deliveries) {
+    for (const Handlers& h : handlers_) {
+      switch (d.kind) {
+        case Delivery::kAdd:
+          if (h.on_add) h.on_add(d.key, d.new_obj);
+          break;
+        case Delivery::kUpdate:
+          if (h.on_update) h.on_update(d.key, d.old_obj, d.new_obj);
+          break;
+        case Delivery::kDelete:
+          if (h.on_delete) h.on_delete(d.key, d.old_obj);
+          break;
+      }
+    }
+  }
+}
+
+void InformerCore::Resync() {
+  std::vector<Delivery> deliveries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deliveries.reserve(items_.size());
+    for (const auto& [key, entry] : items_) {
+      deliveries.push_back({Delivery::kUpdate, key, entry.obj, entry.obj});
+    }
+  }
+  Deliver(deliveries);
+}
+
+bool InformerCore::HasSynced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_;
+}
+
+bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return synced_cv_.wait_for(lock, timeout, [this] { return synced_; });
+}
+
+InformerCore::Erased InformerCore::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : it->second.obj;
+}
+
+std::vector<std::string> InformerCore::Keys() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> keys;
+  keys.reserve(items_.size());
+  for (const auto& [key, entry] : items_) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<InformerCore::Erased> InformerCore::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Erased> out;
+  out.reserve(items_.size());
+  for (const auto& [key, entry] : items_) out.push_back(entry.obj);
+  return out;
+}
+
+std::vector<std::string> InformerCore::KeysByIndex(const std::string& index,
+                                                   const std::string& value) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return {};
+  auto it = idx->second.find(value);
+  if (it == idx->second.end()) return {};
+  return std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+std::vector<InformerCore::Erased> InformerCore::ByIndex(const std::string& index,
+                                                        const std::string& value) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Erased> out;
+  auto idx = indexes_.find(index);
+  if (idx == indexes_.end()) return out;
+  auto it = idx->second.find(value);
+  if (it == idx->second.end()) return out;
+  for (const std::string& key : it->second) out.push_back(items_.at(key).obj);
+  return out;
+}
+
+size_t InformerCore::Size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return items_.size();
+}
+
+}  // namespace kmt::kube

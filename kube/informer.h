@@ -1,0 +1,213 @@
+// kube/informer.h — a list-then-watch cache of one resource + namespace +
+// selector that keeps only a caller-chosen projection of each object.
+//
+// The cache is fed by a Watcher (kube/watcher.h) on its own thread. It keeps,
+// per namespace/name key, a shared_ptr to the projection (never the whole
+// object: the memory budget of DESIGN.md section 6 depends on it), maintains
+// secondary indexes computed from the object when it arrives, calls handlers
+// on add/update/delete (old and new projections), reports HasSynced() once
+// the first list is complete, and re-delivers update events for every object
+// on Resync() (periodically when resync_period > 0).
+//
+// A projection returning nullptr means "not interesting": the object is
+// treated as absent. Reads are thread-safe; handlers run on the informer's
+// threads, one at a time, with no cache lock held (they may read the cache).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/error.h"
+#include "kube/watcher.h"
+
+namespace kmt::kube {
+
+struct InformerOptions {
+  WatcherConfig watch;  // resource, namespace, selectors, paging, backoff
+  std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync
+  // Called (on the informer thread) with every error the watcher handled.
+  std::function<void(const KubeError&)> on_error;
+};
+
+// "namespace/name", or "name" for cluster-scoped objects (client-go's
+// MetaNamespaceKeyFunc).
+std::string ObjectKey(const Json& object);
+
+// The type-erased core; use Informer<T> below.
+class InformerCore {
+ public:
+  using Erased = std::shared_ptr<const void>;
+  using Projection = std::function<Erased(const Json&)>;
+  using IndexFunc = std::function<std::vector<std::string>(const Json&)>;
+  struct Handlers {
+    std::function<void(const std::string& key, const Erased& obj)> on_add;
+    std::function<void(const std::string& key, const Erased& old_obj, const Erased& new_obj)>
+        on_update;
+    std::function<void(const std::string& key, const Erased& old_obj)> on_delete;
+  };
+  using Sleep = std::function<void(std::chrono::milliseconds)>;
+
+  // sleep: used for watcher backoff; default waits on a condition variable
+  // that Stop() interrupts.
+  InformerCore(KubeClient& client, InformerOptions options, Projection projection,
+               Sleep sleep = nullptr);
+  ~InformerCore();
+  InformerCore(const InformerCore&) = delete;
+  InformerCore& operator=(const InformerCore&) = delete;
+
+  // Register before Start().
+  void AddHandlers(Handlers handlers);
+  void AddIndex(const std::string& name, IndexFunc func);
+
+  void Start();  // starts the watch thread (and the resync thread if configured)
+  void Stop();   // cancels the watch, joins the threads; idempotent
+
+  // Drives the watcher by one step on the calling thread (tests; do not mix
+  // with Start()).
+  void StepForTest();
+
+  bool HasSynced() const;
+  // Blocks until synced or the timeout passes (real time); true if synced.
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+
+  Erased Get(const std::string& key) const;
+  std::vector<std::string> Keys() const;
+  std::vector<Erased> List() const;
+  std::vector<Erased> ByIndex(const std::string& index, const std::string& value) const;
+  std::vector<std::string> KeysByIndex(const std::string& index, const std::string& value) const;
+  size_t Size() const;
+
+  // Calls on_update(key, obj, obj) for every cached object.
+  void Resync();
+
+ private:
+  struct Entry {
+    Erased obj;
+    std::map<std::string, std::vector<std::string>> index_values;
+  };
+  struct Delivery {
+    enum { kAdd, kUpdate, kDelete } kind;
+    std::string key;
+    Erased old_obj;
+    Erased new_obj;
+  };
+
+  void Apply(const WatcherStep& step);
+  void Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out);
+  void Remove(const std::string& key, std::vector<Delivery>& out);
+  void IndexLocked(const std::string& key, const Entry& e, bool add);
+  bool Project(const Json& object, std::string& key, Entry& entry);
+  void Deliver(const std::vector<Delivery>& deliveries);
+  void RunWatch();
+  void RunResync();
+
+  KubeClient& client_;
+  InformerOptions options_;
+  Projection projection_;
+  std::unique_ptr<Watcher> watcher_;
+  std::vector<Handlers> handlers_;
+  std::map<std::string, IndexFunc> index_funcs_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable synced_cv_;
+  std::unordered_map<std::string, Entry> items_;
+  // index name -> value -> keys
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indexes_;
+  bool synced_ = false;
+  // Objects of a list in progress (between kInit and kInitDone).
+  std::map<std::string, Entry> relist_;  // ordered: adds are delivered in key order
+  bool relisting_ = false;
+
+  std::mutex deliver_mu_;  // one handler call at a time
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread watch_thread_;
+  std::thread resync_thread_;
+};
+
+// The typed face of InformerCore: projections are std::shared_ptr<const T>.
+template <typename T>
+class Informer {
+ public:
+  using Ptr = std::shared_ptr<const T>;
+  using Projection = std::function<Ptr(const Json&)>;
+  struct Handlers {
+    std::function<void(const std::string& key, const Ptr& obj)> on_add;
+    std::function<void(const std::string& key, const Ptr& old_obj, const Ptr& new_obj)> on_update;
+    std::function<void(const std::string& key, const Ptr& old_obj)> on_delete;
+  };
+
+  Informer(KubeClient& client, InformerOptions options, Projection projection,
+           InformerCore::Sleep sleep = nullptr)
+      : core_(
+            client, std::move(options),
+            [p = std::move(projection)](const Json& j) -> InformerCore::Erased { return p(j); },
+            std::move(sleep)) {}
+
+  void AddHandlers(Handlers h) {
+    InformerCore::Handlers erased;
+    if (h.on_add) {
+      erased.on_add = [f = h.on_add](const std::string& k, const InformerCore::Erased& o) {
+        f(k, Cast(o));
+      };
+    }
+    if (h.on_update) {
+      erased.on_update = [f = h.on_update](const std::string& k, const InformerCore::Erased& o,
+                                           const InformerCore::Erased& n) {
+        f(k, Cast(o), Cast(n));
+      };
+    }
+    if (h.on_delete) {
+      erased.on_delete = [f = h.on_delete](const std::string& k, const InformerCore::Erased& o) {
+        f(k, Cast(o));
+      };
+    }
+    core_.AddHandlers(std::move(erased));
+  }
+  void AddIndex(const std::string& name, InformerCore::IndexFunc f) {
+    core_.AddIndex(name, std::move(f));
+  }
+
+  void Start() { core_.Start(); }
+  void Stop() { core_.Stop(); }
+  void StepForTest() { core_.StepForTest(); }
+  void Resync() { core_.Resync(); }
+  bool HasSynced() const { return core_.HasSynced(); }
+  bool WaitForSync(std::chrono::milliseconds timeout) const { return core_.WaitForSync(timeout); }
+
+  Ptr Get(const std::string& key) const { return Cast(core_.Get(key)); }
+  std::vector<std::string> Keys() const { return core_.Keys(); }
+  std::vector<Ptr> List() const { return CastAll(core_.List()); }
+  std::vector<Ptr> ByIndex(const std::string& index, const std::string& value) const {
+    return CastAll(core_.ByIndex(index, value));
+  }
+  std::vector<std::string> KeysByIndex(const std::string& index, const std::string& value) const {
+    return core_.KeysByIndex(index, value);
+  }
+  size_t Size() const { return core_.Size(); }
+
+ private:
+  static Ptr Cast(const InformerCore::Erased& e) { return std::static_pointer_cast<const T>(e); }
+  static std::vector<Ptr> CastAll(const std::vector<InformerCore::Erased>& v) {
+    std::vector<Ptr> out;
+    out.reserve(v.size());
+    for (const auto& e : v) out.push_back(Cast(e));
+    return out;
+  }
+  InformerCore core_;
+};
+
+}  // namespace kmt::kube

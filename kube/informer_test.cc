@@ -1,0 +1,268 @@
+// kube/informer_test.cc
+#include "kube/informer.h"
+
+#include <condition_variable>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "kube/fake_client.h"
+#include "kube/resources.h"
+
+namespace kmt::kube {
+namespace {
+
+// What a controller would keep of a target pod.
+struct PodView {
+  std::string name;
+  std::string node;
+  std::string job;
+};
+
+std::shared_ptr<const PodView> Project(const Json& pod) {
+  const Json& m = pod.at("metadata");
+  if (m.value("labels", Json::object()).value("skip", "") == "yes") return nullptr;
+  auto v = std::make_shared<PodView>();
+  v->name = m.at("name").get<std::string>();
+  v->node = pod.value("spec", Json::object()).value("nodeName", "");
+  v->job = m.value("labels", Json::object()).value("kubevirt.io/migrationJobUID", "");
+  return v;
+}
+
+std::vector<std::string> JobIndex(const Json& pod) {
+  const std::string job = pod.at("metadata")
+                              .value("labels", Json::object())
+                              .value("kubevirt.io/migrationJobUID", "");
+  if (job.empty()) return {};
+  return {job};
+}
+
+Json Pod(const std::string& name, const std::string& job = "", const std::string& node = "") {
+  Json p = {{"metadata", {{"name", name}, {"labels", Json::object()}}}, {"spec", Json::object()}};
+  if (!job.empty()) p["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = job;
+  if (!node.empty()) p["spec"]["nodeName"] = node;
+  return p;
+}
+
+struct Recorder {
+  std::mutex mu;
+  std::vector<std::string> log;
+  void Add(std::string s) {
+    std::lock_guard<std::mutex> lock(mu);
+    log.push_back(std::move(s));
+  }
+  std::vector<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::exchange(log, {});
+  }
+};
+
+InformerOptions Options() {
+  InformerOptions o;
+  o.watch.resource = kPods;
+  o.watch.ns = "ns";
+  o.watch.page_size = 2;
+  return o;
+}
+
+void Hook(Informer<PodView>& inf, Recorder& rec) {
+  inf.AddHandlers({
+      [&](const std::string& k, const std::shared_ptr<const PodView>& o) {
+        rec.Add("add " + k + " " + o->node);
+      },
+      [&](const std::string& k, const std::shared_ptr<const PodView>& o,
+          const std::shared_ptr<const PodView>& n) {
+        rec.Add("update " + k + " " + o->node + "->" + n->node);
+      },
+      [&](const std::string& k, const std::shared_ptr<const PodView>& o) {
+        rec.Add("delete " + k + " " + o->node);
+      },
+  });
+}
+
+using V = std::vector<std::string>;
+
+TEST_CASE("Step by step: list, watch, handlers, index, projection filter") {
+  FakeClient c;
+  std::vector<std::chrono::milliseconds> sleeps;
+  Informer<PodView> inf(c, Options(), Project,
+                        [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  Recorder rec;
+  Hook(inf, rec);
+  inf.AddIndex("job", JobIndex);
+  c.Create(kPods, "ns", Pod("a", "j1", "n1"));
+  c.Create(kPods, "ns", Pod("b", "j1"));
+  c.Create(kPods, "ns", Pod("c", "j2"));
+  Json skipped = Pod("s");
+  skipped["metadata"]["labels"]["skip"] = "yes";
+  c.Create(kPods, "ns", skipped);
+  c.Create(kPods, "other", Pod("x"));
+
+  inf.StepForTest();  // Init
+  inf.StepForTest();  // page 1: a, b
+  CHECK_FALSE(inf.HasSynced());
+  CHECK(inf.Size() == 0);  // nothing is visible before the list completes
+  inf.StepForTest();  // page 2: c (s is projected away) + done
+  CHECK(inf.HasSynced());
+  CHECK(inf.Keys() == V{"ns/a", "ns/b", "ns/c"});
+  CHECK(rec.Take() == V{"add ns/a n1", "add ns/b ", "add ns/c "});
+  CHECK(inf.Get("ns/a")->node == "n1");
+  CHECK(inf.Get("ns/s") == nullptr);
+  CHECK(inf.KeysByIndex("job", "j1") == V{"ns/a", "ns/b"});
+  REQUIRE(inf.ByIndex("job", "j2").size() == 1);
+  CHECK(inf.ByIndex("job", "j2")[0]->name == "c");
+
+  inf.StepForTest();  // open watch
+  c.Patch(kPods, "ns", "b", PatchType::kMergePatch,
+          {{"spec", {{"nodeName", "n2"}}}, {"metadata", {{"labels", {{"kubevirt.io/migrationJobUID", "j2"}}}}}});
+  inf.StepForTest();
+  CHECK(rec.Take() == V{"update ns/b ->n2"});
+  CHECK(inf.KeysByIndex("job", "j1") == V{"ns/a"});
+  CHECK(inf.KeysByIndex("job", "j2") == V{"ns/b", "ns/c"});
+
+  // An object whose projection becomes nullptr leaves the cache.
+  c.Patch(kPods, "ns", "c", PatchType::kMergePatch, {{"metadata", {{"labels", {{"skip", "yes"}}}}}});
+  inf.StepForTest();
+  CHECK(rec.Take() == V{"delete ns/c "});
+  CHECK(inf.KeysByIndex("job", "j2") == V{"ns/b"});
+
+  c.Delete(kPods, "ns", "a");
+  inf.StepForTest();
+  CHECK(rec.Take() == V{"delete ns/a n1"});
+  CHECK(inf.KeysByIndex("job", "j1").empty());
+  CHECK(inf.Keys() == V{"ns/b"});
+
+  inf.Resync();
+  CHECK(rec.Take() == V{"update ns/b n2->n2"});
+  CHECK(sleeps.empty());
+}
+
+TEST_CASE("A relist after 410 reconciles the cache: deletions seen while away are delivered") {
+  FakeClient::Options fo;
+  fo.watch_history = 1;
+  FakeClient c(fo);
+  Informer<PodView> inf(c, Options(), Project, [](std::chrono::milliseconds) {});
+  Recorder rec;
+  Hook(inf, rec);
+  inf.AddIndex("job", JobIndex);
+  c.Create(kPods, "ns", Pod("a", "j"));
+  c.Create(kPods, "ns", Pod("b", "j"));
+  for (int i = 0; i < 2; ++i) inf.StepForTest();  // Init, one page + done
+  CHECK(inf.HasSynced());
+  rec.Take();
+  inf.StepForTest();  // watching
+  c.CloseWatches();
+  inf.StepForTest();  // ended
+  c.Delete(kPods, "ns", "a");
+  c.Create(kPods, "ns", Pod("c", "j"));
+  c.Patch(kPods, "ns", "b", PatchType::kMergePatch, {{"spec", {{"nodeName", "n9"}}}});
+  inf.StepForTest();  // reopen from an rv that is now compacted
+  inf.StepForTest();  // ERROR 410 -> Empty
+  for (int i = 0; i < 2; ++i) inf.StepForTest();  // Init, one page (b c) + done
+  CHECK(rec.Take() == V{"delete ns/a ", "update ns/b ->n9", "add ns/c "});
+  CHECK(inf.Keys() == V{"ns/b", "ns/c"});
+  CHECK(inf.KeysByIndex("job", "j") == V{"ns/b", "ns/c"});
+  CHECK(inf.HasSynced());
+}
+
+TEST_CASE("A throwing projection is reported, never fatal") {
+  FakeClient c;
+  std::vector<std::string> errors;
+  InformerOptions o = Options();
+  o.on_error = [&](const KubeError& e) { errors.push_back(e.what()); };
+  Informer<PodView> inf(c, o, [](const Json& j) -> std::shared_ptr<const PodView> {
+    if (!j["spec"].contains("nodeName")) throw std::runtime_error("no node");
+    return Project(j);
+  });
+  c.Create(kPods, "ns", Pod("a"));
+  c.Create(kPods, "ns", Pod("b", "", "n1"));
+  for (int i = 0; i < 2; ++i) inf.StepForTest();
+  CHECK(inf.Keys() == V{"ns/b"});
+  CHECK(errors == V{"projecting pods ns/a: no node"});
+}
+
+TEST_CASE("On its own thread the cache converges after 1,000 creates, updates and deletes") {
+  FakeClient c;
+  InformerOptions o = Options();
+  o.watch.page_size = 100;
+  Informer<PodView> inf(c, o, Project);
+  std::mutex mu;
+  std::condition_variable cv;
+  int deliveries = 0;
+  inf.AddHandlers({[&](auto&&...) {
+                     std::lock_guard<std::mutex> l(mu);
+                     ++deliveries;
+                     cv.notify_all();
+                   },
+                   [&](auto&&...) {
+                     std::lock_guard<std::mutex> l(mu);
+                     ++deliveries;
+                     cv.notify_all();
+                   },
+                   [&](auto&&...) {
+                     std::lock_guard<std::mutex> l(mu);
+                     ++deliveries;
+                     cv.notify_all();
+                   }});
+  for (int i = 0; i < 150; ++i) c.Create(kPods, "ns", Pod("pre-" + std::to_string(i)));
+  inf.Start();
+  REQUIRE(inf.WaitForSync(std::chrono::seconds(10)));
+  CHECK(inf.Size() == 150);
+  int writes = 0;
+  for (int i = 0; i < 400; ++i, ++writes) c.Create(kPods, "ns", Pod("p" + std::to_string(i)));
+  for (int i = 0; i < 400; ++i, ++writes) {
+    c.Patch(kPods, "ns", "p" + std::to_string(i), PatchType::kMergePatch,
+            {{"spec", {{"nodeName", "n" + std::to_string(i % 7)}}}});
+  }
+  for (int i = 0; i < 200; ++i, ++writes) c.Delete(kPods, "ns", "p" + std::to_string(i * 2));
+  CHECK(writes == 1000);
+  {
+    std::unique_lock<std::mutex> l(mu);
+    REQUIRE(cv.wait_for(l, std::chrono::seconds(20), [&] { return deliveries == 150 + 1000; }));
+  }
+  Json server = c.List(kPods, "ns");
+  std::vector<std::string> want;
+  for (const Json& p : server["items"]) {
+    want.push_back("ns/" + p["metadata"]["name"].get<std::string>());
+    CHECK(inf.Get(want.back())->node == p["spec"].value("nodeName", ""));
+  }
+  std::sort(want.begin(), want.end());
+  CHECK(inf.Keys() == want);
+  CHECK(inf.Size() == 350);
+  const auto t0 = std::chrono::steady_clock::now();
+  inf.Stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+}
+
+TEST_CASE("Periodic resync re-delivers updates on its own thread") {
+  FakeClient c;
+  InformerOptions o = Options();
+  o.resync_period = std::chrono::milliseconds(1);
+  Informer<PodView> inf(c, o, Project);
+  std::mutex mu;
+  std::condition_variable cv;
+  int resyncs = 0;
+  inf.AddHandlers({nullptr,
+                   [&](const std::string&, const auto& old_obj, const auto& new_obj) {
+                     std::lock_guard<std::mutex> l(mu);
+                     if (old_obj == new_obj) ++resyncs;
+                     cv.notify_all();
+                   },
+                   nullptr});
+  c.Create(kPods, "ns", Pod("a"));
+  inf.Start();
+  std::unique_lock<std::mutex> l(mu);
+  CHECK(cv.wait_for(l, std::chrono::seconds(10), [&] { return resyncs >= 3; }));
+  l.unlock();
+  inf.Stop();
+  inf.Stop();  // idempotent
+}
+
+TEST_CASE("ObjectKey") {
+  CHECK(ObjectKey({{"metadata", {{"name", "n"}, {"namespace", "ns"}}}}) == "ns/n");
+  CHECK(ObjectKey({{"metadata", {{"name", "node-1"}}}}) == "node-1");
+  CHECK(ObjectKey(Json::array()) == "");
+}
+
+}  // namespace
+}  // namespace kmt::kube
