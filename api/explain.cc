@@ -138,22 +138,30 @@ struct AntiAffinity {
   bool is_vm;                               // selects the VM's own pods (created-by)
 };
 
-bool SelectorMatches(const LabelSelector& sel, const Labels& labels) {
-  for (const auto& [k, v] : sel.match_labels) {
-    const std::string* have = labels.Find(k);
-    if (have == nullptr || *have != v) return false;
+// A metav1.LabelSelector resolved to interned pointers once (bound pods are many).
+struct CompiledSelector {
+  std::vector<std::pair<const std::string*, const std::string*>> match_labels;
+  std::vector<CompiledExpr> exprs;  // In / NotIn / Exists / DoesNotExist only
+  bool valid = true;
+
+  explicit CompiledSelector(const LabelSelector& sel) {
+    for (const auto& [k, v] : sel.match_labels) match_labels.emplace_back(FindInterned(k), FindInterned(v));
+    for (const auto& r : sel.match_expressions) {
+      exprs.emplace_back(r);
+      valid = valid && (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
+    }
   }
-  for (const auto& r : sel.match_expressions) {
-    const std::string* have = labels.Find(r.key);
-    const bool in = have != nullptr && std::find(r.values.begin(), r.values.end(), *have) != r.values.end();
-    if (r.op == kOpIn && !in) return false;
-    if (r.op == kOpNotIn && in) return false;
-    if (r.op == kOpExists && have == nullptr) return false;
-    if (r.op == kOpDoesNotExist && have != nullptr) return false;
-    if (r.op != kOpIn && r.op != kOpNotIn && r.op != kOpExists && r.op != kOpDoesNotExist) return false;
+  bool Matches(const Labels& labels) const {
+    if (!valid) return false;
+    for (const auto& [k, v] : match_labels) {
+      if (v == nullptr || labels.FindInterned(k) != v) return false;
+    }
+    for (const auto& e : exprs) {
+      if (!e.Matches(labels)) return false;
+    }
+    return true;
   }
-  return true;
-}
+};
 
 bool IsByteResource(std::string_view name) {
   return name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0;
@@ -258,6 +266,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
 
   for (const auto& term : pod.anti_affinity) {
     AntiAffinity a{&term, Intern(term.topology_key), {}, false};
+    const CompiledSelector selector(term.selector);
     for (const auto& [k, v] : term.selector.match_labels) {
       a.is_vm = a.is_vm || (k == "kubevirt.io/created-by" && v == pod.created_by);
     }
@@ -266,7 +275,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
       const bool ns_ok = term.namespaces.empty()
                              ? b.ns == pod.ns
                              : std::find(term.namespaces.begin(), term.namespaces.end(), b.ns) != term.namespaces.end();
-      if (!ns_ok || !SelectorMatches(term.selector, b.labels)) continue;
+      if (!ns_ok || !selector.Matches(b.labels)) continue;
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
       const std::string* domain = nodes[it->second].labels.FindInterned(a.topology_key);
@@ -425,32 +434,58 @@ std::vector<NodeExplanation> Explainer::ExplainAll() const {
   return out;
 }
 
+namespace {
+
+// "a: r1, r2; b: fits; ... and N more nodes" from the first nodes (sorted) and the total.
+std::string FormatSummary(const std::vector<const NodeExplanation*>& shown, size_t total) {
+  if (total == 0) return "no node matches the added term";
+  std::string s;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (i > 0) s += "; ";
+    s += shown[i]->node + ": ";
+    if (shown[i]->fits()) {
+      s += "fits";
+      continue;
+    }
+    for (size_t r = 0; r < shown[i]->reasons.size(); ++r) {
+      if (r > 0) s += ", ";
+      s += shown[i]->reasons[r].text;
+    }
+  }
+  if (const size_t rest = total - shown.size(); rest > 0) {
+    if (!shown.empty()) s += "; ";
+    s += "... and " + std::to_string(rest) + (rest == 1 ? " more node" : " more nodes");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string Explainer::Summarize(size_t max_nodes) const {
+  std::vector<size_t> allowed;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if ((Evaluate(i) & Bit(ReasonKind::kExcludedByAddedTerm)) == 0) allowed.push_back(i);
+  }
+  const size_t shown = std::min(max_nodes, allowed.size());
+  std::partial_sort(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(shown), allowed.end(),
+                    [this](size_t a, size_t b) { return nodes_[a].name < nodes_[b].name; });
+  std::vector<NodeExplanation> explained;
+  explained.reserve(shown);
+  for (size_t k = 0; k < shown; ++k) explained.push_back(Explain(allowed[k]));
+  std::vector<const NodeExplanation*> ptrs;
+  for (const auto& e : explained) ptrs.push_back(&e);
+  return FormatSummary(ptrs, allowed.size());
+}
+
 std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations, size_t max_nodes) {
   std::vector<const NodeExplanation*> allowed;
   for (const auto& e : explanations) {
     if (e.allowed_by_term) allowed.push_back(&e);
   }
-  if (allowed.empty()) return "no node matches the added term";
   std::sort(allowed.begin(), allowed.end(), [](const auto* a, const auto* b) { return a->node < b->node; });
-  std::string s;
-  const size_t shown = std::min(max_nodes, allowed.size());
-  for (size_t i = 0; i < shown; ++i) {
-    if (i > 0) s += "; ";
-    s += allowed[i]->node + ": ";
-    if (allowed[i]->fits()) {
-      s += "fits";
-      continue;
-    }
-    for (size_t r = 0; r < allowed[i]->reasons.size(); ++r) {
-      if (r > 0) s += ", ";
-      s += allowed[i]->reasons[r].text;
-    }
-  }
-  if (const size_t rest = allowed.size() - shown; rest > 0) {
-    if (shown > 0) s += "; ";
-    s += "... and " + std::to_string(rest) + (rest == 1 ? " more node" : " more nodes");
-  }
-  return s;
+  const size_t total = allowed.size();
+  allowed.resize(std::min(max_nodes, total));
+  return FormatSummary(allowed, total);
 }
 
 }  // namespace kmt::api

@@ -69,6 +69,9 @@ class Explainer {
   NodeExplanation Explain(size_t i) const;
   // Every node, sorted by name.
   std::vector<NodeExplanation> ExplainAll() const;
+  // SummarizeExplanation(ExplainAll(), max_nodes) without rendering texts for nodes the
+  // summary leaves out: evaluates every node, explains only the first max_nodes allowed.
+  std::string Summarize(size_t max_nodes = 10) const;
 
  private:
   struct Impl;

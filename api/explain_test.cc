@@ -274,7 +274,14 @@ TEST_CASE("SummarizeExplanation lists the allowed nodes by name, bounded") {
   CHECK(SummarizeExplanation({all.back()}) == "no node matches the added term");
   CHECK(SummarizeExplanation({}) == "no node matches the added term");
   // Default bound is 10.
-  CHECK(SummarizeExplanation(all).find("; ... and 3 more nodes") != std::string::npos);
+  CHECK(SummarizeExplanation(all).find("; node-09: fits; ... and 3 more nodes") != std::string::npos);
+  // The explainer's own summary renders only what it shows, with the same text.
+  for (size_t max : {size_t{0}, size_t{1}, size_t{4}, size_t{10}, size_t{12}, size_t{13}, size_t{100}}) {
+    CAPTURE(max);
+    CHECK(e.Summarize(max) == SummarizeExplanation(all, max));
+  }
+  const std::vector<NodeInfo> outside{Node("zz-outside")};
+  CHECK(Explainer(pod, &term, "", outside, {}).Summarize() == "no node matches the added term");
 }
 
 }  // namespace
