@@ -1,0 +1,113 @@
+// controller/executor.cc
+#include "controller/executor.h"
+
+#include "kube/error.h"
+#include "kube/resources.h"
+
+namespace kmt::controller {
+
+namespace {
+
+ExecResult Failed(const kube::KubeError& e, bool not_found_is_replan) {
+  ExecResult r;
+  r.error = e.what();
+  switch (e.kind()) {
+    case kube::ErrorKind::kConflict:
+      r.outcome = ExecOutcome::kReplan;
+      break;
+    case kube::ErrorKind::kNotFound:
+      r.outcome = not_found_is_replan ? ExecOutcome::kReplan : ExecOutcome::kDone;
+      break;
+    case kube::ErrorKind::kInvalid:
+    case kube::ErrorKind::kForbidden:
+    case kube::ErrorKind::kUnauthorized:
+    case kube::ErrorKind::kConfig:
+    case kube::ErrorKind::kTooLarge:
+      r.outcome = ExecOutcome::kTerminal;
+      break;
+    default:
+      r.outcome = ExecOutcome::kRetry;
+  }
+  return r;
+}
+
+}  // namespace
+
+Executor::Executor(kube::KubeClient& client, EventRecorder& events, Logger& log)
+    : client_(client), events_(events), log_(log) {}
+
+nlohmann::json Executor::StatusPatch(const api::MigrationInfo& vmim, const Plan& plan) {
+  nlohmann::json ops = nlohmann::json::array();
+  ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"},
+                 {"value", vmim.resource_version}});
+  if (vmim.phase.empty() && vmim.conditions.empty()) {
+    // KubeVirt has not written a status yet: create it (the resourceVersion
+    // test guarantees it is still absent).
+    ops.push_back({{"op", "add"}, {"path", "/status"},
+                   {"value", {{"conditions", ConditionsToJson(plan.conditions)}}}});
+  } else {
+    // `add` on an existing member replaces it (RFC 6902 4.1).
+    ops.push_back({{"op", "add"}, {"path", "/status/conditions"},
+                   {"value", ConditionsToJson(plan.conditions)}});
+  }
+  return ops;
+}
+
+ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
+  ExecResult result;
+  const std::string vmim_ref = vmim.ns + "/" + vmim.name;
+
+  for (const PodPatch& p : plan.pod_patches) {
+    try {
+      client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch,
+                    nlohmann::json(p.ops));
+    } catch (const kube::KubeError& e) {
+      ExecResult r = Failed(e, /*not_found_is_replan=*/true);
+      log_.Info("Failed to release gate", {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref},
+                                           {"error", r.error}});
+      r.released_pods = result.released_pods;
+      return r;
+    }
+    result.released_pods.push_back(p.uid);
+    log_.Info("Released gate", {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}});
+  }
+
+  for (const PodDeletion& d : plan.pod_deletions) {
+    kube::DeleteOptions opts;
+    opts.precondition_uid = d.uid;
+    try {
+      client_.Delete(kube::kPods, d.ns, d.name, opts);
+      log_.Info("Deleted escaped target pod",
+                {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"why", d.why}});
+    } catch (const kube::KubeError& e) {
+      if (e.kind() == kube::ErrorKind::kNotFound) continue;  // already gone
+      ExecResult r = Failed(e, true);
+      log_.Info("Failed to delete escaped target pod",
+                {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"error", r.error}});
+      r.released_pods = result.released_pods;
+      return r;
+    }
+  }
+
+  if (plan.conditions_changed) {
+    try {
+      client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
+                    kube::PatchType::kJsonPatch, StatusPatch(vmim, plan), "status");
+      log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
+    } catch (const kube::KubeError& e) {
+      ExecResult r = Failed(e, /*not_found_is_replan=*/false);
+      if (r.outcome != ExecOutcome::kDone) {
+        log_.Info("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
+      }
+      r.released_pods = result.released_pods;
+      return r;
+    }
+  }
+
+  ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration", vmim.ns, vmim.name,
+                  vmim.uid, vmim.resource_version};
+  for (const EventSpec& e : plan.events) events_.Record(about, e);
+  return result;
+}
+
+}  // namespace kmt::controller

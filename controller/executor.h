@@ -1,0 +1,62 @@
+// controller/executor.h — applies a reconcile Plan through the KubeClient.
+//
+// Order and rules (KubeVirt's controllers: act, then write status; PATCH what
+// we do not own, guarded by `test`):
+//   1. Pod patches (JSON Patch with the plan's leading `test` ops). A 409, or
+//      the API server's 422 for a failed `test` op (kube/error.h maps both to
+//      kConflict), or a pod that vanished (404), means the plan was computed
+//      from a stale pod: stop and re-plan (kReplan). Nothing else of the plan
+//      is applied then.
+//   2. Pod deletions with a uid precondition (a replacement pod of the same
+//      name is never deleted by mistake). 404 is success; a precondition
+//      conflict means re-plan.
+//   3. Status, only when the conditions changed: a JSON Patch on the VMIM's
+//      /status subresource, `test` on metadata.resourceVersion (the version
+//      the plan was computed from) then `add` of the whole conditions list
+//      (the list is atomic in KubeVirt's CRD). Conflict → re-plan; 404 → the
+//      VMIM is gone: done.
+//   4. Events, only after the writes they describe succeeded.
+// Never writes the VM or VMI, never the VMIM's spec, metadata (descheduler
+// annotations) or status.evacuationNodeName: only status.conditions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/projections.h"
+#include "controller/events.h"
+#include "controller/log.h"
+#include "controller/reconcile.h"
+#include "kube/client.h"
+
+namespace kmt::controller {
+
+enum class ExecOutcome {
+  kDone,      // everything applied
+  kReplan,    // stale view (conflict): re-read and re-plan now
+  kRetry,     // transient failure: retry with backoff
+  kTerminal,  // the API refused the request itself: retrying cannot help
+};
+
+struct ExecResult {
+  ExecOutcome outcome = ExecOutcome::kDone;
+  std::string error;                       // for kReplan/kRetry/kTerminal
+  std::vector<std::string> released_pods;  // uids of pods whose gate was released
+};
+
+class Executor {
+ public:
+  Executor(kube::KubeClient& client, EventRecorder& events, Logger& log);
+
+  ExecResult Apply(const api::MigrationInfo& vmim, const Plan& plan);
+
+  // The status patch for `plan` on `vmim` (public for tests).
+  static nlohmann::json StatusPatch(const api::MigrationInfo& vmim, const Plan& plan);
+
+ private:
+  kube::KubeClient& client_;
+  EventRecorder& events_;
+  Logger& log_;
+};
+
+}  // namespace kmt::controller

@@ -1,0 +1,235 @@
+// controller/reconcile.cc
+#include "controller/reconcile.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "api/added_term.h"
+#include "api/explain.h"
+#include "api/names.h"
+#include "api/node_match.h"
+#include "api/term_and.h"
+
+namespace kmt::controller {
+
+namespace {
+
+const std::string kApplied(api::kConditionTermApplied);
+const std::string kUnschedulableType(api::kConditionTargetPodUnschedulable);
+
+std::string PodRef(const api::TargetPod& p) { return p.ns + "/" + p.name; }
+
+// What happened to the added term on one target pod.
+enum class TermState { kNone, kApplied, kEscaped };
+
+struct TermOutcome {
+  TermState state = TermState::kNone;
+  DesiredCondition condition;
+  std::string event_message;  // the Event text when the condition transitions
+};
+
+// The VM's own required node affinity: the pod's, minus the requirements the
+// AND appended. For a node the term allows, the two match exactly the same
+// nodes, so the explainer attributes every exclusion to the VM's own rules.
+std::optional<api::NodeSelector> OwnAffinity(const std::optional<api::NodeSelector>& merged,
+                                             const api::NodeSelectorTerm& term) {
+  if (!merged) return merged;
+  api::NodeSelector own = *merged;
+  bool all_empty = true;
+  for (auto& t : own.terms) {
+    auto strip = [](std::vector<api::NodeSelectorRequirement>& reqs,
+                    const std::vector<api::NodeSelectorRequirement>& added) {
+      std::erase_if(reqs, [&](const api::NodeSelectorRequirement& r) {
+        return std::any_of(added.begin(), added.end(), [&](const api::NodeSelectorRequirement& a) {
+          return api::SameRequirement(r, a);
+        });
+      });
+    };
+    strip(t.match_expressions, term.match_expressions);
+    strip(t.match_fields, term.match_fields);
+    if (!t.empty()) all_empty = false;
+  }
+  // Every term emptied: the pod had no required affinity and the AND created it.
+  if (all_empty) return std::nullopt;
+  return own;
+}
+
+const api::NodeInfo* FindNode(std::span<const api::NodeInfo> nodes, const std::string& name) {
+  for (const auto& n : nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+// The added term on one target pod: patch, delete, or report.
+TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& term,
+                     const Observed& in, Plan& plan) {
+  const std::string term_text = api::ToString(term);
+  TermOutcome out;
+  if (pod.has_gate) {
+    std::vector<nlohmann::json> ops =
+        api::AndTermIntoPod(pod.PatchBasis(), term, api::kSchedulingGate);
+    if (ops.empty()) return out;  // a shape no valid pod has: leave it to the scheduler's gate
+    plan.pod_patches.push_back({pod.ns, pod.name, pod.uid, std::move(ops)});
+    out.state = TermState::kApplied;
+    out.condition = {kApplied, "True", kReasonTermApplied,
+                     fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
+    out.event_message =
+        fmt::format("Released scheduling gate of target pod {} with the added term {} ANDed into "
+                    "its required node affinity",
+                    PodRef(pod), term_text);
+    return out;
+  }
+  if (pod.required_affinity && api::SelectorCarriesTerm(*pod.required_affinity, term)) {
+    out.state = TermState::kApplied;
+    out.condition = {kApplied, "True", kReasonTermApplied,
+                     fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
+    out.event_message = fmt::format("Target pod {} carries the added term {}", PodRef(pod), term_text);
+    return out;
+  }
+  // Escaped the gate: the webhook did not see it (bypassed or down with a
+  // failurePolicy that was changed to Ignore).
+  out.state = TermState::kEscaped;
+  const std::string prefix = fmt::format(
+      "Target pod {} was created without the scheduling gate and does not carry the added term {}",
+      PodRef(pod), term_text);
+  std::string verdict;
+  bool remove = true;
+  if (pod.node_name.empty()) {
+    verdict = "deleted it while unscheduled";
+  } else if (const api::NodeInfo* node = FindNode(in.nodes, pod.node_name); node == nullptr) {
+    verdict = fmt::format("deleted it: node {} is unknown", pod.node_name);
+  } else if (!api::TermMatchesNode(term, node->labels, node->name)) {
+    verdict = fmt::format("deleted it: node {} is outside the term", pod.node_name);
+  } else {
+    verdict = fmt::format("left it alone: node {} is inside the term", pod.node_name);
+    remove = false;
+  }
+  if (remove) plan.pod_deletions.push_back({pod.ns, pod.name, pod.uid, verdict});
+  out.condition = {kApplied, "False", kReasonTargetPodEscapedGate, prefix + "; " + verdict};
+  out.event_message = out.condition.message;
+  return out;
+}
+
+void Apply(Plan& plan, const DesiredCondition& want, const char* event_type,
+           const std::string& event_reason, const std::string& event_message, WallTime now) {
+  ConditionChange change = SetCondition(plan.conditions, want, now);
+  if (change == ConditionChange::kNone) return;
+  plan.conditions_changed = true;
+  if (change == ConditionChange::kTransitioned) {
+    plan.events.push_back({event_type, event_reason, event_message});
+  }
+}
+
+bool Deleted(const Plan& plan, const api::TargetPod& pod) {
+  return std::any_of(plan.pod_deletions.begin(), plan.pod_deletions.end(),
+                     [&](const PodDeletion& d) { return d.uid == pod.uid; });
+}
+
+}  // namespace
+
+Plan Reconcile(const Observed& in, WallTime now) {
+  Plan plan;
+  const api::MigrationInfo& vmim = in.vmim;
+  plan.conditions = vmim.conditions;
+  if (vmim.Final()) return plan;
+  const bool has_term = vmim.added_term_text.has_value();
+  if (!has_term && vmim.added_node_selector.empty()) return plan;
+
+  std::vector<const api::TargetPod*> pods;
+  for (const auto& p : in.target_pods) {
+    if (p.migration_job_uid == vmim.uid) pods.push_back(&p);
+  }
+  std::sort(pods.begin(), pods.end(),
+            [](const api::TargetPod* a, const api::TargetPod* b) { return a->name < b->name; });
+
+  std::optional<api::NodeSelectorTerm> term;
+  if (has_term) {
+    api::AddedTermParse parsed = api::ParseAddedTerm(*vmim.added_term_text);
+    if (!parsed.term) {
+      std::string causes;
+      for (const auto& c : parsed.causes) causes += (causes.empty() ? "" : "; ") + api::ToString(c);
+      for (const api::TargetPod* p : pods) {
+        if (!p->has_gate && p->node_name.empty()) {
+          plan.pod_deletions.push_back(
+              {p->ns, p->name, p->uid, "the added term is invalid and the pod escaped the gate"});
+        }
+      }
+      DesiredCondition want{kApplied, "False", kReasonInvalidAddedTerm,
+                            "The added term is invalid: " + causes};
+      Apply(plan, want, "Warning", kReasonInvalidAddedTerm, want.message, now);
+      return plan;
+    }
+    term = std::move(parsed.term);
+  }
+
+  // Nodes are needed to judge where an escaped pod landed and to explain an
+  // unschedulable one.
+  if (!in.nodes_loaded) {
+    for (const api::TargetPod* p : pods) {
+      const bool unschedulable = !p->has_gate && p->node_name.empty() &&
+                                 p->scheduled == api::ConditionStatus::kFalse &&
+                                 p->scheduled_reason == kReasonUnschedulable;
+      const bool escaped_bound =
+          term && !p->has_gate && !p->node_name.empty() &&
+          !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, *term));
+      if (unschedulable || escaped_bound) {
+        Plan wait;
+        wait.needs_nodes = true;
+        return wait;
+      }
+    }
+  }
+
+  if (term) {
+    // The escaped outcome of any pod wins over applied: it is the one to see.
+    std::optional<TermOutcome> shown;
+    for (const api::TargetPod* p : pods) {
+      TermOutcome o = PlanTerm(*p, *term, in, plan);
+      if (o.state == TermState::kNone) continue;
+      if (!shown || (o.state == TermState::kEscaped && shown->state != TermState::kEscaped)) {
+        shown = std::move(o);
+      }
+    }
+    if (shown) {
+      const bool escaped = shown->state == TermState::kEscaped;
+      Apply(plan, shown->condition, escaped ? "Warning" : "Normal", shown->condition.reason,
+            shown->event_message, now);
+    }
+  }
+
+  // Scheduling report: the first unschedulable pod, else the first bound one.
+  const api::TargetPod* unschedulable = nullptr;
+  const api::TargetPod* bound = nullptr;
+  for (const api::TargetPod* p : pods) {
+    if (Deleted(plan, *p)) continue;
+    if (!p->node_name.empty()) {
+      if (!bound) bound = p;
+    } else if (p->scheduled == api::ConditionStatus::kFalse &&
+               p->scheduled_reason == kReasonUnschedulable && !p->has_gate) {
+      if (!unschedulable) unschedulable = p;
+    }
+  }
+  if (unschedulable) {
+    api::TargetPod own = *unschedulable;
+    if (term) own.required_affinity = OwnAffinity(own.required_affinity, *term);
+    api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes,
+                             in.bound_pods);
+    std::string summary = api::SummarizeExplanation(explainer.ExplainAll());
+    std::string message = fmt::format("Target pod {} is unschedulable: {} Per node{}: {}",
+                                      PodRef(*unschedulable), unschedulable->scheduled_message,
+                                      term ? " the added term allows" : "", summary);
+    DesiredCondition want{kUnschedulableType, "True", kReasonUnschedulable, message};
+    Apply(plan, want, "Warning", "TargetPodUnschedulable", message, now);
+    plan.requeue_after = kUnschedulableRefresh;
+  } else if (bound) {
+    DesiredCondition want{
+        kUnschedulableType, "False", kReasonScheduled,
+        fmt::format("Target pod {} was scheduled to node {}", PodRef(*bound), bound->node_name)};
+    Apply(plan, want, "Normal", "TargetPodScheduled", want.message, now);
+  }
+  return plan;
+}
+
+}  // namespace kmt::controller

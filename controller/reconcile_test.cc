@@ -1,0 +1,452 @@
+// controller/reconcile_test.cc — one table row per branch of Reconcile.
+#include "controller/reconcile.h"
+
+#include <catch2/catch.hpp>
+
+#include "api/added_term.h"
+#include "controller/testing/objects.h"
+
+namespace kmt::controller {
+namespace {
+
+using namespace kmt::controller::testing;  // NOLINT: test fixtures
+using std::chrono::seconds;
+
+const WallTime kNow = WallTime(std::chrono::seconds(1767225600 + 600));  // 00:10:00Z
+const std::string kNowText = "2026-01-01T00:10:00Z";
+const std::string kThen = "2026-01-01T00:05:00Z";
+const std::string kPodRef = "vms/virt-launcher-vm-1-target";
+const std::string kTerm3 = "metadata.name In [node-3]";
+
+// The pod's affinity once the AND of node-3's term is in.
+json MergedAffinity() {
+  return json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})");
+}
+
+json Cond(const std::string& type, const std::string& status, const std::string& reason,
+          const std::string& message, const std::string& time = kThen) {
+  return {{"type", type}, {"status", status},   {"reason", reason},
+          {"message", message}, {"lastProbeTime", time}, {"lastTransitionTime", time}};
+}
+
+const std::string kAppliedMsg = "Target pod " + kPodRef + " requires the added term " + kTerm3;
+const std::string kSchedMsg =
+    "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node "
+    "affinity/selector.";
+const std::string kUnschedMsg = "Target pod " + kPodRef + " is unschedulable: " + kSchedMsg +
+                                " Per node the added term allows: node-3: cordoned";
+const std::string kEscapedPrefix = "Target pod " + kPodRef +
+                                   " was created without the scheduling gate and does not carry "
+                                   "the added term " +
+                                   kTerm3 + "; ";
+
+std::vector<NodeSpec> ThreeNodes() {
+  return {{"node-1", {{"zone", "a"}}},
+          {"node-2", {{"zone", "b"}}},
+          {"node-3", {{"zone", "a"}}, /*cordoned=*/true}};
+}
+
+api::MigrationCondition MC(const std::string& type, const std::string& status,
+                           const std::string& reason, const std::string& message,
+                           const std::string& probe, const std::string& transition) {
+  return {type, status, reason, message, probe, transition};
+}
+
+struct Row {
+  std::string name;
+  VmimSpec vmim;
+  std::vector<PodSpec> pods;
+  std::vector<NodeSpec> nodes;
+  // Expected plan.
+  std::vector<std::string> patched;
+  std::vector<std::string> deleted;
+  std::vector<api::MigrationCondition> conditions;
+  bool changed = false;
+  std::vector<EventSpec> events;
+  std::optional<Duration> requeue;
+};
+
+struct Built {
+  Observed observed;
+  std::vector<api::NodeInfo> nodes;
+};
+
+Observed Build(const Row& row, std::vector<api::NodeInfo>& nodes) {
+  Observed o;
+  o.vmim = api::MigrationInfo::FromJson(Vmim(row.vmim));
+  for (const auto& p : row.pods) o.target_pods.push_back(api::TargetPod::FromJson(Pod(p)));
+  for (const auto& n : row.nodes) nodes.push_back(api::NodeInfo::FromJson(Node(n)));
+  o.nodes = nodes;
+  o.source_node = kSourceNode;
+  return o;
+}
+
+std::vector<Row> Rows() {
+  const std::string term3 = NodeTerm("node-3");
+  std::vector<Row> rows;
+  rows.push_back({"final phase Succeeded: nothing", {term3, nullptr, "Succeeded"}, {{}}, {}});
+  rows.push_back({"final phase Failed: nothing", {term3, nullptr, "Failed"}, {{}}, {}});
+  rows.push_back({"no constraint: never touched",
+                  {},
+                  {{.gated = false, .scheduled_reason = "Unschedulable", .scheduled_message = kSchedMsg}},
+                  ThreeNodes()});
+  rows.push_back({"another migration's pod is ignored",
+                  {term3},
+                  {{.job_uid = "other-uid"}},
+                  ThreeNodes()});
+  rows.push_back({"no target pod yet: nothing", {term3}, {}, ThreeNodes()});
+  {
+    Row r{"gated pod: AND + release, Applied=True, Normal event",
+          {term3, nullptr, "Scheduling",
+           json::array({Cond("migrationRejectedByResourceQuota", "False", "", "")})},
+          {{}},
+          ThreeNodes()};
+    r.patched = {kPodName};
+    r.conditions = {MC("migrationRejectedByResourceQuota", "False", "", "", kThen, kThen),
+                    MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText,
+                       kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TermApplied",
+                 "Released scheduling gate of target pod " + kPodRef + " with the added term " +
+                     kTerm3 + " ANDed into its required node affinity"}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"pod carries the term and the condition is set: nothing changes",
+          {term3, nullptr, "Scheduling",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
+          {{.gated = false, .affinity = MergedAffinity()}},
+          ThreeNodes()};
+    r.conditions = {MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen,
+                       kThen)};
+    rows.push_back(r);
+  }
+  {
+    Row r{"pod carries the term, condition missing (restart after the patch): Applied=True",
+          {term3},
+          {{.gated = false, .affinity = MergedAffinity()}},
+          ThreeNodes()};
+    r.conditions = {MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText,
+                       kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TermApplied",
+                 "Target pod " + kPodRef + " carries the added term " + kTerm3}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"escaped, unscheduled: deleted, Applied=False, Warning event",
+          {term3},
+          {{.gated = false}},
+          ThreeNodes()};
+    r.deleted = {kPodName};
+    std::string msg = kEscapedPrefix + "deleted it while unscheduled";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"escaped, bound outside the term: deleted",
+          {term3},
+          {{.gated = false, .node = "node-1"}},
+          ThreeNodes()};
+    r.deleted = {kPodName};
+    std::string msg = kEscapedPrefix + "deleted it: node node-1 is outside the term";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"escaped, bound to a node we do not know: deleted",
+          {term3},
+          {{.gated = false, .node = "node-9"}},
+          ThreeNodes()};
+    r.deleted = {kPodName};
+    std::string msg = kEscapedPrefix + "deleted it: node node-9 is unknown";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"escaped, bound inside the term: left alone and reported",
+          {term3},
+          {{.gated = false, .node = "node-3"}},
+          ThreeNodes()};
+    std::string msg = kEscapedPrefix + "left it alone: node node-3 is inside the term";
+    std::string sched = "Target pod " + kPodRef + " was scheduled to node node-3";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText),
+                    MC("targetPodUnschedulable", "False", "Scheduled", sched, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}, {"Normal", "TargetPodScheduled", sched}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"escaped pod dominates an applied one",
+          {term3},
+          {{.name = "a-applied", .uid = "uid-a", .gated = false, .affinity = MergedAffinity()},
+           {.name = "b-escaped", .uid = "uid-b", .gated = false}},
+          ThreeNodes()};
+    r.deleted = {"b-escaped"};
+    std::string msg = "Target pod vms/b-escaped was created without the scheduling gate and does "
+                      "not carry the added term " + kTerm3 + "; deleted it while unscheduled";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    const std::string bad = R"({"matchFields":[{"key":"metadata.name","operator":"Exists"}]})";
+    std::string causes;
+    for (const auto& c : api::ParseAddedTerm(bad).causes) {
+      causes += (causes.empty() ? "" : "; ") + api::ToString(c);
+    }
+    Row r{"invalid term: gate kept, escaped unscheduled pod deleted, Applied=False",
+          {bad},
+          {{.name = "a-gated", .uid = "uid-a"}, {.name = "b-escaped", .uid = "uid-b", .gated = false}},
+          ThreeNodes()};
+    r.deleted = {"b-escaped"};
+    std::string msg = "The added term is invalid: " + causes;
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "InvalidAddedTerm", msg, kNowText,
+                       kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "InvalidAddedTerm", msg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"unschedulable after release: targetPodUnschedulable=True with the per-node reasons",
+          {term3, nullptr, "Scheduling",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
+          {{.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+            .scheduled_message = kSchedMsg}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodUnschedulable", kUnschedMsg}};
+    r.requeue = seconds(30);
+    rows.push_back(r);
+  }
+  {
+    Row r{"still unschedulable for the same reasons: no write, no event, refresh later",
+          {term3, nullptr, "Scheduling",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
+                        Cond("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg)})},
+          {{.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+            .scheduled_message = kSchedMsg}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg, kThen, kThen)};
+    r.requeue = seconds(30);
+    rows.push_back(r);
+  }
+  {
+    Row r{"new reasons: message updated, lastTransitionTime kept, no event",
+          {term3, nullptr, "Scheduling",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
+                        Cond("targetPodUnschedulable", "True", "Unschedulable", "old reasons")})},
+          {{.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+            .scheduled_message = kSchedMsg}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg, kNowText, kThen)};
+    r.changed = true;
+    r.requeue = seconds(30);
+    rows.push_back(r);
+  }
+  {
+    std::string sched = "Target pod " + kPodRef + " was scheduled to node node-3";
+    Row r{"bound after being unschedulable: targetPodUnschedulable=False Scheduled",
+          {term3, nullptr, "Scheduling",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
+                        Cond("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg)})},
+          {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "False", "Scheduled", sched, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TargetPodScheduled", sched}};
+    rows.push_back(r);
+  }
+  {
+    std::string msg = "Target pod " + kPodRef + " is unschedulable: " + kSchedMsg +
+                      " Per node: node-1: cordoned";
+    Row r{"spec.addedNodeSelector only: scheduling reported, pod never patched",
+          {std::nullopt, {{"zone", "c"}}},
+          {{.gated = false, .node_selector = {{"zone", "c"}}, .scheduled_reason = "Unschedulable",
+            .scheduled_message = kSchedMsg}},
+          {{"node-1", {{"zone", "c"}}, /*cordoned=*/true}}};
+    r.conditions = {MC("targetPodUnschedulable", "True", "Unschedulable", msg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodUnschedulable", msg}};
+    r.requeue = seconds(30);
+    rows.push_back(r);
+  }
+  {
+    std::string sched = "Target pod " + kPodRef + " was scheduled to node node-1";
+    Row r{"spec.addedNodeSelector only, bound: Scheduled",
+          {std::nullopt, {{"zone", "c"}}},
+          {{.gated = false, .node_selector = {{"zone", "c"}}, .node = "node-1"}},
+          {{"node-1", {{"zone", "c"}}}}};
+    r.conditions = {MC("targetPodUnschedulable", "False", "Scheduled", sched, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TargetPodScheduled", sched}};
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+TEST_CASE("Reconcile plans exactly what each situation needs") {
+  auto row = GENERATE(from_range(Rows()));
+  CAPTURE(row.name);
+  std::vector<api::NodeInfo> nodes;
+  Observed o = Build(row, nodes);
+  Plan plan = Reconcile(o, kNow);
+
+  std::vector<std::string> patched, deleted;
+  for (const auto& p : plan.pod_patches) patched.push_back(p.name);
+  for (const auto& d : plan.pod_deletions) deleted.push_back(d.name);
+  CHECK(patched == row.patched);
+  CHECK(deleted == row.deleted);
+  for (const auto& d : plan.pod_deletions) {
+    CAPTURE(d.name);
+    CHECK(d.uid == (d.name == kPodName ? std::string(kPodUid) : "uid-" + d.name.substr(0, 1)));
+    CHECK(d.ns == kNs);
+  }
+  CHECK(plan.conditions == row.conditions);
+  CHECK(plan.conditions_changed == row.changed);
+  CHECK(plan.events == row.events);
+  CHECK(plan.requeue_after == row.requeue);
+}
+
+TEST_CASE("The planned pod patch is guarded, ANDs the term and releases only our gate") {
+  std::vector<api::NodeInfo> nodes;
+  json own_affinity = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}})");
+  json pod = Pod({.affinity = own_affinity});
+  pod["spec"]["schedulingGates"].push_back({{"name", "other.example.com/gate"}});
+  Row row{"", {NodeTerm("node-3")}, {}, ThreeNodes()};
+  Observed o = Build(row, nodes);
+  o.target_pods.push_back(api::TargetPod::FromJson(pod));
+  Plan plan = Reconcile(o, kNow);
+  REQUIRE(plan.pod_patches.size() == 1);
+  const PodPatch& patch = plan.pod_patches[0];
+  CHECK(patch.uid == kPodUid);
+  REQUIRE_FALSE(patch.ops.empty());
+  CHECK(patch.ops.front()["op"] == "test");
+
+  json patched = pod.patch(json(patch.ops));
+  json field = {{"key", "metadata.name"}, {"operator", "In"}, {"values", {"node-3"}}};
+  json expected_terms = own_affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                                    ["nodeSelectorTerms"];
+  for (auto& t : expected_terms) t["matchFields"] = json::array({field});
+  CHECK(patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+               ["nodeSelectorTerms"] == expected_terms);
+  CHECK(patched["spec"]["schedulingGates"] == json::array({{{"name", "other.example.com/gate"}}}));
+  // Everything else byte for byte.
+  json rest = patched;
+  json before = pod;
+  rest["spec"].erase("affinity");
+  rest["spec"].erase("schedulingGates");
+  before["spec"].erase("affinity");
+  before["spec"].erase("schedulingGates");
+  CHECK(rest == before);
+
+  // The same patch on a newer pod version fails its test op.
+  json newer = pod;
+  newer["metadata"]["resourceVersion"] = "201";
+  newer["spec"]["schedulingGates"].push_back({{"name", "late.example.com/gate"}});
+  CHECK_THROWS(newer.patch(json(patch.ops)));
+
+  // Planning again on the result: nothing left to do but keep the condition.
+  Observed again = o;
+  again.target_pods = {api::TargetPod::FromJson(patched)};
+  again.vmim.conditions = plan.conditions;
+  Plan second = Reconcile(again, kNow + seconds(5));
+  CHECK(second.pod_patches.empty());
+  CHECK(second.pod_deletions.empty());
+  CHECK_FALSE(second.conditions_changed);
+  CHECK(second.events.empty());
+}
+
+TEST_CASE("Planning is idempotent: applying each row's plan leaves nothing to do") {
+  auto row = GENERATE(from_range(Rows()));
+  CAPTURE(row.name);
+  std::vector<api::NodeInfo> nodes;
+  Observed o = Build(row, nodes);
+  Plan first = Reconcile(o, kNow);
+  // Apply: patched pods take their patch, deleted pods vanish, conditions stored.
+  std::vector<api::TargetPod> after;
+  for (size_t i = 0; i < row.pods.size(); ++i) {
+    json pod = Pod(row.pods[i]);
+    bool gone = false;
+    for (const auto& d : first.pod_deletions) gone = gone || d.name == row.pods[i].name;
+    if (gone) continue;
+    for (const auto& p : first.pod_patches) {
+      if (p.name == row.pods[i].name) pod = pod.patch(json(p.ops));
+    }
+    after.push_back(api::TargetPod::FromJson(pod));
+  }
+  o.target_pods = after;
+  o.vmim.conditions = first.conditions;
+  Plan second = Reconcile(o, kNow + seconds(1));
+  CHECK(second.pod_patches.empty());
+  CHECK(second.pod_deletions.empty());
+  // With one target pod the report is stable too. (With an escaped and an
+  // applied pod, deleting the escaped one leaves only the applied one, and the
+  // report follows what is left.)
+  if (row.pods.size() <= 1) {
+    CHECK(second.events.empty());
+    CHECK_FALSE(second.conditions_changed);
+  }
+}
+
+TEST_CASE("Without the nodes, a VMIM that needs them asks for them and plans nothing else") {
+  struct NRow {
+    std::string name;
+    PodSpec pod;
+    bool needs;
+  };
+  auto row = GENERATE(values<NRow>({
+      {"gated", {}, false},
+      {"escaped, unscheduled", {.gated = false}, false},
+      {"carries the term, bound", {.gated = false, .affinity = MergedAffinity(), .node = "node-3"},
+       false},
+      {"escaped, bound", {.gated = false, .node = "node-1"}, true},
+      {"unschedulable",
+       {.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+        .scheduled_message = kSchedMsg},
+       true},
+  }));
+  CAPTURE(row.name);
+  std::vector<api::NodeInfo> nodes;
+  Row r{row.name, {NodeTerm("node-3")}, {row.pod}, ThreeNodes()};
+  Observed o = Build(r, nodes);
+  o.nodes = {};
+  o.nodes_loaded = false;
+  Plan plan = Reconcile(o, kNow);
+  CHECK(plan.needs_nodes == row.needs);
+  if (row.needs) {
+    CHECK(plan.Empty());
+    CHECK(plan.conditions.empty());
+  } else {
+    CHECK_FALSE(plan.Empty());
+  }
+}
+
+}  // namespace
+}  // namespace kmt::controller
