@@ -1,0 +1,35 @@
+// webhook/cluster_view.h — the few reads the admitters make.
+//
+// The pod mutator reads the migration a target pod belongs to; the validator reads the
+// nodes and the VMI's current node for its warnings. KubeClusterView
+// (webhook/kube_cluster_view.h) answers with live API reads; the controller's caches may
+// implement the node read later. webhook/testing/fake_cluster_view.h keeps state in memory.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/projections.h"
+#include "webhook/admission.h"
+
+namespace kmt::webhook {
+
+class ClusterView {
+ public:
+  virtual ~ClusterView() = default;
+
+  // The VirtualMachineInstanceMigration, or nullopt when it does not exist. Throws
+  // (std::exception) when it cannot be read.
+  virtual std::optional<Json> GetMigration(std::string_view ns, std::string_view name) = 0;
+
+  // Every node. Throws when they cannot be listed.
+  virtual std::vector<api::NodeInfo> ListNodes() = 0;
+
+  // status.nodeName of the VMI ("" while it has none), or nullopt when the VMI does not
+  // exist. Throws when it cannot be read.
+  virtual std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) = 0;
+};
+
+}  // namespace kmt::webhook

@@ -1,0 +1,57 @@
+#include "webhook/kube_cluster_view.h"
+
+#include "kube/error.h"
+#include "kube/resources.h"
+
+namespace kmt::webhook {
+namespace {
+
+// GET that maps 404 to nullopt; every other error propagates.
+std::optional<Json> GetOrNothing(kube::KubeClient& client, const kube::Resource& r,
+                                 std::string_view ns, std::string_view name) {
+  try {
+    return client.Get(r, ns, name);
+  } catch (const kube::KubeError& e) {
+    if (e.kind() == kube::ErrorKind::kNotFound) return std::nullopt;
+    throw;
+  }
+}
+
+}  // namespace
+
+std::optional<Json> KubeClusterView::GetMigration(std::string_view ns, std::string_view name) {
+  return GetOrNothing(client_, kube::kVirtualMachineInstanceMigrations, ns, name);
+}
+
+std::vector<api::NodeInfo> KubeClusterView::ListNodes() {
+  std::vector<api::NodeInfo> nodes;
+  kube::ListOptions opts;
+  opts.limit = page_size_;
+  for (;;) {
+    Json page = client_.List(kube::kNodes, "", opts);
+    if (auto items = page.find("items"); items != page.end() && items->is_array()) {
+      for (const Json& node : *items) nodes.push_back(api::NodeInfo::FromJson(node));
+    }
+    std::string next;
+    if (auto meta = page.find("metadata"); meta != page.end() && meta->is_object()) {
+      if (auto c = meta->find("continue"); c != meta->end() && c->is_string()) {
+        next = c->get<std::string>();
+      }
+    }
+    if (next.empty()) return nodes;
+    opts.continue_token = next;
+  }
+}
+
+std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,
+                                                        std::string_view name) {
+  auto vmi = GetOrNothing(client_, kube::kVirtualMachineInstances, ns, name);
+  if (!vmi) return std::nullopt;
+  const Json& obj = *vmi;
+  auto status = obj.find("status");
+  if (!obj.is_object() || status == obj.end() || !status->is_object()) return std::string();
+  auto node = status->find("nodeName");
+  return node != status->end() && node->is_string() ? node->get<std::string>() : std::string();
+}
+
+}  // namespace kmt::webhook

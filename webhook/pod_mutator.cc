@@ -1,0 +1,100 @@
+#include "webhook/pod_mutator.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "api/added_term.h"
+#include "api/cause.h"
+#include "api/names.h"
+#include "webhook/json_access.h"
+
+namespace kmt::webhook {
+namespace {
+
+bool IsPodCreate(const AdmissionRequest& r) {
+  return r.resource.group.empty() && r.resource.resource == "pods" && r.sub_resource.empty() &&
+         r.operation == "CREATE";
+}
+
+// The patch that adds the gate, or nullopt when the pod already has it.
+std::optional<Json> GatePatch(const Json& pod) {
+  const Json gate = {{"name", api::kSchedulingGate}};
+  const Json* gates = Member(pod, {"spec", "schedulingGates"});
+  if (gates == nullptr || !gates->is_array()) {
+    // Absent or null: create the list ("add" also replaces a null member).
+    return Json::array(
+        {{{"op", "add"}, {"path", "/spec/schedulingGates"}, {"value", Json::array({gate})}}});
+  }
+  for (const Json& g : *gates) {
+    if (StringAt(g, {"name"}) == api::kSchedulingGate) return std::nullopt;
+  }
+  return Json::array({{{"op", "add"}, {"path", "/spec/schedulingGates/-"}, {"value", gate}}});
+}
+
+}  // namespace
+
+AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& cluster) {
+  if (!IsPodCreate(req)) return Allowed();
+  const Json& pod = req.object;
+  const Json* labels = Member(pod, {"metadata", "labels"});
+  if (labels == nullptr) return Allowed();
+  if (StringAt(*labels, {api::kLabelApp}) != api::kLabelAppValue) return Allowed();
+  const Json* uid_label = Member(*labels, {api::kLabelMigrationJobUID});
+  if (uid_label == nullptr) return Allowed();
+  const std::string job_uid = uid_label->is_string() ? uid_label->get<std::string>() : "";
+
+  const std::string ns = !req.ns.empty() ? req.ns : StringAt(pod, {"metadata", "namespace"});
+  const std::string name =
+      StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
+  if (name.empty()) {
+    return Denied(
+        400, "BadRequest",
+        fmt::format("migration target pod (label {}=\"{}\") has no annotation {}: "
+                    "cannot check its VirtualMachineInstanceMigration for an added "
+                    "node selector term",
+                    api::kLabelMigrationJobUID, job_uid, api::kAnnotationMigrationJobName));
+  }
+
+  std::optional<Json> vmim;
+  try {
+    vmim = cluster.GetMigration(ns, name);
+  } catch (const std::exception& e) {
+    return Errored(500, fmt::format("could not read VirtualMachineInstanceMigration {}/{} to check "
+                                    "its target pod for an added node selector term: {}",
+                                    ns, name, e.what()));
+  }
+  if (!vmim) {
+    return Denied(404, "NotFound",
+                  fmt::format("VirtualMachineInstanceMigration {}/{} of this migration target pod "
+                              "does not exist: refusing a target pod whose migration cannot be "
+                              "checked for an added node selector term",
+                              ns, name));
+  }
+  const std::string vmim_uid = StringAt(*vmim, {"metadata", "uid"});
+  if (vmim_uid != job_uid) {
+    return Denied(409, "Conflict",
+                  fmt::format("migration target pod belongs to VirtualMachineInstanceMigration "
+                              "uid \"{}\" (label {}), but {}/{} has uid \"{}\": refusing a stale "
+                              "or foreign target pod",
+                              job_uid, api::kLabelMigrationJobUID, ns, name, vmim_uid));
+  }
+  if (!api::AddedTermSource(*vmim)) return Allowed();
+
+  const std::string node_name = StringAt(pod, {"spec", "nodeName"});
+  if (!node_name.empty()) {
+    return Invalid({api::ForbiddenCause(
+        "spec.nodeName",
+        fmt::format("a migration target pod whose VirtualMachineInstanceMigration {}/{} carries "
+                    "an added node selector term must go through the scheduler (it gets the "
+                    "scheduling gate {})",
+                    ns, name, api::kSchedulingGate))});
+  }
+  AdmissionResponse allowed = Allowed();
+  allowed.patch = GatePatch(pod);
+  return allowed;
+}
+
+}  // namespace kmt::webhook
