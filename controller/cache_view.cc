@@ -1,0 +1,80 @@
+// controller/cache_view.cc
+#include "controller/cache_view.h"
+
+#include "api/names.h"
+#include "kube/error.h"
+#include "kube/resources.h"
+
+namespace kmt::controller {
+
+std::string SourceNode(const api::MigrationInfo& vmim, const std::vector<api::TargetPod>& targets,
+                       const std::vector<api::BoundPod>& bound) {
+  if (!vmim.source_node.empty()) return vmim.source_node;
+  for (const auto& t : targets) {
+    if (t.created_by.empty()) continue;
+    for (const auto& b : bound) {
+      const std::string* vmi = b.labels.Find(api::kLabelCreatedBy);
+      if (vmi == nullptr || *vmi != t.created_by) continue;
+      const std::string* job = b.labels.Find(api::kLabelMigrationJobUID);
+      if (job != nullptr && *job == vmim.uid) continue;  // a target of this migration
+      return b.node_name;
+    }
+  }
+  return "";
+}
+
+namespace {
+
+// Every item of a paged LIST.
+template <typename F>
+void ListAll(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
+             kube::ListOptions opts, F&& each) {
+  opts.limit = 500;
+  do {
+    nlohmann::json page = client.List(r, ns, opts);
+    for (const auto& item : page.value("items", nlohmann::json::array())) each(item);
+    opts.continue_token = page["metadata"].value("continue", "");
+  } while (!opts.continue_token.empty());
+}
+
+}  // namespace
+
+std::optional<api::MigrationInfo> ApiView::Migration(const std::string& ns,
+                                                     const std::string& name) {
+  try {
+    return api::MigrationInfo::FromJson(
+        client_.Get(kube::kVirtualMachineInstanceMigrations, ns, name));
+  } catch (const kube::KubeError& e) {
+    if (e.kind() == kube::ErrorKind::kNotFound) return std::nullopt;
+    throw;
+  }
+}
+
+std::vector<api::TargetPod> ApiView::TargetPods(const std::string& ns,
+                                                const std::string& vmim_uid) {
+  std::vector<api::TargetPod> out;
+  kube::ListOptions opts;
+  opts.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) +
+                        "," + std::string(api::kLabelMigrationJobUID) + "=" + vmim_uid;
+  ListAll(client_, kube::kPods, ns, opts,
+          [&](const nlohmann::json& p) { out.push_back(api::TargetPod::FromJson(p)); });
+  return out;
+}
+
+std::vector<api::NodeInfo> ApiView::Nodes() {
+  std::vector<api::NodeInfo> out;
+  ListAll(client_, kube::kNodes, "", {},
+          [&](const nlohmann::json& n) { out.push_back(api::NodeInfo::FromJson(n)); });
+  return out;
+}
+
+std::vector<api::BoundPod> ApiView::BoundPods() {
+  std::vector<api::BoundPod> out;
+  kube::ListOptions opts;
+  opts.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+  ListAll(client_, kube::kPods, "", opts,
+          [&](const nlohmann::json& p) { out.push_back(api::BoundPod::FromJson(p)); });
+  return out;
+}
+
+}  // namespace kmt::controller

@@ -1,0 +1,59 @@
+// controller/cache_view.h — what the reconcile loop reads, behind one seam.
+//
+// The loop never lists the API server per key: in the operator the view is
+// backed by informer caches (controller/informer_view.h). ApiView reads the
+// API directly instead; component tests use it over kube::FakeClient, where
+// "the cache" is simply the fake server's current state.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/projections.h"
+#include "controller/clock.h"
+#include "kube/client.h"
+
+namespace kmt::controller {
+
+class CacheView {
+ public:
+  virtual ~CacheView() = default;
+
+  // The VMIM, or nullopt when it does not exist (deleted).
+  virtual std::optional<api::MigrationInfo> Migration(const std::string& ns,
+                                                      const std::string& name) = 0;
+  // Target virt-launcher pods of the VMIM: label kubevirt.io/migrationJobUID == uid.
+  virtual std::vector<api::TargetPod> TargetPods(const std::string& ns,
+                                                 const std::string& vmim_uid) = 0;
+  // Every node, and every pod bound to a node that is not finished: the
+  // explainer's inputs. Only asked for when a target pod needs explaining.
+  virtual std::vector<api::NodeInfo> Nodes() = 0;
+  virtual std::vector<api::BoundPod> BoundPods() = 0;
+  // When the view first saw the target pod (for the gate-release latency), if known.
+  virtual std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) = 0;
+};
+
+// The node the VMI runs on now: the VMIM's status.migrationState.sourceNode,
+// else the node of the VMI's running virt-launcher pod (same
+// kubevirt.io/created-by as the target pod, not a target of this VMIM).
+std::string SourceNode(const api::MigrationInfo& vmim, const std::vector<api::TargetPod>& targets,
+                       const std::vector<api::BoundPod>& bound);
+
+// Reads straight from the API (no cache).
+class ApiView : public CacheView {
+ public:
+  explicit ApiView(kube::KubeClient& client) : client_(client) {}
+  std::optional<api::MigrationInfo> Migration(const std::string& ns,
+                                              const std::string& name) override;
+  std::vector<api::TargetPod> TargetPods(const std::string& ns,
+                                         const std::string& vmim_uid) override;
+  std::vector<api::NodeInfo> Nodes() override;
+  std::vector<api::BoundPod> BoundPods() override;
+  std::optional<SteadyTime> TargetPodSeenAt(const std::string&) override { return std::nullopt; }
+
+ private:
+  kube::KubeClient& client_;
+};
+
+}  // namespace kmt::controller

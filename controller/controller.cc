@@ -1,0 +1,174 @@
+// controller/controller.cc
+#include "controller/controller.h"
+
+#include <exception>
+
+#include "controller/reconcile.h"
+
+namespace kmt::controller {
+
+std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+bool SplitKey(const std::string& key, std::string* ns, std::string* name) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == key.size() ||
+      key.find('/', slash + 1) != std::string::npos) {
+    return false;
+  }
+  *ns = key.substr(0, slash);
+  *name = key.substr(slash + 1);
+  return true;
+}
+
+Controller::Controller(CacheView& view, kube::KubeClient& client, Clock& clock, Logger& log,
+                       OperatorMetrics& metrics, EventRecorder& events, ControllerOptions options)
+    : view_(view),
+      clock_(clock),
+      log_(log),
+      metrics_(metrics),
+      executor_(client, events, log),
+      options_(options),
+      queue_(clock, options.rate_limits, &metrics.queue()) {}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::Enqueue(const std::string& key) { queue_.Add(key); }
+
+void Controller::OnMigration(const api::MigrationInfo& vmim) { Enqueue(KeyOf(vmim.ns, vmim.name)); }
+
+void Controller::OnTargetPod(const api::TargetPod& pod) {
+  if (pod.migration_job_name.empty()) return;  // not a migration target pod
+  Enqueue(KeyOf(pod.ns, pod.migration_job_name));
+}
+
+void Controller::OnNodeChange(const std::vector<api::TargetPod>& targets) {
+  for (const auto& p : targets) {
+    if (p.node_name.empty() && p.scheduled == api::ConditionStatus::kFalse &&
+        p.scheduled_reason == kReasonUnschedulable) {
+      OnTargetPod(p);
+    }
+  }
+}
+
+void Controller::Start() {
+  if (started_.exchange(true)) return;
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+  log_.Info("Started workers", {{"controller", "vmim"}, {"count", std::to_string(options_.workers)}});
+}
+
+void Controller::Stop() {
+  queue_.ShutDownWithDrain();
+  for (auto& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+  workers_.clear();
+}
+
+void Controller::Worker() {
+  while (auto key = queue_.Get()) {
+    const SteadyTime start = clock_.Now();
+    ReconcileResult r = ReconcileKey(*key);
+    metrics_.ObserveReconcile(r, clock_.Now() - start);
+    queue_.Done(*key);
+  }
+}
+
+std::optional<ReconcileResult> Controller::ProcessNext() {
+  auto key = queue_.TryGet();
+  if (!key) return std::nullopt;
+  const SteadyTime start = clock_.Now();
+  ReconcileResult r = ReconcileKey(*key);
+  metrics_.ObserveReconcile(r, clock_.Now() - start);
+  queue_.Done(*key);
+  return r;
+}
+
+void Controller::Settle(const std::string& key, ReconcileResult result,
+                        std::optional<Duration> after) {
+  switch (result) {
+    case ReconcileResult::kSuccess:
+      queue_.Forget(key);
+      break;
+    case ReconcileResult::kRequeueAfter:
+      queue_.Forget(key);
+      queue_.AddAfter(key, *after);
+      break;
+    case ReconcileResult::kRequeue:
+    case ReconcileResult::kError:
+      queue_.AddRateLimited(key);
+      break;
+  }
+}
+
+ReconcileResult Controller::ReconcileKey(const std::string& key) {
+  std::string ns, name;
+  if (!SplitKey(key, &ns, &name)) {
+    log_.Error("Dropped malformed key", {{"key", key}});
+    metrics_.TerminalError();
+    queue_.Forget(key);
+    return ReconcileResult::kError;
+  }
+  try {
+    std::optional<api::MigrationInfo> vmim = view_.Migration(ns, name);
+    if (!vmim) {
+      queue_.Forget(key);
+      return ReconcileResult::kSuccess;  // deleted: nothing to do
+    }
+    Observed observed;
+    observed.target_pods = view_.TargetPods(ns, vmim->uid);
+    observed.vmim = std::move(*vmim);
+    observed.source_node = observed.vmim.source_node;
+    observed.nodes_loaded = false;
+    Plan plan = Reconcile(observed, clock_.WallNow());
+    // The explainer's inputs are large: read them only when the plan needs them.
+    std::vector<api::NodeInfo> nodes;
+    std::vector<api::BoundPod> bound;
+    if (plan.needs_nodes) {
+      nodes = view_.Nodes();
+      bound = view_.BoundPods();
+      observed.source_node = SourceNode(observed.vmim, observed.target_pods, bound);
+      observed.nodes = nodes;
+      observed.bound_pods = bound;
+      observed.nodes_loaded = true;
+      plan = Reconcile(observed, clock_.WallNow());
+    }
+    if (plan.Empty()) {
+      Settle(key, ReconcileResult::kSuccess, std::nullopt);
+      return ReconcileResult::kSuccess;
+    }
+    ExecResult done = executor_.Apply(observed.vmim, plan);
+    for (const auto& uid : done.released_pods) {
+      if (auto seen = view_.TargetPodSeenAt(uid)) metrics_.ObserveGateRelease(clock_.Now() - *seen);
+    }
+    switch (done.outcome) {
+      case ExecOutcome::kDone:
+        if (plan.requeue_after) {
+          Settle(key, ReconcileResult::kRequeueAfter, plan.requeue_after);
+          return ReconcileResult::kRequeueAfter;
+        }
+        Settle(key, ReconcileResult::kSuccess, std::nullopt);
+        return ReconcileResult::kSuccess;
+      case ExecOutcome::kReplan:
+        log_.Debug("Re-planning after a conflict", {{"vmim", key}, {"error", done.error}});
+        Settle(key, ReconcileResult::kRequeue, std::nullopt);
+        return ReconcileResult::kRequeue;
+      case ExecOutcome::kRetry:
+        log_.Error("Failed to reconcile", {{"vmim", key}, {"error", done.error}});
+        Settle(key, ReconcileResult::kError, std::nullopt);
+        return ReconcileResult::kError;
+      case ExecOutcome::kTerminal:
+        log_.Error("Failed to reconcile, not retrying", {{"vmim", key}, {"error", done.error}});
+        metrics_.TerminalError();
+        queue_.Forget(key);
+        return ReconcileResult::kError;
+    }
+  } catch (const std::exception& e) {
+    // A failed cache/API read or an unexpected error: retry with backoff.
+    log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
+    Settle(key, ReconcileResult::kError, std::nullopt);
+    return ReconcileResult::kError;
+  }
+  return ReconcileResult::kError;
+}
+
+}  // namespace kmt::controller

@@ -1,0 +1,87 @@
+// controller/controller.h — the VMIM controller: queue, workers, reconcile,
+// executor, and controller-runtime's result contract.
+//
+// A work item is a VMIM key "namespace/name", never an event. For each key a
+// worker reads the view (CacheView), plans (Reconcile, pure), applies
+// (Executor), and settles the key:
+//   - done, nothing to refresh     → Forget (backoff reset)        result=success
+//   - done, plan asks a refresh    → Forget + AddAfter(d)          result=requeue_after
+//   - stale view (conflict)        → AddRateLimited (re-read soon) result=requeue
+//   - transient error              → AddRateLimited                result=error
+//   - terminal error (invalid, forbidden) → Forget, logged, counted in
+//     controller_runtime_terminal_reconcile_errors_total          result=error
+// The queue guarantees one key is never processed by two workers at once.
+//
+// Event handlers (called by the caches) map objects to keys: a VMIM to its
+// own key, a target pod to "ns/<kubevirt.io/migrationJobName>", and a node
+// change to every VMIM whose target pod is unschedulable (its explanation may
+// have changed).
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/projections.h"
+#include "controller/cache_view.h"
+#include "controller/clock.h"
+#include "controller/events.h"
+#include "controller/executor.h"
+#include "controller/log.h"
+#include "controller/operator_metrics.h"
+#include "controller/work_queue.h"
+#include "kube/client.h"
+
+namespace kmt::controller {
+
+struct ControllerOptions {
+  int workers = 2;
+  RateLimiterOptions rate_limits;
+};
+
+class Controller {
+ public:
+  Controller(CacheView& view, kube::KubeClient& client, Clock& clock, Logger& log,
+             OperatorMetrics& metrics, EventRecorder& events, ControllerOptions options = {});
+  ~Controller();  // Stop()
+
+  // ---- event handlers (thread-safe) ----
+  void OnMigration(const api::MigrationInfo& vmim);
+  void OnTargetPod(const api::TargetPod& pod);
+  // A node changed: re-explain every unschedulable target pod in `targets`.
+  void OnNodeChange(const std::vector<api::TargetPod>& targets);
+  void Enqueue(const std::string& key);
+
+  // Starts the workers (threads blocking on the queue).
+  void Start();
+  // Stops taking keys, waits for keys in progress, joins the workers.
+  void Stop();
+
+  // Processes one queued key on the calling thread, if any (tests). Returns
+  // the result, or nullopt when nothing was queued.
+  std::optional<ReconcileResult> ProcessNext();
+
+  WorkQueue& queue() { return queue_; }
+
+ private:
+  ReconcileResult ReconcileKey(const std::string& key);
+  void Settle(const std::string& key, ReconcileResult result, std::optional<Duration> after);
+  void Worker();
+
+  CacheView& view_;
+  Clock& clock_;
+  Logger& log_;
+  OperatorMetrics& metrics_;
+  Executor executor_;
+  ControllerOptions options_;
+  WorkQueue queue_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> started_{false};
+};
+
+// "ns/name" ↔ parts. SplitKey returns false on a key without exactly one '/'.
+std::string KeyOf(const std::string& ns, const std::string& name);
+bool SplitKey(const std::string& key, std::string* ns, std::string* name);
+
+}  // namespace kmt::controller

@@ -1,0 +1,239 @@
+// controller/controller_test.cc — the loop's result contract on simulated
+// time, over the in-memory API server (ApiView reads it directly).
+#include "controller/controller.h"
+
+#include <catch2/catch.hpp>
+
+#include "controller/fake_clock.h"
+#include "controller/testing/objects.h"
+#include "kube/fake_client.h"
+#include "kube/resources.h"
+
+namespace kmt::controller {
+namespace {
+
+using namespace kmt::controller::testing;  // NOLINT: test fixtures
+using kube::kPods;
+using kube::kVirtualMachineInstanceMigrations;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kKey = std::string(kNs) + "/" + kVmimName;
+
+json Stripped(json obj) {
+  obj["metadata"].erase("uid");
+  obj["metadata"].erase("resourceVersion");
+  obj["metadata"].erase("creationTimestamp");
+  return obj;
+}
+
+struct World {
+  FakeClock clock;
+  kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
+  std::vector<std::string> lines;
+  Logger log{clock, LogLevel::kDebug, LogFormat::kText,
+             [this](const std::string& l) { lines.push_back(l); }};
+  Registry registry;
+  OperatorMetrics metrics{registry, "vmim"};
+  KubeEventRecorder events{client, clock, log, "operator-0"};
+  ApiView view{client};
+  Controller controller{view, client, clock, log, metrics, events, ControllerOptions{2, {}}};
+  std::string vmim_uid;
+
+  void SeedVmim(const VmimSpec& spec) {
+    json v = Stripped(Vmim(spec));
+    json created = client.Create(kVirtualMachineInstanceMigrations, kNs, v);
+    vmim_uid = created["metadata"]["uid"];
+    created["status"] = v["status"];
+    client.Update(kVirtualMachineInstanceMigrations, kNs, created, "status");
+  }
+  void SeedPod(PodSpec spec) {
+    spec.job_uid = vmim_uid;
+    json p = Stripped(Pod(spec));
+    json created = client.Create(kPods, kNs, p);
+    created["status"] = p["status"];
+    client.Update(kPods, kNs, created, "status");
+  }
+  void SeedNodes() {
+    for (const auto& n : {NodeSpec{"node-1"}, NodeSpec{"node-3", json::object(), true}}) {
+      client.Create(kube::kNodes, "", Node(n));
+    }
+  }
+  json GetPod() { return client.Get(kPods, kNs, kPodName); }
+  json Conditions() {
+    return client.Get(kVirtualMachineInstanceMigrations, kNs, kVmimName)["status"].value(
+        "conditions", json::array());
+  }
+  bool Metric(const std::string& line) {
+    return registry.Render().find(line + "\n") != std::string::npos;
+  }
+};
+
+bool Gated(const json& pod) { return !pod["spec"].value("schedulingGates", json::array()).empty(); }
+
+TEST_CASE("A target pod event enqueues its VMIM; one pass releases the gate") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));  // collapses
+  REQUIRE(w.controller.queue().Len() == 1);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(w.GetPod()));
+  CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  CHECK(w.controller.queue().WaitingDelayed() == 0);
+  CHECK(w.Metric("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"} 1"));
+  CHECK(w.Metric("workqueue_adds_total{name=\"vmim\"} 1"));
+}
+
+TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff reset") {
+  World w;
+  w.SeedNodes();
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({.gated = false,
+             .affinity = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                 {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"),
+             .scheduled_reason = "Unschedulable",
+             .scheduled_message = "0/2 nodes are available."});
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  json cond = w.Conditions()[1];
+  CHECK(cond["type"] == "targetPodUnschedulable");
+  CHECK(cond["message"] ==
+        "Target pod vms/virt-launcher-vm-1-target is unschedulable: 0/2 nodes are available. Per "
+        "node the added term allows: node-3: cordoned");
+  CHECK(w.controller.queue().NumRequeues(kKey) == 0);
+  w.clock.Advance(seconds(29));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(seconds(1));
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  CHECK(w.Metric(
+      "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue_after\"} 2"));
+}
+
+TEST_CASE("A conflict re-plans soon; a transient error retries with backoff") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  auto [kind, result, label] = GENERATE(table<kube::ErrorKind, ReconcileResult, std::string>({
+      {kube::ErrorKind::kConflict, ReconcileResult::kRequeue, "requeue"},
+      {kube::ErrorKind::kUnavailable, ReconcileResult::kError, "error"},
+  }));
+  CAPTURE(kube::ErrorKindName(kind));
+  w.client.FailNext(kube::Verb::kPatch, 2, kind, "pods");
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == result);
+  CHECK(Gated(w.GetPod()));
+  CHECK(w.controller.queue().NumRequeues(kKey) == 1);
+  w.clock.Advance(milliseconds(4));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(milliseconds(1));  // 5 ms backoff
+  REQUIRE(w.controller.ProcessNext() == result);
+  w.clock.Advance(milliseconds(10));  // then 10 ms
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(w.GetPod()));
+  CHECK(w.controller.queue().NumRequeues(kKey) == 0);  // forgotten on success
+  CHECK(w.Metric("controller_runtime_reconcile_total{controller=\"vmim\",result=\"" + label +
+                 "\"} 2"));
+  CHECK(w.Metric("workqueue_retries_total{name=\"vmim\"} 2"));
+}
+
+TEST_CASE("A terminal error is counted and not retried") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.client.FailNext(kube::Verb::kPatch, 1, kube::ErrorKind::kInvalid, "pods");
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kError);
+  w.clock.Advance(seconds(3600));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  CHECK(w.Metric("controller_runtime_terminal_reconcile_errors_total{controller=\"vmim\"} 1"));
+  CHECK(w.Metric("controller_runtime_reconcile_errors_total{controller=\"vmim\"} 1"));
+}
+
+TEST_CASE("A failed read retries; a deleted VMIM or malformed key ends quietly") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.client.FailNext(kube::Verb::kGet, 1, kube::ErrorKind::kUnavailable);
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kError);
+  w.clock.Advance(milliseconds(5));
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+
+  w.controller.Enqueue("vms/gone");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  w.controller.Enqueue("no-slash");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kError);
+  w.clock.Advance(seconds(3600));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+}
+
+TEST_CASE("Node changes enqueue only VMIMs whose target pod is unschedulable") {
+  World w;
+  api::TargetPod unschedulable;
+  unschedulable.ns = "a";
+  unschedulable.migration_job_name = "m1";
+  unschedulable.scheduled = api::ConditionStatus::kFalse;
+  unschedulable.scheduled_reason = "Unschedulable";
+  api::TargetPod gated = unschedulable;
+  gated.migration_job_name = "m2";
+  gated.scheduled_reason = "SchedulingGated";
+  api::TargetPod bound = unschedulable;
+  bound.migration_job_name = "m3";
+  bound.node_name = "node-1";
+  w.controller.OnNodeChange({unschedulable, gated, bound});
+  REQUIRE(w.controller.ProcessNext().has_value());
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  CHECK(std::find_if(w.lines.begin(), w.lines.end(), [](const std::string& l) {
+          return l.find("a/m2") != std::string::npos;
+        }) == w.lines.end());
+}
+
+TEST_CASE("Workers on threads finish queued work before Stop returns") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.controller.Start();
+  w.controller.Enqueue(kKey);
+  w.controller.Stop();
+  CHECK_FALSE(Gated(w.GetPod()));
+}
+
+TEST_CASE("Keys split into namespace and name") {
+  std::string ns, name;
+  CHECK(SplitKey("vms/mig-1", &ns, &name));
+  CHECK(ns == "vms");
+  CHECK(name == "mig-1");
+  for (const char* bad : {"", "/x", "x/", "a/b/c", "plain"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(SplitKey(bad, &ns, &name));
+  }
+  CHECK(KeyOf("vms", "mig-1") == "vms/mig-1");
+}
+
+TEST_CASE("SourceNode prefers the VMIM's migrationState, else the VMI's running pod") {
+  api::MigrationInfo vmim;
+  vmim.uid = "m-uid";
+  api::TargetPod target;
+  target.created_by = "vmi-uid";
+  api::BoundPod other;
+  other.node_name = "node-x";
+  other.labels = api::Labels({{"kubevirt.io/created-by", "another-vmi"}});
+  api::BoundPod own_target;
+  own_target.node_name = "node-t";
+  own_target.labels =
+      api::Labels({{"kubevirt.io/created-by", "vmi-uid"}, {"kubevirt.io/migrationJobUID", "m-uid"}});
+  api::BoundPod source;
+  source.node_name = "node-src";
+  source.labels =
+      api::Labels({{"kubevirt.io/created-by", "vmi-uid"}, {"kubevirt.io/migrationJobUID", "old"}});
+  CHECK(SourceNode(vmim, {target}, {other, own_target, source}) == "node-src");
+  CHECK(SourceNode(vmim, {target}, {other}) == "");
+  vmim.source_node = "node-status";
+  CHECK(SourceNode(vmim, {target}, {source}) == "node-status");
+}
+
+}  // namespace
+}  // namespace kmt::controller
