@@ -1,0 +1,111 @@
+#include "cli/explain_cmd.h"
+
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "kube/fake_client.h"
+#include "kube/resources.h"
+
+namespace kmt::cli {
+namespace {
+
+using nlohmann::json;
+
+json Node(const std::string& name, json extra_spec = json::object(),
+          std::string memory = "16Gi") {
+  json spec = json::object();
+  for (auto& [k, v] : extra_spec.items()) spec[k] = v;
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", name},
+            {"labels",
+             {{"kubernetes.io/hostname", name},
+              {"kubevirt.io/schedulable", "true"},
+              {"zone", name == "w5" ? "b" : "a"}}}}},
+          {"spec", spec},
+          {"status",
+           {{"allocatable",
+             {{"cpu", "8"}, {"memory", memory}, {"pods", "110"}, {"devices.kubevirt.io/kvm", "1k"}}},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+void Seed(kube::FakeClient& fake) {
+  fake.Create(kube::kVirtualMachineInstances, "prod",
+              {{"apiVersion", "kubevirt.io/v1"},
+               {"kind", "VirtualMachineInstance"},
+               {"metadata", {{"name", "db-1"}, {"namespace", "prod"}, {"uid", "vmi-uid"}}},
+               {"spec", json::object()}});
+  json vmi = fake.Get(kube::kVirtualMachineInstances, "prod", "db-1");
+  vmi["status"] = {{"nodeName", "w1"}, {"phase", "Running"}};
+  fake.Update(kube::kVirtualMachineInstances, "prod", vmi, "status");
+  std::string uid = vmi["metadata"]["uid"];
+  fake.Create(kube::kNodes, "", Node("w1"));
+  fake.Create(kube::kNodes, "", Node("w2", {{"unschedulable", true}}));
+  fake.Create(kube::kNodes, "", Node("w3"));
+  fake.Create(kube::kNodes, "",
+              Node("w4", {{"taints", {{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}));
+  fake.Create(kube::kNodes, "", Node("w5"));
+  fake.Create(kube::kNodes, "", Node("w6", json::object(), "1Gi"));
+  json pod = json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "virt-launcher-db-1-abcde", "namespace": "prod",
+                 "labels": {"kubevirt.io": "virt-launcher"}},
+    "spec": {
+      "nodeName": "w1",
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+      "nodeSelector": {"kubevirt.io/schedulable": "true"},
+      "containers": [{"name": "compute", "resources": {"requests":
+        {"cpu": "1", "memory": "2Gi", "devices.kubevirt.io/kvm": "1"}}}]},
+    "status": {"phase": "Running"}})");
+  pod["metadata"]["labels"]["kubevirt.io/created-by"] = uid;
+  fake.Create(kube::kPods, "prod", pod);
+}
+
+TEST_CASE("explain names every reason, node by node, for the nodes the request allows") {
+  kube::FakeClient fake;
+  Seed(fake);
+  api::NodeSelectorTerm term;
+  term.match_expressions.push_back({"kubernetes.io/hostname", "NotIn", {"w3"}});
+  std::ostringstream out, err;
+  int rc = RunExplain("prod", "db-1", term, fake, {out, err});
+  std::string o = out.str();
+  CAPTURE(o, err.str());
+  CHECK(rc == 1);  // w3 would fit but the request excludes it
+  CHECK(o.find("w1     the VM already runs there") != std::string::npos);
+  CHECK(o.find("w2     cordoned") != std::string::npos);
+  CHECK(o.find("w3") == std::string::npos);
+  CHECK(o.find("w4     taint dedicated=gpu:NoSchedule not tolerated") != std::string::npos);
+  CHECK(o.find("w5     VM's own affinity `zone In [a]` excludes it") != std::string::npos);
+  CHECK(o.find("w6     insufficient memory (requested 2Gi") != std::string::npos);
+  CHECK(o.find("0 of 5 nodes allowed by the request would take virtualmachineinstance db-1.") !=
+        std::string::npos);
+}
+
+TEST_CASE("explain without a request covers every node and exits 0 when one fits") {
+  kube::FakeClient fake;
+  Seed(fake);
+  std::ostringstream out, err;
+  CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
+  CHECK(out.str().find("w3     fits\n") != std::string::npos);
+  CHECK(out.str().find("1 of 6 nodes would take virtualmachineinstance db-1.") != std::string::npos);
+}
+
+TEST_CASE("explain reports a request no node matches, and a VMI that does not run") {
+  kube::FakeClient fake;
+  Seed(fake);
+  api::NodeSelectorTerm nowhere;
+  nowhere.match_fields.push_back({"metadata.name", "In", {"w9"}});
+  std::ostringstream out, err;
+  CHECK(RunExplain("prod", "db-1", nowhere, fake, {out, err}) == 1);
+  CHECK(out.str() == "No node matches the request (metadata.name In [w9]).\n");
+
+  std::ostringstream out2, err2;
+  CHECK(RunExplain("prod", "nope", nowhere, fake, {out2, err2}) == 1);
+  CHECK(err2.str().rfind("Error from server (NotFound): ", 0) == 0);
+}
+
+}  // namespace
+}  // namespace kmt::cli
