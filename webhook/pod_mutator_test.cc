@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "webhook/server.h"
+#include "webhook/shell.h"
 #include "webhook/testing/fake_cluster_view.h"
 #include "webhook/testing/golden.h"
 

@@ -23,29 +23,6 @@ constexpr const char* kTls12Ciphers =
     "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
     "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 
-// A metav1.Status body for answers that are not admission responses.
-std::string StatusBody(int code, std::string_view reason, std::string_view message) {
-  Json status = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", Json::object()},
-                 {"status", "Failure"}, {"message", message}, {"reason", reason},
-                 {"code", code}};
-  return status.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-// "application/json; charset=utf-8" → "application/json", lower case, trimmed.
-std::string MediaType(std::string_view content_type) {
-  auto semi = content_type.find(';');
-  std::string_view type = content_type.substr(0, semi);
-  while (!type.empty() && std::isspace(static_cast<unsigned char>(type.front()))) {
-    type.remove_prefix(1);
-  }
-  while (!type.empty() && std::isspace(static_cast<unsigned char>(type.back()))) {
-    type.remove_suffix(1);
-  }
-  std::string out(type);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // Log values quoted when they need it, logfmt style.
 std::string Quote(std::string_view v) {
   bool plain = !v.empty();
@@ -84,38 +61,6 @@ std::string ExactPattern(std::string_view path) {
 }
 
 }  // namespace
-
-ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
-                           const Admitter& admit) {
-  if (body.empty()) {
-    return {400, StatusBody(400, "BadRequest", "request body is empty")};
-  }
-  if (MediaType(content_type) != "application/json") {
-    return {415,
-            StatusBody(415, "UnsupportedMediaType",
-                       fmt::format("contentType=\"{}\", expected application/json", content_type))};
-  }
-  DecodeResult decoded = DecodeAdmissionReview(body);
-  AdmissionResponse response;
-  if (!decoded.request) {
-    if (decoded.uid.empty()) {
-      return {400, StatusBody(400, "BadRequest", decoded.error)};
-    }
-    response = Errored(400, decoded.error);
-    response.uid = decoded.uid;
-  } else {
-    try {
-      response = admit(*decoded.request);
-    } catch (const std::exception& e) {
-      response = Errored(500, fmt::format("internal error: {}", e.what()));
-    } catch (...) {
-      response = Errored(500, "internal error: unknown exception");
-    }
-    response.uid = decoded.request->uid;
-  }
-  return {200,
-          EncodeAdmissionReview(response).dump(-1, ' ', false, Json::error_handler_t::replace)};
-}
 
 AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> routes)
     : options_(std::move(options)),
@@ -182,7 +127,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
         res.status = 413;
         // The rest of the body is still on the wire: do not reuse the connection.
         res.set_header("Connection", "close");
-        res.set_content(StatusBody(413, "RequestEntityTooLarge",
+        res.set_content(StatusJson(413, "RequestEntityTooLarge",
                                    fmt::format("request body exceeds {} bytes", max)),
                         "application/json");
         return;
@@ -190,7 +135,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
       if (!read_ok) {
         res.status = 400;
         res.set_header("Connection", "close");
-        res.set_content(StatusBody(400, "BadRequest", "could not read the request body"),
+        res.set_content(StatusJson(400, "BadRequest", "could not read the request body"),
                         "application/json");
         return;
       }

@@ -5,16 +5,10 @@
 // within cert_poll_interval (webhook/serving_cert.h). It is embeddable: the operator
 // binary starts one on every replica.
 //
-// The shell is strict, like controller-runtime's webhook server:
-//   - a body over max_body_bytes (7 MiB)       → HTTP 413
-//   - an empty body                            → HTTP 400
-//   - a Content-Type other than application/json → HTTP 415
-//   - a body that is not an AdmissionReview    → HTTP 400, or an admission response with
-//     code 400 when the request uid could be read
-//   - an admitter that throws                  → an admission response with code 500 that
-//     still echoes the request uid
-// HTTP errors carry a metav1.Status JSON body. Every admission response echoes the request
-// uid whatever the admitter put there. Reads and writes time out (a slow client cannot hold
+// The shell is strict, like controller-runtime's webhook server: a body over max_body_bytes
+// (7 MiB) → HTTP 413 (also for chunked bodies, which httplib itself does not cap); the rest
+// of the decision (empty body, content type, decoding, exceptions, uid echo) is
+// ServeAdmission's (webhook/shell.h). Reads and writes time out (a slow client cannot hold
 // a worker), and a fixed pool of workers serves the connections (webhook/worker_pool.h).
 //
 // GET /healthz answers 200 while the server runs; GET /readyz answers 200 once a
@@ -34,6 +28,7 @@
 #include <vector>
 
 #include "webhook/admission.h"
+#include "webhook/shell.h"
 
 namespace httplib {
 class SSLServer;
@@ -63,10 +58,6 @@ struct ServerOptions {
   // Structured log lines (key=value); default: standard error.
   std::function<void(std::string_view)> log;
 };
-
-// An admitter: pure function of the request (plus what it captured), returning the answer.
-// It may throw; the shell turns that into a 500 admission response.
-using Admitter = std::function<AdmissionResponse(const AdmissionRequest&)>;
 
 struct Route {
   std::string path;  // exact, e.g. "/validate-vmim"
@@ -118,14 +109,5 @@ class AdmissionServer {
   bool stopping_ = false;  // guarded by poll_mu_
   bool started_ = false;
 };
-
-// Serves one HTTP POST body for `admit`, without the network: the shell's whole decision
-// (status code, content type and body). Exposed for tests and the fuzz harness.
-struct ShellAnswer {
-  int http_status = 200;
-  std::string body;  // JSON
-};
-ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
-                           const Admitter& admit);
 
 }  // namespace kmt::webhook

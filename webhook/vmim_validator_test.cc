@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "webhook/server.h"
+#include "webhook/shell.h"
 #include "webhook/testing/fake_access_reviewer.h"
 #include "webhook/testing/fake_cluster_view.h"
 #include "webhook/testing/golden.h"
