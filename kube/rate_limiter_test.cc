@@ -1,0 +1,55 @@
+// kube/rate_limiter_test.cc
+#include "kube/rate_limiter.h"
+
+#include <catch2/catch.hpp>
+
+namespace kmt::kube {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct SimTime {
+  std::chrono::steady_clock::time_point now{};
+  std::vector<std::chrono::nanoseconds> sleeps;
+  TokenBucket Make(double qps, int burst) {
+    return TokenBucket(
+        qps, burst, [this] { return now; },
+        [this](std::chrono::nanoseconds d) {
+          sleeps.push_back(d);
+          now += d;
+        });
+  }
+};
+
+TEST_CASE("Burst goes at once, then one request per 1/qps") {
+  SimTime t;
+  TokenBucket b = t.Make(10, 3);
+  for (int i = 0; i < 3; ++i) b.Wait();
+  CHECK(t.sleeps.empty());
+  b.Wait();
+  b.Wait();
+  CHECK(t.sleeps == std::vector<std::chrono::nanoseconds>{100ms, 100ms});
+}
+
+TEST_CASE("Idle time refills up to the burst, not beyond") {
+  SimTime t;
+  TokenBucket b = t.Make(10, 2);
+  b.Wait();
+  b.Wait();
+  t.now += 10s;
+  CHECK(b.TryTake());
+  CHECK(b.TryTake());
+  CHECK_FALSE(b.TryTake());
+  t.now += 100ms;
+  CHECK(b.TryTake());
+}
+
+TEST_CASE("qps <= 0 disables limiting") {
+  SimTime t;
+  TokenBucket b = t.Make(0, 1);
+  for (int i = 0; i < 100; ++i) b.Wait();
+  CHECK(t.sleeps.empty());
+}
+
+}  // namespace
+}  // namespace kmt::kube
