@@ -1,0 +1,176 @@
+#include "webhook/certs/bootstrap.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "kube/error.h"
+#include "kube/kubeconfig.h"
+#include "kube/resources.h"
+#include "webhook/certs/self_signed.h"
+
+namespace kmt::webhook::certs {
+namespace {
+
+using nlohmann::json;
+
+std::string Field(const json& secret, const char* key) {
+  if (!secret.contains("data") || !secret["data"].is_object()) return {};
+  const json& data = secret["data"];
+  if (!data.contains(key) || !data[key].is_string()) return {};
+  return kube::DecodeBase64(data[key].get<std::string>()).value_or(std::string());
+}
+
+std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteAtomically(const std::filesystem::path& p, const std::string& content) {
+  std::filesystem::path tmp = p;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, p);
+}
+
+}  // namespace
+
+std::string EncodeBase64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+CertBootstrap::CertBootstrap(kube::KubeClient& client, BootstrapOptions options, Now now)
+    : client_(client), options_(std::move(options)), now_(std::move(now)) {}
+
+json CertBootstrap::EnsureSecret(BootstrapResult& result) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    json secret;
+    bool exists = true;
+    try {
+      secret = client_.Get(kube::kSecrets, options_.ns, options_.secret_name);
+    } catch (const kube::KubeError& e) {
+      if (e.kind() != kube::ErrorKind::kNotFound) throw;
+      exists = false;
+    }
+    const auto now = now_();
+    KeyPair ca{Field(secret, "ca.crt"), Field(secret, "ca.key")};
+    auto ca_info = Inspect(ca.cert_pem);
+    bool ca_ok = exists && ca_info && ca_info->is_ca && !ca.key_pem.empty() &&
+                 ca_info->not_after > now + options_.renew_before;
+    if (!ca_ok) ca = MakeCa("migration-target-webhook-ca", now, options_.ca_validity);
+    std::string cert = Field(secret, "tls.crt");
+    std::string key = Field(secret, "tls.key");
+    auto info = Inspect(cert);
+    bool serving_ok = ca_ok && info && info->not_after > now + options_.renew_before &&
+                      info->hosts == options_.hosts && Verifies(ca.cert_pem, cert, key);
+    if (serving_ok) return secret;
+
+    KeyPair serving = MakeServing(ca, options_.hosts, now, options_.serving_validity);
+    json data = {{"ca.crt", EncodeBase64(ca.cert_pem)},
+                 {"ca.key", EncodeBase64(ca.key_pem)},
+                 {"tls.crt", EncodeBase64(serving.cert_pem)},
+                 {"tls.key", EncodeBase64(serving.key_pem)}};
+    try {
+      if (!exists) {
+        json fresh = {{"apiVersion", "v1"},
+                      {"kind", "Secret"},
+                      {"metadata",
+                       {{"name", options_.secret_name},
+                        {"namespace", options_.ns},
+                        {"labels", {{"app.kubernetes.io/name", "kubevirt-migration-target"}}}}},
+                      {"type", "Opaque"},
+                      {"data", data}};
+        json stored = client_.Create(kube::kSecrets, options_.ns, fresh);
+        result.secret_created = true;
+        return stored;
+      }
+      secret["data"] = data;
+      json stored = client_.Update(kube::kSecrets, options_.ns, secret);
+      result.secret_renewed = true;
+      return stored;
+    } catch (const kube::KubeError& e) {
+      // Another replica wrote first: use what it wrote.
+      if (e.kind() != kube::ErrorKind::kConflict) throw;
+    }
+  }
+  throw kube::KubeError(kube::ErrorKind::kConflict,
+                        "secret " + options_.ns + "/" + options_.secret_name +
+                            " kept changing while the webhook certificate was written");
+}
+
+bool CertBootstrap::WriteFiles(const std::string& ca, const std::string& cert,
+                               const std::string& key) {
+  if (options_.cert_dir.empty()) return false;
+  std::filesystem::path dir(options_.cert_dir);
+  std::filesystem::create_directories(dir);
+  bool wrote = false;
+  // Key before certificate: a reload that sees the new certificate finds its key.
+  const std::pair<const char*, const std::string*> files[] = {
+      {"ca.crt", &ca}, {"tls.key", &key}, {"tls.crt", &cert}};
+  for (const auto& [name, content] : files) {
+    if (ReadFile(dir / name) == *content) continue;
+    WriteAtomically(dir / name, *content);
+    wrote = true;
+  }
+  return wrote;
+}
+
+int CertBootstrap::InjectCa(const kube::Resource& r, const std::string& ca_b64) {
+  json config;
+  try {
+    config = client_.Get(r, "", options_.webhook_config_name);
+  } catch (const kube::KubeError& e) {
+    if (e.kind() == kube::ErrorKind::kNotFound) return 0;
+    throw;
+  }
+  json ops = json::array();
+  int changed = 0;
+  if (config.contains("webhooks") && config["webhooks"].is_array()) {
+    for (size_t i = 0; i < config["webhooks"].size(); ++i) {
+      const json& wh = config["webhooks"][i];
+      std::string current;
+      if (wh.contains("clientConfig") && wh["clientConfig"].contains("caBundle") &&
+          wh["clientConfig"]["caBundle"].is_string()) {
+        current = wh["clientConfig"]["caBundle"].get<std::string>();
+      }
+      if (current == ca_b64) continue;
+      std::string base = "/webhooks/" + std::to_string(i);
+      ops.push_back({{"op", "test"}, {"path", base + "/name"}, {"value", wh.value("name", "")}});
+      ops.push_back({{"op", "add"}, {"path", base + "/clientConfig/caBundle"}, {"value", ca_b64}});
+      ++changed;
+    }
+  }
+  if (changed > 0) {
+    client_.Patch(r, "", options_.webhook_config_name, kube::PatchType::kJsonPatch, ops);
+  }
+  return changed;
+}
+
+BootstrapResult CertBootstrap::Ensure() {
+  BootstrapResult result;
+  json secret = EnsureSecret(result);
+  const std::string ca = Field(secret, "ca.crt");
+  result.files_written = WriteFiles(ca, Field(secret, "tls.crt"), Field(secret, "tls.key"));
+  const std::string ca_b64 = EncodeBase64(ca);
+  result.webhooks_patched = InjectCa(kube::kValidatingWebhookConfigurations, ca_b64) +
+                            InjectCa(kube::kMutatingWebhookConfigurations, ca_b64);
+  return result;
+}
+
+}  // namespace kmt::webhook::certs
