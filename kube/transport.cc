@@ -1,0 +1,307 @@
+// kube/transport.cc
+#include "kube/transport.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+namespace kmt::kube {
+namespace {
+
+[[noreturn]] void ConfigError(const std::string& message) {
+  throw KubeError(ErrorKind::kConfig, message);
+}
+
+std::string OpenSslError() {
+  const unsigned long e = ERR_get_error();
+  if (e == 0) return "unknown error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  ERR_clear_error();
+  return buf;
+}
+
+// All certificates of a PEM bundle into a new store (httplib takes ownership).
+X509_STORE* StoreFromPem(const std::string& pem, const std::string& source) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509_STORE* store = X509_STORE_new();
+  int n = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    X509_STORE_add_cert(store, cert);
+    X509_free(cert);
+    ++n;
+  }
+  ERR_clear_error();  // the loop ends on a "no start line" error
+  BIO_free(bio);
+  if (n == 0) {
+    X509_STORE_free(store);
+    ConfigError(fmt::format("{}: certificate authority: no PEM certificate found", source));
+  }
+  return store;
+}
+
+// Resolves a host name to a numeric address (httplib's address map wants one).
+std::string Resolve(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return host;
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (res->ai_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
+  } else {
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr, buf,
+              sizeof(buf));
+  }
+  freeaddrinfo(res);
+  return buf;
+}
+
+std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res) {
+  if (!res.has_header("Retry-After")) return std::nullopt;
+  const std::string v = res.get_header_value("Retry-After");
+  int64_t secs = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
+  if (ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
+  return std::chrono::seconds(secs);
+}
+
+}  // namespace
+
+Transport::Transport(ClientConfig config, TransportOptions options)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      credentials_(config_),
+      limiter_(options_.qps, options_.burst) {
+  std::string rest;
+  if (config_.server.rfind("https://", 0) == 0) {
+    rest = config_.server.substr(8);
+  } else if (config_.server.rfind("http://", 0) == 0) {
+    tls_ = false;
+    port_ = 80;
+    rest = config_.server.substr(7);
+  } else {
+    ConfigError(fmt::format("{}: server \"{}\" is not an http(s) URL", config_.source,
+                            config_.server));
+  }
+  rest = rest.substr(0, rest.find('/'));
+  // [v6]:port, host:port or host.
+  if (!rest.empty() && rest[0] == '[') {
+    const size_t close = rest.find(']');
+    host_ = rest.substr(1, close - 1);
+    if (close + 1 < rest.size() && rest[close + 1] == ':') port_ = std::stoi(rest.substr(close + 2));
+  } else if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
+    host_ = rest.substr(0, colon);
+    port_ = std::stoi(rest.substr(colon + 1));
+  } else {
+    host_ = rest;
+  }
+  if (tls_ && !config_.tls_server_name.empty() && config_.tls_server_name != host_) {
+    connect_ip_ = Resolve(host_);
+  }
+  // Fail early on unusable PEM rather than on the first request.
+  if (!config_.ca_pem.empty()) X509_STORE_free(StoreFromPem(config_.ca_pem, config_.source));
+}
+
+Transport::~Transport() = default;
+
+std::string Transport::DescribeFailure(int httplib_error, long verify_result) const {
+  const auto err = static_cast<httplib::Error>(httplib_error);
+  switch (err) {
+    case httplib::Error::SSLServerVerification:
+      return fmt::format("TLS verification of {} failed: {}", config_.server,
+                         verify_result != X509_V_OK
+                             ? X509_verify_cert_error_string(verify_result)
+                             : "certificate does not match the host name");
+    case httplib::Error::SSLConnection:
+      return fmt::format("TLS handshake with {} failed", config_.server);
+    case httplib::Error::Connection:
+      return fmt::format("cannot connect to {}", config_.server);
+    case httplib::Error::ConnectionTimeout:
+      return fmt::format("connecting to {} timed out", config_.server);
+    case httplib::Error::Read:
+      return fmt::format("reading from {} failed (connection closed or read timeout)",
+                         config_.server);
+    case httplib::Error::Write:
+      return fmt::format("writing to {} failed", config_.server);
+    default:
+      return fmt::format("request to {} failed: {}", config_.server, httplib::to_string(err));
+  }
+}
+
+std::unique_ptr<httplib::ClientImpl> Transport::Connect(const Credential& cred,
+                                                        std::chrono::milliseconds read_timeout) {
+  const std::string name = config_.tls_server_name.empty() ? host_ : config_.tls_server_name;
+  std::unique_ptr<httplib::ClientImpl> c;
+  if (tls_) {
+    std::unique_ptr<httplib::SSLClient> ssl;
+    if (!cred.client_cert_pem.empty()) {
+      BIO* cb = BIO_new_mem_buf(cred.client_cert_pem.data(),
+                                static_cast<int>(cred.client_cert_pem.size()));
+      X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
+      BIO_free(cb);
+      BIO* kb = BIO_new_mem_buf(cred.client_key_pem.data(),
+                                static_cast<int>(cred.client_key_pem.size()));
+      EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
+      BIO_free(kb);
+      if (cert == nullptr || key == nullptr) {
+        const std::string why = OpenSslError();
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        ConfigError(fmt::format("{}: client certificate/key: {}", config_.source, why));
+      }
+      ssl = std::make_unique<httplib::SSLClient>(name, port_, cert, key);
+      X509_free(cert);
+      EVP_PKEY_free(key);
+    } else {
+      ssl = std::make_unique<httplib::SSLClient>(name, port_);
+    }
+    SSL_CTX_set_min_proto_version(ssl->ssl_context(), TLS1_2_VERSION);
+    if (config_.insecure_skip_tls_verify) {
+      ssl->enable_server_certificate_verification(false);
+    } else {
+      ssl->enable_server_certificate_verification(true);
+      if (!config_.ca_pem.empty()) {
+        ssl->set_ca_cert_store(StoreFromPem(config_.ca_pem, config_.source));
+      }
+    }
+    if (!connect_ip_.empty()) ssl->set_hostname_addr_map({{name, connect_ip_}});
+    c = std::move(ssl);
+  } else {
+    c = std::make_unique<httplib::ClientImpl>(host_, port_);
+  }
+  c->set_keep_alive(true);
+  c->set_url_encode(false);  // paths and queries are escaped by kube/paths.h
+  c->set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(
+      options_.connect_timeout));
+  c->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read_timeout));
+  c->set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read_timeout));
+  return c;
+}
+
+std::unique_ptr<httplib::ClientImpl> Transport::NewConnection(
+    std::chrono::milliseconds read_timeout) {
+  return Connect(credentials_.Get(), read_timeout);
+}
+
+void Transport::Decorate(httplib::Request& req, const Credential& cred) const {
+  if (!cred.bearer_token.empty()) {
+    req.headers.emplace("Authorization", "Bearer " + cred.bearer_token);
+  }
+  req.headers.emplace("User-Agent", options_.user_agent);
+  req.headers.emplace("Accept", "application/json");
+  const bool default_port = (tls_ && port_ == 443) || (!tls_ && port_ == 80);
+  const std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
+  req.headers.emplace("Host", default_port ? host : fmt::format("{}:{}", host, port_));
+}
+
+std::unique_ptr<httplib::ClientImpl> Transport::Acquire(const Credential& cred) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (idle_cert_ != cred.client_cert_pem) {
+    idle_.clear();  // the client certificate rotated: old connections carry the old one
+    idle_cert_ = cred.client_cert_pem;
+  }
+  cv_.wait(lock, [&] { return !idle_.empty() || in_use_ < options_.max_connections; });
+  ++in_use_;
+  if (!idle_.empty()) {
+    auto c = std::move(idle_.back());
+    idle_.pop_back();
+    return c;
+  }
+  lock.unlock();
+  try {
+    return Connect(cred, options_.read_timeout);
+  } catch (...) {
+    lock.lock();
+    --in_use_;
+    cv_.notify_one();
+    throw;
+  }
+}
+
+void Transport::Release(std::unique_ptr<httplib::ClientImpl> c, const Credential& cred) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_use_;
+  if (c && cred.client_cert_pem == idle_cert_) idle_.push_back(std::move(c));
+  cv_.notify_one();
+}
+
+HttpResponse Transport::Do(const std::string& method, const std::string& path_and_query,
+                           const std::string& body, const std::string& content_type,
+                           const std::string& what) {
+  for (int attempt = 0;; ++attempt) {
+    limiter_.Wait();
+    const Credential cred = credentials_.Get();
+    std::unique_ptr<httplib::ClientImpl> conn = Acquire(cred);
+
+    httplib::Request req;
+    req.method = method;
+    req.path = path_and_query;
+    Decorate(req, cred);
+    if (!content_type.empty()) {
+      req.headers.emplace("Content-Type", content_type);
+      req.body = body;
+    }
+    std::string received;
+    bool too_large = false;
+    const size_t cap = options_.max_response_bytes;
+    req.response_handler = [&](const httplib::Response& r) {
+      if (r.has_header("Content-Length")) {
+        const std::string len = r.get_header_value("Content-Length");
+        uint64_t n = 0;
+        std::from_chars(len.data(), len.data() + len.size(), n);
+        if (n > cap) {
+          too_large = true;
+          return false;
+        }
+      }
+      return true;
+    };
+    req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+      if (received.size() + len > cap) {
+        too_large = true;
+        return false;
+      }
+      received.append(data, len);
+      return true;
+    };
+    httplib::Response res;
+    httplib::Error err = httplib::Error::Success;
+    const bool ok = conn->send(req, res, err);
+    long verify = X509_V_OK;
+    if (tls_) verify = static_cast<httplib::SSLClient*>(conn.get())->get_openssl_verify_result();
+    if (too_large) {
+      Release(nullptr, cred);  // the stream is mid-body: drop the connection
+      throw KubeError(ErrorKind::kTooLarge,
+                      fmt::format("{}: response larger than the {} MiB cap", what, cap >> 20));
+    }
+    if (!ok) {
+      Release(nullptr, cred);
+      const ErrorKind kind = err == httplib::Error::ConnectionTimeout ? ErrorKind::kTimeout
+                                                                       : ErrorKind::kTransport;
+      throw KubeError(kind, fmt::format("{}: {}", what,
+                                        DescribeFailure(static_cast<int>(err), verify)));
+    }
+    Release(std::move(conn), cred);
+    if (res.status == 401 && attempt == 0) {
+      credentials_.Invalidate();  // a rotated token or an expired exec credential
+      continue;
+    }
+    HttpResponse out;
+    out.status = res.status;
+    out.body = received.empty() ? std::move(res.body) : std::move(received);
+    out.retry_after = RetryAfter(res);
+    return out;
+  }
+}
+
+}  // namespace kmt::kube
