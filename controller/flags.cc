@@ -1,0 +1,69 @@
+// controller/flags.cc
+#include "controller/flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "controller/log.h"
+
+namespace kmt::controller {
+
+FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags* f) {
+  CLI::App app{"The kubevirt-migration-target operator: the reconcile loop (on the leader) and "
+               "the admission webhook (on every replica).",
+               "operator"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--kubeconfig", f->kubeconfig,
+                 "Path to a kubeconfig; default $KUBECONFIG, then the in-cluster config");
+  app.add_option("--context", f->context, "The kubeconfig context to use");
+  app.add_option("--leader-elect", f->leader_elect,
+                 "Elect a leader with a Lease; only the leader reconciles")
+      ->expected(0, 1)
+      ->default_str("true");
+  app.add_option("--leader-election-namespace", f->leader_election_namespace,
+                 "Namespace of the Lease; default the pod's own namespace");
+  app.add_option("--leader-election-id", f->leader_election_id, "Name of the Lease");
+  app.add_option("--webhook-port", f->webhook_port, "Port of the admission webhook (HTTPS)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--webhook-cert-dir", f->webhook_cert_dir,
+                 "Directory with tls.crt and tls.key, reloaded when they change");
+  app.add_option("--webhook-cert-mode", f->webhook_cert_mode,
+                 "files: read the certificate from --webhook-cert-dir; self: the operator "
+                 "manages it")
+      ->check(CLI::IsMember({"files", "self"}));
+  app.add_option("--health-probe-bind-address", f->health_probe_bind_address,
+                 "Address of /healthz and /readyz (\"0\" disables)");
+  app.add_option("--metrics-bind-address", f->metrics_bind_address,
+                 "Address of /metrics (\"0\" disables)");
+  app.add_option("--log-level", f->log_level, "debug, info or error")
+      ->check(CLI::IsMember({"debug", "info", "error"}));
+  app.add_option("--log-format", f->log_format, "text (key=value) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--workers", f->workers, "Concurrent reconciles")->check(CLI::Range(1, 64));
+  app.add_flag("--disable-webhook", f->disable_webhook, "Do not serve the admission webhook");
+  app.add_flag("--disable-controller", f->disable_controller, "Do not run the reconcile loop");
+  app.add_option("--check-kubevirt-added-node-selector", f->check_kubevirt_added_node_selector,
+                 "Require the admin permission for KubeVirt's spec.addedNodeSelector too")
+      ->expected(0, 1)
+      ->default_str("true");
+
+  FlagParse out;
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed list
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out.exit_code = 0;
+    out.output = app.help();
+    return out;
+  } catch (const CLI::ParseError& e) {
+    out.exit_code = 2;
+    out.output = std::string("error: ") + e.what() + "\nRun with --help for usage.";
+    return out;
+  }
+  if (f->disable_webhook && f->disable_controller) {
+    out.exit_code = 2;
+    out.output = "error: --disable-webhook and --disable-controller leave nothing to run";
+  }
+  return out;
+}
+
+}  // namespace kmt::controller

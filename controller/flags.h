@@ -1,0 +1,39 @@
+// controller/flags.h — the operator binary's command line (CLI11), with
+// controller-runtime's flag names and defaults where they exist.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kmt::controller {
+
+struct OperatorFlags {
+  std::string kubeconfig;  // "" = $KUBECONFIG, then in-cluster
+  std::string context;
+  bool leader_elect = true;
+  std::string leader_election_namespace;  // "" = the pod's own namespace (in cluster)
+  std::string leader_election_id = "migration-target-operator";
+  int webhook_port = 9443;
+  std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
+  std::string webhook_cert_mode = "files";  // files | self
+  std::string health_probe_bind_address = ":8081";
+  std::string metrics_bind_address = ":8080";
+  std::string log_level = "info";
+  std::string log_format = "text";
+  int workers = 2;
+  bool disable_webhook = false;
+  bool disable_controller = false;
+  // Apply the admin check to KubeVirt's own spec.addedNodeSelector too.
+  bool check_kubevirt_added_node_selector = true;
+};
+
+struct FlagParse {
+  int exit_code = -1;   // >= 0: exit now with this code (help: 0, usage error: 2)
+  std::string output;   // what to print (help text or the error with usage hint)
+};
+
+// Parses argv into *flags. Unknown flags, bad values and conflicting
+// switches are usage errors (exit code 2, as kubectl and Go's flag package).
+FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags* flags);
+
+}  // namespace kmt::controller

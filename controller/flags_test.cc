@@ -1,0 +1,82 @@
+// controller/flags_test.cc
+#include "controller/flags.h"
+
+#include <catch2/catch.hpp>
+
+namespace kmt::controller {
+namespace {
+
+TEST_CASE("Defaults are controller-runtime's") {
+  OperatorFlags f;
+  FlagParse p = ParseOperatorFlags({}, &f);
+  CHECK(p.exit_code == -1);
+  CHECK(f.leader_elect);
+  CHECK(f.webhook_port == 9443);
+  CHECK(f.health_probe_bind_address == ":8081");
+  CHECK(f.metrics_bind_address == ":8080");
+  CHECK(f.webhook_cert_dir == "/tmp/k8s-webhook-server/serving-certs");
+  CHECK(f.log_format == "text");
+  CHECK(f.workers == 2);
+}
+
+TEST_CASE("The Deployment's arguments parse") {
+  OperatorFlags f;
+  FlagParse p = ParseOperatorFlags(
+      {"--leader-elect", "--leader-election-namespace=kubevirt-migration-target",
+       "--webhook-port=9443", "--webhook-cert-dir=/certs", "--webhook-cert-mode=self",
+       "--health-probe-bind-address=:8081", "--metrics-bind-address=0", "--log-format=json",
+       "--workers", "4", "--kubeconfig", "/k", "--context=c", "--log-level=debug"},
+      &f);
+  CHECK(p.exit_code == -1);
+  CHECK(f.leader_elect);
+  CHECK(f.leader_election_namespace == "kubevirt-migration-target");
+  CHECK(f.webhook_cert_dir == "/certs");
+  CHECK(f.webhook_cert_mode == "self");
+  CHECK(f.metrics_bind_address == "0");
+  CHECK(f.log_format == "json");
+  CHECK(f.workers == 4);
+  CHECK(f.kubeconfig == "/k");
+  CHECK(f.context == "c");
+  CHECK(f.log_level == "debug");
+}
+
+TEST_CASE("Boolean flags take an optional value") {
+  auto [args, elect] = GENERATE(table<std::vector<std::string>, bool>({
+      {{"--leader-elect=false"}, false},
+      {{"--leader-elect=true"}, true},
+      {{"--leader-elect"}, true},
+  }));
+  OperatorFlags f;
+  REQUIRE(ParseOperatorFlags(args, &f).exit_code == -1);
+  CHECK(f.leader_elect == elect);
+}
+
+TEST_CASE("Usage errors exit 2 with the reason") {
+  struct Row {
+    std::vector<std::string> args;
+    std::string first_line;
+  };
+  auto row = GENERATE(values<Row>({
+      {{"--bogus"}, "error: The following argument was not expected: --bogus"},
+      {{"--log-format=yaml"}, "error: --log-format: yaml not in {text,json}"},
+      {{"--workers=0"}, "error: --workers: Value 0 not in range 1 to 64"},
+      {{"--webhook-port=http"}, "error: --webhook-port: Value http not in range 1 to 65535"},
+      {{"--disable-webhook", "--disable-controller"},
+       "error: --disable-webhook and --disable-controller leave nothing to run"},
+  }));
+  CAPTURE(row.args);
+  OperatorFlags f;
+  FlagParse p = ParseOperatorFlags(row.args, &f);
+  CHECK(p.exit_code == 2);
+  CHECK(p.output.substr(0, p.output.find('\n')) == row.first_line);
+}
+
+TEST_CASE("--help prints usage and exits 0") {
+  OperatorFlags f;
+  FlagParse p = ParseOperatorFlags({"--help"}, &f);
+  CHECK(p.exit_code == 0);
+  CHECK(p.output.find("--leader-election-id") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kmt::controller

@@ -1,0 +1,195 @@
+// controller/informer_view.cc
+#include "controller/informer_view.h"
+
+#include "api/names.h"
+#include "controller/reconcile.h"
+#include "kube/resources.h"
+
+namespace kmt::controller {
+
+namespace {
+
+constexpr const char* kJobIndex = "migrationJobUID";
+
+kube::InformerOptions Options(const kube::Resource& r, std::string label_selector,
+                              std::string field_selector, std::chrono::milliseconds resync,
+                              const InformerViewOptions& o) {
+  kube::InformerOptions opts;
+  opts.watch.resource = r;
+  opts.watch.label_selector = std::move(label_selector);
+  opts.watch.field_selector = std::move(field_selector);
+  opts.watch.page_size = o.page_size;
+  opts.resync_period = resync;
+  opts.on_error = o.on_error;
+  return opts;
+}
+
+template <typename T>
+std::shared_ptr<const T> Projected(const nlohmann::json& j) {
+  return std::make_shared<const T>(T::FromJson(j));
+}
+
+bool WantsReconcile(const api::MigrationInfo& v) {
+  return !v.Final() && (v.added_term_text.has_value() || !v.added_node_selector.empty());
+}
+
+}  // namespace
+
+bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
+  return !(a.labels == b.labels && a.unschedulable == b.unschedulable && a.taints == b.taints &&
+           a.ready == b.ready && a.allocatable == b.allocatable);
+}
+
+InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
+                           InformerViewOptions options)
+    : clock_(clock),
+      vmims_(client,
+             Options(kube::kVirtualMachineInstanceMigrations, "", "", options.vmim_resync, options),
+             Projected<api::MigrationInfo>),
+      targets_(client,
+               Options(kube::kPods,
+                       std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
+                           std::string(api::kLabelMigrationJobUID),
+                       "", std::chrono::milliseconds(0), options),
+               Projected<api::TargetPod>),
+      nodes_(client, Options(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
+             Projected<api::NodeInfo>),
+      bound_(client,
+             Options(kube::kPods, "", "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+                     std::chrono::milliseconds(0), options),
+             Projected<api::BoundPod>) {
+  targets_.AddIndex(kJobIndex, [](const nlohmann::json& pod) -> std::vector<std::string> {
+    const auto& labels = pod["metadata"].value("labels", nlohmann::json::object());
+    auto it = labels.find(api::kLabelMigrationJobUID);
+    if (it == labels.end() || !it->is_string()) return {};
+    return {it->get<std::string>()};
+  });
+}
+
+InformerView::~InformerView() { Stop(); }
+
+void InformerView::Connect(Controller& controller) {
+  using VmimPtr = kube::Informer<api::MigrationInfo>::Ptr;
+  using PodPtr = kube::Informer<api::TargetPod>::Ptr;
+  using NodePtr = kube::Informer<api::NodeInfo>::Ptr;
+  vmims_.AddHandlers(
+      {[&controller](const std::string&, const VmimPtr& v) {
+         if (WantsReconcile(*v)) controller.OnMigration(*v);
+       },
+       [&controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
+         if (WantsReconcile(*v)) controller.OnMigration(*v);
+       },
+       nullptr});
+  targets_.AddHandlers(
+      {[this, &controller](const std::string&, const PodPtr& p) {
+         {
+           std::lock_guard<std::mutex> lock(seen_mu_);
+           seen_.emplace(p->uid, clock_.Now());
+         }
+         controller.OnTargetPod(*p);
+       },
+       [&controller](const std::string&, const PodPtr&, const PodPtr& p) {
+         controller.OnTargetPod(*p);
+       },
+       [this, &controller](const std::string&, const PodPtr& p) {
+         {
+           std::lock_guard<std::mutex> lock(seen_mu_);
+           seen_.erase(p->uid);
+         }
+         controller.OnTargetPod(*p);
+       }});
+  nodes_.AddHandlers(
+      {[this, &controller](const std::string&, const NodePtr&) {
+         controller.OnNodeChange(UnschedulableTargets());
+       },
+       [this, &controller](const std::string&, const NodePtr& old_node, const NodePtr& node) {
+         if (old_node != node && NodeChangeMatters(*old_node, *node)) {
+           controller.OnNodeChange(UnschedulableTargets());
+         }
+       },
+       [this, &controller](const std::string&, const NodePtr&) {
+         controller.OnNodeChange(UnschedulableTargets());
+       }});
+}
+
+void InformerView::Start() {
+  vmims_.Start();
+  targets_.Start();
+  nodes_.Start();
+  bound_.Start();
+}
+
+void InformerView::Stop() {
+  vmims_.Stop();
+  targets_.Stop();
+  nodes_.Stop();
+  bound_.Stop();
+}
+
+bool InformerView::HasSynced() const {
+  return vmims_.HasSynced() && targets_.HasSynced() && nodes_.HasSynced() && bound_.HasSynced();
+}
+
+bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
+  // Each informer gets what is left of the overall timeout.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
+  return vmims_.WaitForSync(left()) && targets_.WaitForSync(left()) &&
+         nodes_.WaitForSync(left()) && bound_.WaitForSync(left());
+}
+
+std::optional<api::MigrationInfo> InformerView::Migration(const std::string& ns,
+                                                          const std::string& name) {
+  auto v = vmims_.Get(ns + "/" + name);
+  if (!v) return std::nullopt;
+  return *v;
+}
+
+std::vector<api::TargetPod> InformerView::TargetPods(const std::string& ns,
+                                                     const std::string& vmim_uid) {
+  std::vector<api::TargetPod> out;
+  for (const auto& p : targets_.ByIndex(kJobIndex, vmim_uid)) {
+    if (p->ns == ns) out.push_back(*p);
+  }
+  return out;
+}
+
+std::vector<api::NodeInfo> InformerView::Nodes() {
+  std::vector<api::NodeInfo> out;
+  for (const auto& n : nodes_.List()) out.push_back(*n);
+  return out;
+}
+
+std::vector<api::BoundPod> InformerView::BoundPods() {
+  std::vector<api::BoundPod> out;
+  for (const auto& p : bound_.List()) out.push_back(*p);
+  return out;
+}
+
+std::optional<SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_uid) {
+  std::lock_guard<std::mutex> lock(seen_mu_);
+  auto it = seen_.find(pod_uid);
+  if (it == seen_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<api::TargetPod> InformerView::UnschedulableTargets() const {
+  std::vector<api::TargetPod> out;
+  for (const auto& p : targets_.List()) {
+    if (p->node_name.empty() && p->scheduled == api::ConditionStatus::kFalse &&
+        p->scheduled_reason == kReasonUnschedulable) {
+      out.push_back(*p);
+    }
+  }
+  return out;
+}
+
+InformerView::Sizes InformerView::sizes() const {
+  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size()};
+}
+
+}  // namespace kmt::controller

@@ -1,0 +1,86 @@
+// controller/informer_view.h — the operator's caches: four informers keeping
+// projections only, behind CacheView, with handlers that enqueue VMIM keys.
+//
+//   VMIMs         all namespaces                          api::MigrationInfo
+//   target pods   kubevirt.io=virt-launcher,kubevirt.io/migrationJobUID
+//                 (indexed by that label's value)         api::TargetPod
+//   nodes                                                 api::NodeInfo
+//   bound pods    spec.nodeName!=, not Succeeded/Failed   api::BoundPod
+//
+// Memory (DESIGN.md §6): only projections are cached; label strings are
+// interned. Bound pods are every running pod of the cluster, as the
+// scheduler's own cache: the explainer needs them for resource accounting and
+// the VM's anti-affinity; a BoundPod keeps node, namespace, labels and requests.
+//
+// Handlers: a VMIM with a target constraint (term or spec.addedNodeSelector),
+// not in a final phase, enqueues itself (also on the periodic resync). A
+// target pod enqueues its VMIM on every change. A node change that matters to
+// scheduling (labels, taints, cordon, readiness, allocatable) enqueues the
+// VMIMs whose target pods are unschedulable. Bound pods have no handlers: the
+// unschedulable report refreshes on its own timer.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "api/projections.h"
+#include "controller/cache_view.h"
+#include "controller/clock.h"
+#include "controller/controller.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+
+namespace kmt::controller {
+
+struct InformerViewOptions {
+  std::chrono::milliseconds vmim_resync{std::chrono::minutes(5)};
+  int64_t page_size = 500;
+  std::function<void(const kube::KubeError&)> on_error;
+};
+
+class InformerView : public CacheView {
+ public:
+  InformerView(kube::KubeClient& client, const Clock& clock, InformerViewOptions options = {});
+  ~InformerView() override;  // Stop()
+
+  // Routes cache events to `controller`. Call once, before Start().
+  void Connect(Controller& controller);
+  void Start();
+  void Stop();
+  bool HasSynced() const;
+  bool WaitForSync(std::chrono::milliseconds timeout) const;
+
+  // CacheView
+  std::optional<api::MigrationInfo> Migration(const std::string& ns,
+                                              const std::string& name) override;
+  std::vector<api::TargetPod> TargetPods(const std::string& ns,
+                                         const std::string& vmim_uid) override;
+  std::vector<api::NodeInfo> Nodes() override;
+  std::vector<api::BoundPod> BoundPods() override;
+  std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
+
+  // Cache sizes, for logs and the memory benchmark.
+  struct Sizes {
+    size_t vmims, target_pods, nodes, bound_pods;
+  };
+  Sizes sizes() const;
+
+ private:
+  std::vector<api::TargetPod> UnschedulableTargets() const;
+
+  const Clock& clock_;
+  kube::Informer<api::MigrationInfo> vmims_;
+  kube::Informer<api::TargetPod> targets_;
+  kube::Informer<api::NodeInfo> nodes_;
+  kube::Informer<api::BoundPod> bound_;
+  std::mutex seen_mu_;
+  std::unordered_map<std::string, SteadyTime> seen_;  // target pod uid -> first seen
+};
+
+// Whether a node change can change a scheduling verdict.
+bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b);
+
+}  // namespace kmt::controller
