@@ -1,0 +1,179 @@
+// The whole webhook as the operator embeds it: AdmissionServer over real TLS on 127.0.0.1,
+// the real SubjectAccessReviewer and KubeClusterView over kube::FakeClient (which plays the
+// API server: stored VMIMs, and an RBAC-like answer to SubjectAccessReviews).
+#include "webhook/routes.h"
+
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "kube/fake_client.h"
+#include "kube/resources.h"
+#include "webhook/kube_cluster_view.h"
+#include "webhook/testing/test_tls.h"
+
+namespace kmt::webhook {
+namespace {
+
+constexpr const char* kAnnotation = "migration-target.kubevirt.io/added-node-selector-term";
+constexpr const char* kTerm =
+    R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["node-2"]}]})";
+
+struct Cluster {
+  kube::FakeClient api;
+  std::set<std::pair<std::string, std::string>> use_granted;  // (user, namespace)
+
+  Cluster() {
+    api.SetCreateHandler(kube::kSubjectAccessReviews, [this](const Json& sar) {
+      const Json& spec = sar["spec"];
+      const Json& attrs = spec["resourceAttributes"];
+      bool allowed = attrs["verb"] == "use" && attrs["group"] == "migration-target.kubevirt.io" &&
+                     attrs["resource"] == "addednodeselectorterms" &&
+                     use_granted.count({spec["user"].get<std::string>(),
+                                        attrs["namespace"].get<std::string>()}) > 0;
+      Json answer = sar;
+      answer["status"] = {{"allowed", allowed}};
+      return answer;
+    });
+    for (const char* name : {"node-1", "node-2"}) {
+      api.Create(kube::kNodes, "",
+                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}}});
+    }
+  }
+
+  Json CreateVmim(const std::string& name, bool with_term) {
+    Json vmim = {{"apiVersion", "kubevirt.io/v1"},
+                 {"kind", "VirtualMachineInstanceMigration"},
+                 {"metadata", {{"name", name}, {"namespace", "ns1"}}},
+                 {"spec", {{"vmiName", "vm1"}}}};
+    if (with_term) vmim["metadata"]["annotations"] = {{kAnnotation, kTerm}};
+    return api.Create(kube::kVirtualMachineInstanceMigrations, "ns1", vmim);
+  }
+};
+
+std::string VmimReview(const std::string& uid, const std::string& user) {
+  Json vmim = {{"apiVersion", "kubevirt.io/v1"},
+               {"kind", "VirtualMachineInstanceMigration"},
+               {"metadata",
+                {{"name", "mig-1"}, {"namespace", "ns1"}, {"annotations", {{kAnnotation, kTerm}}}}},
+               {"spec", {{"vmiName", "vm1"}}}};
+  return Json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"request",
+               {{"uid", uid},
+                {"resource",
+                 {{"group", "kubevirt.io"},
+                  {"version", "v1"},
+                  {"resource", "virtualmachineinstancemigrations"}}},
+                {"namespace", "ns1"},
+                {"operation", "CREATE"},
+                {"userInfo", {{"username", user}, {"groups", {"system:authenticated"}}}},
+                {"object", vmim}}}}
+      .dump();
+}
+
+std::string PodReview(const std::string& uid, const Json& vmim) {
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"generateName", "virt-launcher-vm1-"},
+                {"namespace", "ns1"},
+                {"labels",
+                 {{"kubevirt.io", "virt-launcher"},
+                  {"kubevirt.io/migrationJobUID", vmim["metadata"]["uid"]}}},
+                {"annotations", {{"kubevirt.io/migrationJobName", vmim["metadata"]["name"]}}}}},
+              {"spec", {{"containers", Json::array({{{"name", "compute"}}})}}}};
+  return Json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"request",
+               {{"uid", uid},
+                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                {"namespace", "ns1"},
+                {"operation", "CREATE"},
+                {"userInfo", {{"username", "system:serviceaccount:kubevirt:kubevirt-controller"}}},
+                {"object", pod}}}}
+      .dump();
+}
+
+TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target pods") {
+  Cluster cluster;
+  SubjectAccessReviewer access(cluster.api);
+  KubeClusterView view(cluster.api);
+
+  testing::TestAuthority ca;
+  const std::string dir = testing::MakeTempDir();
+  auto pair = ca.Issue(7);
+  testing::WriteFileAtomically(dir + "/tls.key", pair.key);
+  testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
+  testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
+  ServerOptions opts;
+  opts.address = "127.0.0.1";
+  opts.port = 0;
+  opts.cert_file = dir + "/tls.crt";
+  opts.key_file = dir + "/tls.key";
+  opts.log = [](std::string_view) {};
+  AdmissionServer server(opts, AdmissionRoutes(access, view));
+  server.Start();
+  REQUIRE(server.Ready());
+
+  httplib::SSLClient cli("127.0.0.1", server.port());
+  cli.set_ca_cert_path((dir + "/ca.crt").c_str());
+  cli.enable_server_certificate_verification(true);
+  auto post = [&](const char* path, const std::string& body) {
+    auto res = cli.Post(path, body, "application/json");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    return Json::parse(res->body)["response"];
+  };
+
+  cluster.use_granted.insert({"admin", "ns1"});
+  Json admin = post("/validate-vmim", VmimReview("r1", "admin"));
+  CHECK(admin == Json::parse(R"({"uid": "r1", "allowed": true})"));
+
+  Json owner = post("/validate-vmim", VmimReview("r2", "vm-owner"));
+  CHECK(owner["allowed"] == false);
+  CHECK(owner["status"]["code"] == 403);
+  CHECK(owner["status"]["message"] ==
+        "user \"vm-owner\" may not set "
+        "metadata.annotations[migration-target.kubevirt.io/added-node-selector-term]: requires "
+        "\"use\" on addednodeselectorterms.migration-target.kubevirt.io in namespace \"ns1\"");
+
+  cluster.use_granted.insert({"vm-owner", "ns1"});  // a RoleBinding granting `use`
+  CHECK(post("/validate-vmim", VmimReview("r3", "vm-owner"))["allowed"] == true);
+
+  Json with_term = cluster.CreateVmim("mig-1", true);
+  Json gated = post("/mutate-pod", PodReview("p1", with_term));
+  CHECK(gated["allowed"] == true);
+  CHECK(gated["patchType"] == "JSONPatch");
+  CHECK(gated["patch"] ==
+        Base64Encode(R"([{"op":"add","path":"/spec/schedulingGates","value":[{"name":)"
+                     R"("migration-target.kubevirt.io/added-node-selector-term"}]}])"));
+
+  Json plain = cluster.CreateVmim("mig-plain", false);
+  CHECK(post("/mutate-pod", PodReview("p2", plain)) ==
+        Json::parse(R"({"uid": "p2", "allowed": true})"));
+
+  // The migration is gone by the time its pod arrives: denied, not let through.
+  cluster.api.Delete(kube::kVirtualMachineInstanceMigrations, "ns1", "mig-1");
+  Json gone = post("/mutate-pod", PodReview("p3", with_term));
+  CHECK(gone["allowed"] == false);
+  CHECK(gone["status"]["code"] == 404);
+
+  // The API server is unavailable: fail closed on both routes.
+  cluster.api.FailNext(kube::Verb::kCreate, 1, kube::ErrorKind::kUnavailable);
+  Json no_sar = post("/validate-vmim", VmimReview("r4", "admin"));
+  CHECK(no_sar["allowed"] == false);
+  CHECK(no_sar["status"]["code"] == 500);
+  cluster.api.FailNext(kube::Verb::kGet, 1, kube::ErrorKind::kUnavailable);
+  Json no_vmim = post("/mutate-pod", PodReview("p4", plain));
+  CHECK(no_vmim["allowed"] == false);
+  CHECK(no_vmim["status"]["code"] == 500);
+  server.Stop();
+}
+
+}  // namespace
+}  // namespace kmt::webhook
