@@ -26,8 +26,10 @@ void AddWriteParams(Params& q, const WriteOptions& o) {
 const std::string& MetaName(const Json& obj) {
   static const std::string kEmpty;
   if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return kEmpty;
-  const Json& n = obj["metadata"].contains("name") ? obj["metadata"]["name"] : Json();
-  return n.is_string() ? n.get_ref<const std::string&>() : kEmpty;
+  const Json& meta = obj["metadata"];
+  auto it = meta.find("name");
+  if (it == meta.end() || !it->is_string()) return kEmpty;
+  return it->get_ref<const std::string&>();
 }
 
 // A watch over its own connection and thread.

@@ -1,0 +1,446 @@
+// kube/rest_client_test.cc — the REST client against a local HTTPS server
+// (httplib::SSLServer with the throwaway certificates in kube/testdata).
+#include "kube/rest_client.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+
+#include "kube/error.h"
+#include "kube/resources.h"
+
+namespace kmt::kube {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// An HTTPS server on 127.0.0.1 with a random port, optionally requiring a
+// client certificate signed by the test CA.
+struct TestServer {
+  explicit TestServer(bool require_client_cert = false)
+      : srv("kube/testdata/server.crt", "kube/testdata/server.key",
+            require_client_cert ? "kube/testdata/ca.crt" : nullptr) {
+    port = srv.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { srv.listen_after_bind(); });
+    while (!srv.is_running()) std::this_thread::yield();
+  }
+  ~TestServer() {
+    stop = true;
+    srv.stop();
+    thread.join();
+  }
+  std::string Url() const { return "https://127.0.0.1:" + std::to_string(port); }
+  ClientConfig Config() const {
+    ClientConfig c;
+    c.server = Url();
+    c.ca_pem = Read("kube/testdata/ca.crt");
+    c.token = "secret";
+    c.source = "test";
+    return c;
+  }
+
+  httplib::SSLServer srv;
+  int port = 0;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+};
+
+const std::string kPodJson = R"({"kind":"Pod","metadata":{"name":"a","namespace":"ns"}})";
+
+template <typename F>
+KubeError Catch(F&& f) {
+  try {
+    f();
+  } catch (const KubeError& e) {
+    return e;
+  }
+  FAIL("no KubeError thrown");
+  throw std::logic_error("unreachable");
+}
+
+TEST_CASE("GET over verified TLS with token, User-Agent and Host") {
+  TestServer s;
+  httplib::Headers seen;
+  s.srv.Get("/api/v1/namespaces/ns/pods/a", [&](const httplib::Request& req, httplib::Response& res) {
+    seen = req.headers;
+    res.set_content(kPodJson, "application/json");
+  });
+  RestClient c(s.Config());
+  Json pod = c.Get(kPods, "ns", "a");
+  CHECK(pod["metadata"]["name"] == "a");
+  auto header = [&](const std::string& k) {
+    auto it = seen.find(k);
+    return it == seen.end() ? std::string() : it->second;
+  };
+  CHECK(header("Authorization") == "Bearer secret");
+  CHECK(header("User-Agent") == "kubevirt-migration-target/0.1");
+  CHECK(header("Accept") == "application/json");
+  CHECK(header("Host") == "127.0.0.1:" + std::to_string(s.port));
+  // Connection reuse: a second call works on the pooled connection.
+  CHECK(c.Get(kPods, "ns", "a")["kind"] == "Pod");
+}
+
+TEST_CASE("Query parameters are escaped and decoded back exactly") {
+  TestServer s;
+  std::string target;
+  httplib::Params params;
+  s.srv.Get("/apis/kubevirt.io/v1/virtualmachineinstancemigrations",
+            [&](const httplib::Request& req, httplib::Response& res) {
+              target = req.target;
+              params = req.params;
+              res.set_content(R"({"kind":"List","items":[],"metadata":{}})", "application/json");
+            });
+  RestClient c(s.Config());
+  ListOptions o;
+  o.label_selector = "app in (a,b),!x,kubevirt.io/migrationJobUID!=u-1";
+  o.field_selector = "metadata.name=m 1";
+  o.limit = 50;
+  o.continue_token = "eyJ2Ijoi+/=";
+  o.resource_version = "0";
+  o.resource_version_match = "NotOlderThan";
+  c.List(kVirtualMachineInstanceMigrations, "", o);
+  auto param = [&](const std::string& k) {
+    auto it = params.find(k);
+    return it == params.end() ? std::string("<missing>") : it->second;
+  };
+  CHECK(param("labelSelector") == o.label_selector);
+  CHECK(param("fieldSelector") == o.field_selector);
+  CHECK(param("limit") == "50");
+  CHECK(param("continue") == o.continue_token);
+  CHECK(param("resourceVersion") == "0");
+  CHECK(param("resourceVersionMatch") == "NotOlderThan");
+  CHECK(target.find("labelSelector=app%20in%20%28a%2Cb%29%2C%21x%2C") != std::string::npos);
+}
+
+TEST_CASE("Writes: methods, content types, dry run, field validation, preconditions") {
+  TestServer s;
+  struct Seen {
+    std::string method, path, content_type, body;
+    httplib::Params params;
+  };
+  std::vector<Seen> seen;
+  auto record = [&](const httplib::Request& req, httplib::Response& res) {
+    seen.push_back({req.method, req.path, req.get_header_value("Content-Type"), req.body,
+                    req.params});
+    res.set_content(kPodJson, "application/json");
+  };
+  s.srv.Post("/api/v1/namespaces/ns/pods", record);
+  s.srv.Put("/api/v1/namespaces/ns/pods/a/status", record);
+  s.srv.Patch("/api/v1/namespaces/ns/pods/a", record);
+  s.srv.Delete("/api/v1/namespaces/ns/pods/a", record);
+  RestClient c(s.Config());
+  WriteOptions w;
+  w.dry_run = true;
+  w.field_validation = "Strict";
+  w.field_manager = "kmt";
+  const Json pod = Json::parse(kPodJson);
+  c.Create(kPods, "ns", pod, w);
+  c.Update(kPods, "ns", pod, "status");
+  c.Patch(kPods, "ns", "a", PatchType::kJsonPatch,
+          Json::array({{{"op", "test"}, {"path", "/a"}, {"value", 1}}}));
+  c.Patch(kPods, "ns", "a", PatchType::kMergePatch, {{"metadata", {{"labels", {{"x", "y"}}}}}});
+  DeleteOptions d;
+  d.precondition_uid = "u";
+  d.precondition_resource_version = "7";
+  d.grace_period_seconds = 0;
+  d.dry_run = true;
+  c.Delete(kPods, "ns", "a", d);
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[0].method == "POST");
+  CHECK(seen[0].params == httplib::Params{{"dryRun", "All"}, {"fieldManager", "kmt"},
+                                          {"fieldValidation", "Strict"}});
+  CHECK(Json::parse(seen[0].body) == pod);
+  CHECK(seen[1].method == "PUT");
+  CHECK(seen[1].params.empty());
+  CHECK(seen[2].content_type == "application/json-patch+json");
+  CHECK(seen[3].content_type == "application/merge-patch+json");
+  CHECK(seen[4].method == "DELETE");
+  CHECK(Json::parse(seen[4].body) ==
+        Json{{"kind", "DeleteOptions"},
+             {"apiVersion", "v1"},
+             {"preconditions", {{"uid", "u"}, {"resourceVersion", "7"}}},
+             {"gracePeriodSeconds", 0},
+             {"dryRun", {"All"}}});
+}
+
+TEST_CASE("Non-2xx answers become KubeErrors through ErrorFromResponse") {
+  TestServer s;
+  s.srv.Get("/api/v1/namespaces/ns/pods/missing", [](const auto&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content(
+        R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"missing\" not found","reason":"NotFound","code":404})",
+        "application/json");
+  });
+  s.srv.Get("/api/v1/namespaces/ns/pods/busy", [](const auto&, httplib::Response& res) {
+    res.status = 429;
+    res.set_header("Retry-After", "3");
+    res.set_content("slow down", "text/plain");
+  });
+  s.srv.Get("/api/v1/namespaces/ns/pods/html", [](const auto&, httplib::Response& res) {
+    res.set_content("<html>not json</html>", "text/html");
+  });
+  RestClient c(s.Config());
+  KubeError nf = Catch([&] { c.Get(kPods, "ns", "missing"); });
+  CHECK(nf.kind() == ErrorKind::kNotFound);
+  CHECK(std::string(nf.what()) == "get pods ns/missing: HTTP 404 NotFound: pods \"missing\" not found");
+  KubeError busy = Catch([&] { c.Get(kPods, "ns", "busy"); });
+  CHECK(busy.kind() == ErrorKind::kUnavailable);
+  CHECK(busy.retry_after() == std::chrono::seconds(3));
+  KubeError html = Catch([&] { c.Get(kPods, "ns", "html"); });
+  CHECK(html.kind() == ErrorKind::kInternal);
+  CHECK(std::string(html.what()) ==
+        "get pods ns/html: HTTP 200 with a body that is not JSON (21 bytes)");
+}
+
+TEST_CASE("A 401 re-reads a rotated token file and retries once") {
+  TestServer s;
+  const char* base = std::getenv("TEST_TMPDIR");
+  const std::string token_path = std::string(base ? base : "/tmp") + "/rotating-token";
+  std::ofstream(token_path) << "old";
+  std::vector<std::string> tokens;
+  s.srv.Get("/api/v1/nodes/n", [&](const httplib::Request& req, httplib::Response& res) {
+    tokens.push_back(req.get_header_value("Authorization"));
+    if (req.get_header_value("Authorization") != "Bearer new") {
+      std::ofstream(token_path) << "new";  // the kubelet rotated it meanwhile
+      res.status = 401;
+      res.set_content(R"({"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"})",
+                      "application/json");
+      return;
+    }
+    res.set_content(R"({"kind":"Node"})", "application/json");
+  });
+  ClientConfig cfg = s.Config();
+  cfg.token.clear();
+  cfg.token_file = token_path;
+  RestClient c(cfg);
+  CHECK(c.Get(kNodes, "", "n")["kind"] == "Node");
+  CHECK(tokens == std::vector<std::string>{"Bearer old", "Bearer new"});
+}
+
+TEST_CASE("TLS failures name the server and the reason") {
+  TestServer s;
+  s.srv.Get("/api/v1/nodes/n", [](const auto&, httplib::Response& res) {
+    res.set_content(R"({"kind":"Node"})", "application/json");
+  });
+  ClientConfig wrong_ca = s.Config();
+  wrong_ca.ca_pem = Read("kube/testdata/other-ca.crt");
+  KubeError e = Catch([&] { RestClient(wrong_ca).Get(kNodes, "", "n"); });
+  CHECK(e.kind() == ErrorKind::kTransport);
+  CHECK(std::string(e.what()) == "get nodes n: TLS verification of " + s.Url() +
+                                     " failed: unable to get local issuer certificate");
+
+  ClientConfig insecure = wrong_ca;
+  insecure.ca_pem.clear();
+  insecure.insecure_skip_tls_verify = true;
+  CHECK(RestClient(insecure).Get(kNodes, "", "n")["kind"] == "Node");
+
+  ClientConfig system_roots = s.Config();
+  system_roots.ca_pem.clear();
+  CHECK(Catch([&] { RestClient(system_roots).Get(kNodes, "", "n"); }).kind() ==
+        ErrorKind::kTransport);
+
+  // tls-server-name: verify (and send SNI) for a name the certificate has,
+  // while connecting to 127.0.0.1.
+  ClientConfig named = s.Config();
+  named.tls_server_name = "kubernetes.default";
+  CHECK(RestClient(named).Get(kNodes, "", "n")["kind"] == "Node");
+  named.tls_server_name = "wrong.example";
+  KubeError mismatch = Catch([&] { RestClient(named).Get(kNodes, "", "n"); });
+  CHECK(std::string(mismatch.what()) == "get nodes n: TLS verification of " + s.Url() +
+                                            " failed: certificate does not match the host name");
+
+  ClientConfig garbage_ca = s.Config();
+  garbage_ca.ca_pem = "not a certificate";
+  KubeError bad_pem = Catch([&] { RestClient{garbage_ca}; });
+  CHECK(bad_pem.kind() == ErrorKind::kConfig);
+  CHECK(std::string(bad_pem.what()) == "test: certificate authority: no PEM certificate found");
+}
+
+TEST_CASE("Client certificates authenticate") {
+  TestServer s(/*require_client_cert=*/true);
+  std::string subject;
+  s.srv.Get("/api/v1/nodes/n", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"kind":"Node"})", "application/json");
+  });
+  ClientConfig anonymous = s.Config();
+  anonymous.token.clear();
+  CHECK(Catch([&] { RestClient(anonymous).Get(kNodes, "", "n"); }).kind() == ErrorKind::kTransport);
+  ClientConfig with_cert = anonymous;
+  with_cert.client_cert_pem = Read("kube/testdata/client.crt");
+  with_cert.client_key_pem = Read("kube/testdata/client.key");
+  CHECK(RestClient(with_cert).Get(kNodes, "", "n")["kind"] == "Node");
+  ClientConfig bad_key = with_cert;
+  bad_key.client_key_pem = "garbage";
+  KubeError e = Catch([&] { RestClient(bad_key).Get(kNodes, "", "n"); });
+  CHECK(e.kind() == ErrorKind::kConfig);
+  CHECK(std::string(e.what()).rfind("test: client certificate/key: ", 0) == 0);
+}
+
+TEST_CASE("An unreachable server is named") {
+  int port = 0;
+  {
+    TestServer s;  // take a free port, then close it
+    port = s.port;
+  }
+  ClientConfig c;
+  c.server = "https://127.0.0.1:" + std::to_string(port);
+  c.source = "test";
+  KubeError e = Catch([&] { RestClient(c).Get(kPods, "ns", "a"); });
+  CHECK(e.kind() == ErrorKind::kTransport);
+  CHECK(std::string(e.what()) == "get pods ns/a: cannot connect to " + c.server);
+}
+
+TEST_CASE("A 50 MiB response over the cap is refused without buffering it") {
+  TestServer s;
+  const size_t size = size_t{50} << 20;
+  s.srv.Get("/api/v1/pods", [&](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("limit")) {  // chunked: no Content-Length to check up front
+      res.set_chunked_content_provider("application/json", [&](size_t offset, httplib::DataSink& sink) {
+        if (offset >= size || s.stop) {
+          sink.done();
+          return true;
+        }
+        std::string chunk(1 << 20, ' ');
+        return sink.write(chunk.data(), chunk.size());
+      });
+      return;
+    }
+    res.set_content(std::string(size, ' '), "application/json");
+  });
+  TransportOptions o;
+  o.max_response_bytes = size_t{16} << 20;
+  RestClient c(s.Config(), o);
+  KubeError sized = Catch([&] { c.List(kPods, ""); });
+  CHECK(sized.kind() == ErrorKind::kTooLarge);
+  CHECK(std::string(sized.what()) == "list pods: response larger than the 16 MiB cap");
+  ListOptions chunked;
+  chunked.limit = 1;
+  KubeError streamed = Catch([&] { c.List(kPods, "", chunked); });
+  CHECK(streamed.kind() == ErrorKind::kTooLarge);
+  // The client is still usable afterwards.
+  s.srv.Get("/api/v1/nodes", [](const auto&, httplib::Response& res) {
+    res.set_content(R"({"items":[]})", "application/json");
+  });
+  CHECK(c.List(kNodes, "")["items"].empty());
+}
+
+// Serves a watch body in the given pieces, then ends (or holds the
+// connection open when hold is set, until the test ends).
+void ServeWatch(TestServer& s, std::vector<std::string> pieces, bool hold = false) {
+  s.srv.Get("/api/v1/namespaces/ns/pods", [&s, pieces, hold](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    CHECK(req.get_param_value("watch") == "true");
+    CHECK(req.get_param_value("allowWatchBookmarks") == "true");
+    CHECK(req.get_param_value("resourceVersion") == "5");
+    CHECK(req.get_param_value("timeoutSeconds") == "300");
+    auto i = std::make_shared<size_t>(0);
+    res.set_chunked_content_provider("application/json", [&s, pieces, hold, i](
+                                                             size_t, httplib::DataSink& sink) {
+      if (*i < pieces.size()) {
+        const std::string& p = pieces[(*i)++];
+        return sink.write(p.data(), p.size());
+      }
+      if (hold && !s.stop) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // server side only
+        return sink.is_writable();
+      }
+      sink.done();
+      return true;
+    });
+  });
+}
+
+WatchOptions From5() {
+  WatchOptions o;
+  o.resource_version = "5";
+  return o;
+}
+
+TEST_CASE("Watch streams events split across chunks, then ends cleanly") {
+  TestServer s;
+  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"6"}}})" "\n{\"ty",
+                 R"(pe":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})",
+                 "\n"});
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  auto e1 = w->Next();
+  REQUIRE(e1);
+  CHECK(e1->type == "ADDED");
+  CHECK(e1->object["metadata"]["name"] == "a");
+  auto e2 = w->Next();
+  REQUIRE(e2);
+  CHECK(e2->type == "BOOKMARK");
+  CHECK_FALSE(w->Next().has_value());
+}
+
+TEST_CASE("A truncated watch stream is an error after the complete events") {
+  TestServer s;
+  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})" "\n",
+                 R"({"type":"MODIFIED","obj)"});
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  CHECK(w->Next()->type == "ADDED");
+  KubeError e = Catch([&] { w->Next(); });
+  CHECK(e.kind() == ErrorKind::kTransport);
+  CHECK(std::string(e.what()) ==
+        "watch pods -n ns: stream ended in the middle of an event (23 bytes)");
+}
+
+TEST_CASE("A malformed watch line is an error; an unknown type is passed on") {
+  TestServer s;
+  ServeWatch(s, {"{\"type\":\"SURPRISE\",\"object\":{}}\n", "not json\n"});
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  CHECK(w->Next()->type == "SURPRISE");
+  KubeError e = Catch([&] { w->Next(); });
+  CHECK(e.kind() == ErrorKind::kInternal);
+  CHECK(std::string(e.what()) == "watch pods -n ns: malformed watch event (not JSON): not json");
+}
+
+TEST_CASE("HTTP 410 on a watch request surfaces as Gone") {
+  TestServer s;
+  s.srv.Get("/api/v1/namespaces/ns/pods", [](const auto&, httplib::Response& res) {
+    res.status = 410;
+    res.set_content(R"J({"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 5 (9)"})J",
+                    "application/json");
+  });
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  KubeError e = Catch([&] { w->Next(); });
+  CHECK(e.kind() == ErrorKind::kGone);
+  CHECK(std::string(e.what()) ==
+        "watch pods -n ns: HTTP 410 Gone: too old resource version: 5 (9)");
+}
+
+TEST_CASE("Cancel unblocks a watch waiting on a silent server") {
+  TestServer s;
+  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})" "\n"},
+             /*hold=*/true);
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  CHECK(w->Next()->type == "ADDED");
+  std::thread t([&] { w->Cancel(); });
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(w->Next().has_value());
+  t.join();
+  w.reset();  // joins the reader thread
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("QueryString") {
+  CHECK(QueryString({}) == "");
+  CHECK(QueryString({{"a", "x y"}, {"b", "1"}}) == "?a=x%20y&b=1");
+}
+
+}  // namespace
+}  // namespace kmt::kube
