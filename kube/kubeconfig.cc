@@ -361,6 +361,16 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
   return out;
 }
 
+ClientConfig LoadClientConfig(const KubeconfigOptions& options,
+                              const InClusterOptions& in_cluster) {
+  const std::optional<std::string> env = options.getenv("KUBECONFIG");
+  if (options.explicit_path.empty() && (!env || env->empty()) &&
+      in_cluster.getenv("KUBERNETES_SERVICE_HOST")) {
+    return InClusterConfig(in_cluster);
+  }
+  return LoadKubeconfig(options);
+}
+
 ClientConfig InClusterConfig(const InClusterOptions& options) {
   const std::optional<std::string> host = options.getenv("KUBERNETES_SERVICE_HOST");
   const std::optional<std::string> port = options.getenv("KUBERNETES_SERVICE_PORT");

@@ -68,6 +68,12 @@ struct InClusterOptions {
 // <root>/namespace.
 ClientConfig InClusterConfig(const InClusterOptions& options = {});
 
+// controller-runtime's order (pkg/client/config GetConfig): --kubeconfig,
+// then $KUBECONFIG, then in-cluster when KUBERNETES_SERVICE_HOST is set, then
+// ~/.kube/config. --context applies to the kubeconfig cases.
+ClientConfig LoadClientConfig(const KubeconfigOptions& options,
+                              const InClusterOptions& in_cluster = {});
+
 // Standard base64 (padding optional); nullopt when malformed.
 std::optional<std::string> DecodeBase64(std::string_view in);
 

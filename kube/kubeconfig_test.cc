@@ -281,6 +281,32 @@ TEST_CASE("In-cluster configuration") {
                                             "/none/token: No such file or directory");
 }
 
+TEST_CASE("LoadClientConfig: --kubeconfig, KUBECONFIG, in-cluster, then home") {
+  TempDir d;
+  auto file = [&](const std::string& rel, const std::string& server) {
+    return d.Write(rel, "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
+                        "clusters: [{name: c, cluster: {server: '" + server + "'}}]\n");
+  };
+  const std::string flag = file("flag", "https://flag");
+  const std::string env = file("env", "https://env");
+  file("home/.kube/config", "https://home");
+  d.Write("sa/token", "t");
+  d.Write("sa/ca.crt", "CA");
+  InClusterOptions ic;
+  ic.root = d.path + "/sa";
+  ic.getenv = Env({{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}});
+  KubeconfigOptions o;
+  o.explicit_path = flag;
+  o.getenv = Env({{"KUBECONFIG", env}, {"HOME", d.path + "/home"}});
+  CHECK(LoadClientConfig(o, ic).server == "https://flag");
+  o.explicit_path.clear();
+  CHECK(LoadClientConfig(o, ic).server == "https://env");
+  o.getenv = Env({{"HOME", d.path + "/home"}});
+  CHECK(LoadClientConfig(o, ic).server == "https://10.0.0.1:443");
+  ic.getenv = Env({});
+  CHECK(LoadClientConfig(o, ic).server == "https://home");
+}
+
 TEST_CASE("DecodeBase64") {
   struct Row {
     const char* in;
