@@ -1,0 +1,292 @@
+// controller/operator.cc
+#include "controller/operator.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "controller/clock.h"
+#include "controller/controller.h"
+#include "controller/events.h"
+#include "controller/informer_view.h"
+#include "controller/leader_election.h"
+#include "controller/metrics.h"
+#include "controller/operator_metrics.h"
+#include "controller/probes.h"
+#include "webhook/access_review.h"
+#include "webhook/certs/bootstrap.h"
+#include "webhook/kube_cluster_view.h"
+#include "webhook/routes.h"
+#include "webhook/server.h"
+
+namespace kmt::controller {
+
+OperatorIdentity DefaultIdentity() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  std::random_device rd;
+  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  OperatorIdentity id;
+  id.id = fmt::format("{}_{:016x}", host[0] ? host : "operator", r);
+  // In a pod, the service account's namespace file says where we run.
+  if (FILE* f = std::fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r")) {
+    char buf[256] = {0};
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    id.pod_namespace.assign(buf, n);
+    while (!id.pod_namespace.empty() && std::isspace(static_cast<unsigned char>(id.pod_namespace.back()))) {
+      id.pod_namespace.pop_back();
+    }
+  }
+  return id;
+}
+
+struct Operator::Impl {
+  OperatorFlags flags;
+  kube::KubeClient& client;
+  Logger& log;
+  OperatorIdentity identity;
+
+  RealClock clock;           // queue timers, timestamps
+  RealClock election_clock;  // lease attempts make blocking API calls: own thread
+  Registry registry;
+  OperatorMetrics metrics{registry, "vmim"};
+  std::unique_ptr<KubeEventRecorder> events;
+  std::unique_ptr<InformerView> view;
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<LeaderElector> elector;
+  std::unique_ptr<webhook::SubjectAccessReviewer> access;
+  std::unique_ptr<webhook::KubeClusterView> cluster;
+  std::unique_ptr<webhook::AdmissionServer> webhook;
+  std::unique_ptr<webhook::certs::CertBootstrap> certs;
+  std::unique_ptr<ProbeServer> health;
+  std::unique_ptr<ProbeServer> metrics_server;
+  std::thread starter;  // waits for the caches, then starts the workers
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop_requested = false;
+  bool leadership_lost = false;
+  std::atomic<bool> leading{false};
+  std::atomic<bool> stopping{false};
+  std::optional<TimerId> cert_timer;
+
+  Impl(const OperatorFlags& f, kube::KubeClient& c, Logger& l, OperatorIdentity id)
+      : flags(f), client(c), log(l), identity(std::move(id)) {}
+
+  bool Ready() const {
+    if (!flags.disable_controller && !view->HasSynced()) return false;
+    if (!flags.disable_webhook && !webhook->Ready()) return false;
+    return true;
+  }
+
+  void StartWorkersWhenSynced() {
+    starter = std::thread([this] {
+      while (!stopping.load()) {
+        if (view->WaitForSync(std::chrono::milliseconds(500))) {
+          log.Info("Synced caches", {{"vmims", std::to_string(view->sizes().vmims)},
+                                      {"targetPods", std::to_string(view->sizes().target_pods)},
+                                      {"nodes", std::to_string(view->sizes().nodes)},
+                                      {"boundPods", std::to_string(view->sizes().bound_pods)}});
+          if (!stopping.load()) controller->Start();
+          return;
+        }
+      }
+    });
+  }
+
+  void EnsureCerts() {
+    try {
+      auto r = certs->Ensure();
+      if (r.secret_created || r.secret_renewed || r.files_written || r.webhooks_patched > 0) {
+        log.Info("Ensured webhook certificate",
+                 {{"secretCreated", r.secret_created ? "true" : "false"},
+                  {"secretRenewed", r.secret_renewed ? "true" : "false"},
+                  {"filesWritten", r.files_written ? "true" : "false"},
+                  {"webhooksPatched", std::to_string(r.webhooks_patched)}});
+        if (r.files_written && webhook) webhook->ReloadCertificate();
+      }
+      ScheduleCerts(std::chrono::hours(1));
+    } catch (const std::exception& e) {
+      log.Error("Failed to ensure webhook certificate", {{"error", e.what()}});
+      ScheduleCerts(std::chrono::seconds(10));
+    }
+  }
+
+  void ScheduleCerts(Duration d) {
+    if (stopping.load()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    cert_timer = election_clock.RunAfter(d, [this] { EnsureCerts(); });
+  }
+
+  void RequestStop() {
+    std::lock_guard<std::mutex> lock(mu);
+    stop_requested = true;
+    cv.notify_all();
+  }
+
+  // Idempotent; the order matters: no new work, drain, release, close.
+  void Shutdown() {
+    if (stopping.exchange(true)) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (cert_timer) election_clock.Cancel(*cert_timer);
+    }
+    if (starter.joinable()) starter.join();
+    if (controller) controller->Stop();  // drain keys in progress
+    if (elector) elector->Stop();        // releases the lease when leading
+    if (webhook) webhook->Stop();
+    if (view) view->Stop();
+    if (metrics_server) metrics_server->Stop();
+    if (health) health->Stop();
+  }
+
+  ~Impl() { Shutdown(); }
+};
+
+Operator::Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
+                   OperatorIdentity identity)
+    : impl_(std::make_unique<Impl>(flags, client, log, std::move(identity))) {}
+
+Operator::~Operator() = default;
+
+void Operator::Start() {
+  Impl& s = *impl_;
+  const OperatorFlags& f = s.flags;
+
+  // Endpoints first: liveness must answer while the rest starts.
+  std::string host;
+  int port;
+  if (ParseBindAddress(f.health_probe_bind_address, &host, &port)) {
+    s.health = std::make_unique<ProbeServer>(
+        host, port,
+        std::vector<ProbeServer::Route>{
+            {"/healthz", [](bool v) { return AnswerChecks({}, v); }},
+            {"/readyz", [&s](bool v) {
+               std::vector<HealthCheck> checks;
+               if (!s.flags.disable_controller) {
+                 checks.push_back({"informers-synced", [&s] { return s.view->HasSynced(); }});
+               }
+               if (!s.flags.disable_webhook) {
+                 checks.push_back({"webhook-certificate", [&s] { return s.webhook->Ready(); }});
+               }
+               return AnswerChecks(checks, v);
+             }}});
+  }
+  if (ParseBindAddress(f.metrics_bind_address, &host, &port)) {
+    s.metrics_server = std::make_unique<ProbeServer>(
+        host, port,
+        std::vector<ProbeServer::Route>{
+            {"/metrics", [&s](bool) { return AnswerMetrics(s.registry); }}});
+  }
+
+  if (!f.disable_webhook) {
+    s.access = std::make_unique<webhook::SubjectAccessReviewer>(s.client);
+    s.cluster = std::make_unique<webhook::KubeClusterView>(s.client);
+    webhook::ServerOptions wo;
+    wo.port = f.webhook_port;
+    wo.cert_file = f.webhook_cert_dir + "/tls.crt";
+    wo.key_file = f.webhook_cert_dir + "/tls.key";
+    wo.log = [&s](std::string_view line) { s.log.Info("Webhook", {{"detail", std::string(line)}}); };
+    s.webhook = std::make_unique<webhook::AdmissionServer>(
+        wo, webhook::AdmissionRoutes(*s.access, *s.cluster, f.check_kubevirt_added_node_selector));
+    if (f.webhook_cert_mode == "self") {
+      webhook::certs::BootstrapOptions bo;
+      if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;
+      bo.cert_dir = f.webhook_cert_dir;
+      s.certs = std::make_unique<webhook::certs::CertBootstrap>(s.client, bo);
+      s.EnsureCerts();
+    }
+  }
+
+  if (!f.disable_controller) {
+    s.events = std::make_unique<KubeEventRecorder>(s.client, s.clock, s.log, s.identity.id);
+    InformerViewOptions vo;
+    vo.on_error = [&s](const kube::KubeError& e) {
+      s.log.Error("Failed to watch", {{"error", e.what()}});
+    };
+    s.view = std::make_unique<InformerView>(s.client, s.clock, vo);
+    ControllerOptions co;
+    co.workers = f.workers;
+    s.controller = std::make_unique<Controller>(*s.view, s.client, s.clock, s.log, s.metrics,
+                                                *s.events, co);
+    s.view->Connect(*s.controller);
+  }
+
+  if (s.health) s.health->Start();
+  if (s.metrics_server) s.metrics_server->Start();
+  if (s.webhook) {
+    s.webhook->Start();
+    s.log.Info("Started webhook", {{"port", std::to_string(s.webhook->port())}});
+  }
+  if (!f.disable_controller) {
+    s.view->Start();
+    if (f.leader_elect) {
+      std::string ns = f.leader_election_namespace.empty() ? s.identity.pod_namespace
+                                                           : f.leader_election_namespace;
+      if (ns.empty()) {
+        throw std::runtime_error(
+            "leader election needs a namespace: not running in a pod, so pass "
+            "--leader-election-namespace (or --leader-elect=false)");
+      }
+      LeaderElectionConfig lc;
+      lc.lease_namespace = ns;
+      lc.lease_name = f.leader_election_id;
+      lc.identity = s.identity.id;
+      lc.on_started_leading = [&s] {
+        s.leading = true;
+        s.log.Info("Acquired lease", {{"lease", s.flags.leader_election_id},
+                                      {"identity", s.identity.id}});
+        s.StartWorkersWhenSynced();
+      };
+      lc.on_stopped_leading = [&s] {
+        s.leading = false;
+        s.log.Error("Lost lease", {{"lease", s.flags.leader_election_id}});
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.leadership_lost = true;
+        s.cv.notify_all();
+      };
+      lc.on_new_leader = [&s](const std::string& holder) {
+        if (holder != s.identity.id) s.log.Info("Observed new leader", {{"holder", holder}});
+      };
+      s.elector = std::make_unique<LeaderElector>(s.client, s.election_clock, lc);
+      s.log.Info("Started leader election", {{"lease", ns + "/" + f.leader_election_id},
+                                              {"identity", s.identity.id}});
+      s.elector->Start();
+    } else {
+      s.leading = true;
+      s.StartWorkersWhenSynced();
+    }
+  }
+}
+
+void Operator::RequestStop() { impl_->RequestStop(); }
+
+int Operator::Run() {
+  Impl& s = *impl_;
+  bool lost;
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.cv.wait(lock, [&s] { return s.stop_requested || s.leadership_lost; });
+    lost = s.leadership_lost && !s.stop_requested;
+  }
+  s.log.Info(lost ? "Stopping after losing the lease" : "Stopping");
+  s.Shutdown();
+  s.log.Info("Stopped");
+  return lost ? 1 : 0;
+}
+
+bool Operator::Ready() const { return impl_->Ready(); }
+bool Operator::Leading() const { return impl_->leading.load(); }
+int Operator::health_port() const { return impl_->health ? impl_->health->port() : 0; }
+int Operator::metrics_port() const {
+  return impl_->metrics_server ? impl_->metrics_server->port() : 0;
+}
+int Operator::webhook_port() const { return impl_->webhook ? impl_->webhook->port() : 0; }
+
+}  // namespace kmt::controller
