@@ -1,0 +1,107 @@
+// kubectl-migrate — the kubectl plugin (kubectl discovers `kubectl-migrate` on PATH).
+// Exit codes: 0 success, 1 failure (API error, failed or timed-out migration,
+// nothing fits), 2 usage error.
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include "cli/args.h"
+#include "cli/explain_cmd.h"
+#include "cli/migrate.h"
+#include "cli/status_cmd.h"
+#include "cli/term_builder.h"
+#include "kube/error.h"
+#include "kube/kubeconfig.h"
+#include "kube/rest_client.h"
+
+namespace {
+
+using kmt::cli::Command;
+
+int UsageError(const std::string& why) {
+  std::cerr << "error: " << why << "\nSee 'kubectl migrate --help' for usage.\n";
+  return 2;
+}
+
+std::optional<std::string> ReadTermFile(const std::string& path, std::string* error) {
+  std::ostringstream s;
+  if (path == "-") {
+    s << std::cin.rdbuf();
+    return s.str();
+  }
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read --term-file " + path;
+    return std::nullopt;
+  }
+  s << in.rdbuf();
+  return s.str();
+}
+
+int Run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = kmt::cli::ParseArgs(args);
+  if (!parsed.invocation) return UsageError(parsed.error);
+  const auto& inv = *parsed.invocation;
+  if (inv.command == Command::kHelp) {
+    std::cout << kmt::cli::HelpText(inv.help_for);
+    return 0;
+  }
+
+  std::optional<kmt::api::NodeSelectorTerm> term;
+  if (inv.HasRequest()) {
+    std::optional<std::string> file_text;
+    if (inv.term_file) {
+      std::string err;
+      file_text = ReadTermFile(*inv.term_file, &err);
+      if (!file_text) {
+        std::cerr << "error: " << err << "\n";
+        return 1;
+      }
+    }
+    auto built = kmt::cli::BuildTerm(inv, file_text);
+    if (!built.term) {
+      std::cerr << "error: " << built.error << "\n";
+      return 1;
+    }
+    term = built.term;
+  }
+
+  kmt::kube::KubeconfigOptions ko;
+  ko.explicit_path = inv.kubeconfig;
+  ko.context = inv.context;
+  kmt::kube::ClientConfig config = kmt::kube::LoadClientConfig(ko);
+  std::string ns = inv.ns.value_or(config.namespace_name);
+  kmt::kube::TransportOptions to;
+  to.user_agent = "kubectl-migrate/0.1";
+  kmt::kube::RestClient client(config, to);
+  kmt::cli::Streams io{std::cout, std::cerr};
+
+  switch (inv.command) {
+    case Command::kMigrate:
+      return kmt::cli::RunMigrate(inv, ns, *term, client, io);
+    case Command::kExplain:
+      return kmt::cli::RunExplain(ns, inv.name, term, client, io);
+    case Command::kStatus:
+      return kmt::cli::RunStatus(ns, inv.name, client, io);
+    case Command::kHelp:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const kmt::kube::KubeError& e) {
+    std::cerr << kmt::cli::FormatKubeError(e) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
