@@ -28,6 +28,7 @@ PACKAGES=(
   curl
   procps
   python3
+  python3-yaml             # hack/rbac_check.py
 )
 
 missing=()

@@ -18,6 +18,12 @@ bazel_rc=${PIPESTATUS[0]}
 unit_summary=$(python3 hack/catch2_summary.py "$(bazel info bazel-testlogs 2>/dev/null)")
 echo "unit: $unit_summary"
 
+echo "=== least privilege: the operator's API verbs against its RBAC"
+/usr/bin/python3 hack/rbac_check.py | tee /tmp/kmt-rbac.log
+rbac_rc=${PIPESTATUS[0]}
+/usr/bin/python3 hack/rbac_check.py --self-test || rbac_rc=1
+rbac_summary=$(grep -E '^rbac: ' /tmp/kmt-rbac.log | tail -1 | sed 's/^rbac: //')
+
 e2e_summary="0 passed, 0 failed"
 e2e_rc=0
 if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
@@ -28,15 +34,15 @@ if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
   [[ -n $e2e_summary ]] || e2e_summary="0 passed, 1 failed"
 fi
 
-python3 - "$unit_summary" "$e2e_summary" "$bazel_rc" "$e2e_rc" <<'PY'
+python3 - "$unit_summary" "$e2e_summary" "$rbac_summary" "$bazel_rc" "$e2e_rc" "$rbac_rc" <<'PY'
 import re, sys
 p = f = 0
-for s in sys.argv[1:3]:
+for s in sys.argv[1:4]:
     m = re.search(r'(\d+) passed, (\d+) failed', s)
     if m:
         p += int(m.group(1)); f += int(m.group(2))
-if int(sys.argv[3]) != 0 or int(sys.argv[4]) != 0:
+if any(int(rc) != 0 for rc in sys.argv[4:7]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $bazel_rc -eq 0 && $e2e_rc -eq 0 ]]
+[[ $bazel_rc -eq 0 && $e2e_rc -eq 0 && $rbac_rc -eq 0 ]]
