@@ -17,7 +17,7 @@ import sys
 
 import yaml  # PyYAML; present with Debian's python3-yaml or pip
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+ROOT = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--self-test" else os.path.join(os.path.dirname(__file__), "..")
 SOURCE_DIRS = ["controller", "webhook", "kube"]
 SKIP_FILES = {"kube/fake_client.cc", "kube/fake_client.h", "kube/resources.h"}
 
