@@ -13,7 +13,7 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
                "operator"};
   app.option_defaults()->always_capture_default();
   app.add_option("--kubeconfig", f->kubeconfig,
-                 "Path to a kubeconfig; default $KUBECONFIG, then the in-cluster config");
+                 "Path to a kubeconfig; default $KUBECONFIG, then the in-cluster config, then ~/.kube/config");
   app.add_option("--context", f->context, "The kubeconfig context to use");
   app.add_option("--leader-elect", f->leader_elect,
                  "Elect a leader with a Lease; only the leader reconciles")

@@ -1,0 +1,100 @@
+// controller/main.cc — the operator binary: flags, API config, signals, run.
+//
+// API server configuration, as controller-runtime's GetConfig: --kubeconfig,
+// then $KUBECONFIG, then the in-cluster service account, then ~/.kube/config.
+// SIGTERM/SIGINT stop gracefully (exit 0); a second one exits at once (1).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "controller/clock.h"
+#include "controller/flags.h"
+#include "controller/log.h"
+#include "controller/operator.h"
+#include "kube/error.h"
+#include "kube/kubeconfig.h"
+#include "kube/rest_client.h"
+
+namespace {
+
+using kmt::controller::Logger;
+
+kmt::kube::ClientConfig LoadConfig(const kmt::controller::OperatorFlags& flags) {
+  kmt::kube::KubeconfigOptions ko;
+  ko.explicit_path = flags.kubeconfig;
+  ko.context = flags.context;
+  if (!flags.kubeconfig.empty() || std::getenv("KUBECONFIG") != nullptr) {
+    return kmt::kube::LoadKubeconfig(ko);
+  }
+  if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) return kmt::kube::InClusterConfig();
+  return kmt::kube::LoadKubeconfig(ko);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  kmt::controller::OperatorFlags flags;
+  kmt::controller::FlagParse parsed = kmt::controller::ParseOperatorFlags(args, &flags);
+  if (parsed.exit_code >= 0) {
+    (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.output << std::endl;
+    return parsed.exit_code;
+  }
+
+  // Signals go to one thread only: block them before any other thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread at exit
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  kmt::controller::RealClock clock;
+  kmt::controller::LogLevel level = kmt::controller::LogLevel::kInfo;
+  kmt::controller::LogFormat format = kmt::controller::LogFormat::kText;
+  kmt::controller::ParseLogLevel(flags.log_level, &level);
+  kmt::controller::ParseLogFormat(flags.log_format, &format);
+  Logger log(clock, level, format);
+
+  std::unique_ptr<kmt::kube::RestClient> client;
+  try {
+    kmt::kube::ClientConfig config = LoadConfig(flags);
+    log.Info("Loaded API server configuration", {{"server", config.server}, {"source", config.source}});
+    client = std::make_unique<kmt::kube::RestClient>(std::move(config));
+  } catch (const std::exception& e) {
+    log.Error("Failed to load the API server configuration", {{"error", e.what()}});
+    return 1;
+  }
+
+  kmt::controller::Operator op(flags, *client, log, kmt::controller::DefaultIdentity());
+  std::thread signal_thread([&] {
+    int received = 0;
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      if (sig == SIGUSR1) return;
+      if (++received > 1) {
+        log.Error("Received a second signal, exiting now");
+        std::_Exit(1);
+      }
+      log.Info("Received signal, stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      op.RequestStop();
+    }
+  });
+
+  int code = 0;
+  try {
+    op.Start();
+    code = op.Run();
+  } catch (const std::exception& e) {
+    log.Error("Failed to run", {{"error", e.what()}});
+    code = 1;
+  }
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  return code;
+}
