@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds (once) the binaries the e2e tier runs, from Go modules, into caches
+# outside the repository keyed by version (see e2e/lib.sh):
+#   $KMT_K8S_BIN:   kube-apiserver kube-scheduler kube-controller-manager kubectl etcd
+#   $KMT_KV_BIN:    virt-controller (KubeVirt)
+#   $KMT_TOOLS_BIN: crdgen fake-node-agent (this project's e2e tools)
+# A cache directory that exists is complete (it is renamed into place after a
+# successful build), so later runs reuse it without touching Go.
+# Usage: e2e/build-binaries.sh [--print-env]
+#   --print-env  print KMT_K8S_BIN=... lines for the three directories and exit.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+if [[ ${1:-} == --print-env ]]; then
+  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\n' "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN"
+  exit 0
+fi
+
+command -v go >/dev/null || { echo "build-binaries: go not found (need Go >= $GO_MIN_VERSION)" >&2; exit 1; }
+have=$(go env GOVERSION | sed 's/^go//')
+if [[ $(printf '%s\n%s\n' "$GO_MIN_VERSION" "$have" | sort -V | head -1) != "$GO_MIN_VERSION" ]]; then
+  echo "build-binaries: Go $have is older than $GO_MIN_VERSION (hack/versions.env)" >&2
+  exit 1
+fi
+
+# The tool modules must pin what hack/versions.env says.
+check_pin() { # file module version
+  grep -qE "^[[:space:]]*(require[[:space:]]+)?$2 $3([[:space:]]|$)" "$1" \
+    || { echo "build-binaries: $1 does not pin $2 $3 (hack/versions.env)" >&2; exit 1; }
+}
+check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION"
+check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+check_pin "$KMT_ROOT/e2e/go.mod" kubevirt.io/kubevirt "$KUBEVIRT_VERSION"
+grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/tools/k8s/go.mod" \
+  || { echo "build-binaries: e2e/tools/k8s/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
+grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/go.mod" \
+  || { echo "build-binaries: e2e/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
+
+# Lean, reproducible builds: no symbol tables, no local paths, no VCS stamping.
+export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false -mod=readonly"
+export CGO_ENABLED=0
+LDFLAGS='-s -w'
+
+complete() { # dir names...
+  local d=$1; shift
+  for b in "$@"; do [[ -x $d/$b ]] || return 1; done
+}
+
+# build DIR MODULE_DIR name=package...
+build() {
+  local dir=$1 moddir=$2; shift 2
+  local names=()
+  for spec in "$@"; do names+=("${spec%%=*}"); done
+  if complete "$dir" "${names[@]}"; then
+    kmt_log "build-binaries: reusing $dir"
+    return 0
+  fi
+  local tmp="$dir.tmp.$$"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  local start=$SECONDS
+  for spec in "$@"; do
+    kmt_log "build-binaries: building ${spec%%=*} (${spec#*=})"
+    (cd "$moddir" && go build -ldflags="$LDFLAGS" -o "$tmp/${spec%%=*}" "${spec#*=}")
+  done
+  rm -rf "$dir"; mv "$tmp" "$dir"
+  kmt_log "build-binaries: built ${names[*]} in $((SECONDS - start))s into $dir"
+}
+
+mkdir -p "$KMT_CACHE/bin"
+total=$SECONDS
+build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" \
+  kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kubectl=k8s.io/kubernetes/cmd/kubectl \
+  etcd=go.etcd.io/etcd/server/v3
+build "$KMT_KV_BIN" "$KMT_ROOT/e2e" \
+  virt-controller=kubevirt.io/kubevirt/cmd/virt-controller
+build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" \
+  crdgen=./cmd/crdgen \
+  fake-node-agent=./cmd/fake-node-agent
+kmt_log "build-binaries: done in $((SECONDS - total))s"

@@ -1,0 +1,390 @@
+#!/usr/bin/env bash
+# A real control plane on 127.0.0.1 for the e2e tier (see e2e/README.md):
+# etcd, kube-apiserver, kube-scheduler, kube-controller-manager (namespace
+# lifecycle, garbage collection, service accounts; no node lifecycle), KubeVirt's
+# CRDs and a KubeVirt CR, KubeVirt's virt-controller (out of cluster, under a
+# restart loop) and the fake node agent with its fake nodes.
+#
+#   e2e/cluster.sh up                       start everything with fresh certificates and data
+#   e2e/cluster.sh down                     stop everything started by `up`, remove the run dir
+#   e2e/cluster.sh env                      print shell exports for a running cluster
+#   e2e/cluster.sh kubeconfig NAME [GROUP]  mint a client-certificate kubeconfig for user NAME
+#                                           (optionally in GROUP) at $KMT_E2E_DIR/NAME.kubeconfig
+#   e2e/cluster.sh serving-cert NAME        mint a serving certificate for 127.0.0.1/localhost
+#                                           signed by the cluster CA: $KMT_E2E_DIR/pki/NAME.{crt,key}
+#   e2e/cluster.sh start NAME -- CMD ARGS   start an extra process (e.g. the operator) that
+#                                           `down` stops; logs in $KMT_E2E_DIR/logs/NAME.log
+#
+# Environment: KMT_E2E_DIR (run dir, default /tmp/kmt-e2e), KMT_E2E_PORT_BASE (default
+# 26000), KMT_E2E_NODES (fake node names, default node-a,node-b,node-c),
+# KMT_E2E_VIRT_CONTROLLER_IDENTITY (kubevirt: KubeVirt's own RBAC for virt-controller,
+# the default; admin: system:masters).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+RUN=$KMT_E2E_DIR
+PKI=$RUN/pki
+LOGS=$RUN/logs
+PIDS=$RUN/pids
+APISERVER_URL=https://127.0.0.1:$KMT_PORT_APISERVER
+NODES=${KMT_E2E_NODES:-node-a,node-b,node-c}
+VC_IDENTITY=${KMT_E2E_VIRT_CONTROLLER_IDENTITY:-kubevirt}
+# Never pulled: there is no kubelet. A reserved TLD makes that obvious.
+LAUNCHER_IMAGE=registry.invalid/kubevirt/virt-launcher:$KUBEVIRT_VERSION
+
+load_bins() {
+  for b in "${KMT_K8S_BINARIES[@]}"; do [[ -x $KMT_K8S_BIN/$b ]] || missing=1; done
+  for b in "${KMT_KV_BINARIES[@]}"; do [[ -x $KMT_KV_BIN/$b ]] || missing=1; done
+  for b in "${KMT_TOOLS_BINARIES[@]}"; do [[ -x $KMT_TOOLS_BIN/$b ]] || missing=1; done
+  if [[ ${missing:-0} == 1 ]]; then
+    "$KMT_ROOT/e2e/build-binaries.sh"
+  fi
+  KUBECTL=$KMT_K8S_BIN/kubectl
+}
+
+k() { "$KUBECTL" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
+
+# wait_until DESCRIPTION TIMEOUT_SECONDS COMMAND...: polls COMMAND until it succeeds.
+wait_until() {
+  local what=$1 timeout=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      kmt_log "cluster: timed out after ${timeout}s waiting for $what"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# ---------------------------------------------------------------- certificates
+openssl_quiet() { openssl "$@" 2>/dev/null; }
+
+make_ca() {
+  openssl_quiet req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kmt-e2e-ca" \
+    -keyout "$PKI/ca.key" -out "$PKI/ca.crt"
+}
+
+# sign NAME SUBJECT EXTFILE_CONTENT
+sign() {
+  local name=$1 subj=$2 ext=$3
+  openssl_quiet req -newkey rsa:2048 -nodes -subj "$subj" -keyout "$PKI/$name.key" -out "$PKI/$name.csr"
+  printf '%s\n' "$ext" >"$PKI/$name.ext"
+  openssl_quiet x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 2 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt"
+  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+
+serving_cert() { # NAME
+  sign "$1" "/CN=$1" "basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
+}
+
+# client_kubeconfig NAME USER [GROUP...]
+client_kubeconfig() {
+  local name=$1 user=$2; shift 2
+  local subj="/CN=$user"
+  for g in "$@"; do subj="$subj/O=$g"; done
+  sign "client-$name" "$subj" "basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  cat >"$RUN/$name.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kmt-e2e
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority: $PKI/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $PKI/client-$name.crt
+    client-key: $PKI/client-$name.key
+contexts:
+- name: $name
+  context: {cluster: kmt-e2e, user: "$user"}
+current-context: $name
+EOF
+}
+
+make_pki() {
+  mkdir -p "$PKI"
+  make_ca
+  serving_cert apiserver
+  serving_cert virt-controller
+  openssl_quiet genrsa -out "$PKI/sa.key" 2048
+  openssl_quiet rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
+  client_kubeconfig admin kmt-admin system:masters
+  client_kubeconfig vm-owner vm-owner
+  client_kubeconfig scheduler system:kube-scheduler
+  client_kubeconfig controller-manager system:kube-controller-manager system:masters
+  client_kubeconfig node-agent kmt-fake-node-agent system:masters
+  if [[ $VC_IDENTITY == admin ]]; then
+    client_kubeconfig virt-controller kmt-virt-controller system:masters
+  else
+    client_kubeconfig virt-controller system:serviceaccount:kubevirt:kubevirt-controller \
+      system:serviceaccounts system:serviceaccounts:kubevirt
+  fi
+}
+
+# ---------------------------------------------------------------- processes
+# start NAME CMD...: runs CMD in the background in its own process group, logs
+# to logs/NAME.log, records the pid in pids/NAME.pid.
+start() {
+  local name=$1; shift
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$PIDS/$name.pid"
+}
+
+alive() { [[ -f $PIDS/$1.pid ]] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+
+# Fails fast (with the log tail) when a process died while we wait for it.
+expect_alive() {
+  if ! alive "$1"; then
+    kmt_log "cluster: $1 exited; last lines of $LOGS/$1.log:"
+    tail -n 30 "$LOGS/$1.log" >&2 || true
+    return 1
+  fi
+}
+
+healthy_etcd() { curl -fsS "http://127.0.0.1:$KMT_PORT_ETCD/health" | grep -q '"health":"true"'; }
+ready_apiserver() { # /readyz, as the admin
+  curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/client-admin.crt" --key "$PKI/client-admin.key" \
+    "https://127.0.0.1:$KMT_PORT_APISERVER/readyz" | grep -qx ok
+}
+healthy_local() { # PORT: components serving /healthz with a self-signed certificate
+  curl -fsSk "https://127.0.0.1:$1/healthz" | grep -qx ok
+}
+
+# wait_for PROC DESCRIPTION TIMEOUT CMD...: polls CMD until it succeeds; fails at
+# once (with the log tail) if process PROC exited, or after TIMEOUT seconds.
+wait_for() {
+  local proc=$1 what=$2 timeout=$3; shift 3
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    expect_alive "$proc" || return 1
+    if ((SECONDS >= deadline)); then
+      kmt_log "cluster: timed out after ${timeout}s waiting for $what; last lines of $LOGS/$proc.log:"
+      tail -n 30 "$LOGS/$proc.log" >&2 || true
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+start_etcd() {
+  mkdir -p "$RUN/etcd-data"
+  start etcd "$KMT_K8S_BIN/etcd" --name kmt-e2e --data-dir "$RUN/etcd-data" \
+    --listen-client-urls "http://127.0.0.1:$KMT_PORT_ETCD" --advertise-client-urls "http://127.0.0.1:$KMT_PORT_ETCD" \
+    --listen-peer-urls "http://127.0.0.1:$KMT_PORT_ETCD_PEER" --initial-advertise-peer-urls "http://127.0.0.1:$KMT_PORT_ETCD_PEER" \
+    --initial-cluster "kmt-e2e=http://127.0.0.1:$KMT_PORT_ETCD_PEER" \
+    --unsafe-no-fsync --log-level warn
+  wait_for etcd etcd 60 healthy_etcd
+}
+
+start_apiserver() {
+  # TaintNodesByCondition would taint every new node not-ready; only the node
+  # lifecycle controller (not run: no kubelets) would remove that taint.
+  start kube-apiserver "$KMT_K8S_BIN/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$KMT_PORT_ETCD" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$KMT_PORT_APISERVER" \
+    --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+    --client-ca-file "$PKI/ca.crt" \
+    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --authorization-mode RBAC \
+    --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --disable-admission-plugins TaintNodesByCondition \
+    --allow-privileged=true --profiling=false --endpoint-reconciler-type none \
+    --v 1
+  wait_for kube-apiserver "kube-apiserver /readyz" 120 ready_apiserver
+}
+
+start_scheduler() {
+  start kube-scheduler "$KMT_K8S_BIN/kube-scheduler" \
+    --kubeconfig "$RUN/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$RUN/scheduler.kubeconfig" --authorization-kubeconfig "$RUN/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$KMT_PORT_SCHEDULER" --leader-elect=false --profiling=false --v 1
+  wait_for kube-scheduler "kube-scheduler /healthz" 60 healthy_local "$KMT_PORT_SCHEDULER"
+}
+
+start_controller_manager() {
+  start kube-controller-manager "$KMT_K8S_BIN/kube-controller-manager" \
+    --kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$KMT_PORT_CONTROLLER_MANAGER" --leader-elect=false --profiling=false \
+    --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller \
+    --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+    --use-service-account-credentials=false --v 1
+  wait_for kube-controller-manager "kube-controller-manager /healthz" 60 healthy_local "$KMT_PORT_CONTROLLER_MANAGER"
+}
+
+install_kubevirt() {
+  "$KMT_TOOLS_BIN/crdgen" crds >"$RUN/kubevirt-crds.yaml"
+  k apply --server-side -f "$RUN/kubevirt-crds.yaml" >/dev/null
+  k wait --for condition=Established --timeout 60s -f "$RUN/kubevirt-crds.yaml" >/dev/null
+  k create namespace kubevirt >/dev/null
+  # The ServiceAccount admission plugin rejects pods whose ServiceAccount is
+  # missing; kube-controller-manager creates "default" in every namespace.
+  wait_until "ServiceAccount kubevirt/default" 60 k -n kubevirt get serviceaccount default
+  if [[ $VC_IDENTITY != admin ]]; then
+    "$KMT_TOOLS_BIN/crdgen" controller-rbac kubevirt >"$RUN/virt-controller-rbac.yaml"
+    k apply -f "$RUN/virt-controller-rbac.yaml" >/dev/null
+  fi
+  # virt-controller only reads configuration from a KubeVirt CR whose status.phase
+  # is set (pkg/virt-config/configuration.go GetConfigFromKubeVirtCR); virt-operator
+  # would set it. Migration limits are raised for load scenarios.
+  k apply -f - >/dev/null <<EOF
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata:
+  name: kubevirt
+  namespace: kubevirt
+spec:
+  configuration:
+    developerConfiguration:
+      useEmulation: true
+    migrations:
+      parallelMigrationsPerCluster: 1000
+      parallelOutboundMigrationsPerNode: 1000
+EOF
+  k -n kubevirt patch kubevirt kubevirt --subresource status --type merge \
+    -p '{"status":{"phase":"Deployed","defaultArchitecture":"amd64"}}' >/dev/null
+}
+
+start_virt_controller() {
+  # virt-controller ignores $KUBECONFIG (kubecli.GetConfig reads only --kubeconfig
+  # and --master), exits when it loses the Lease kubevirt/virt-controller and when
+  # the CDI DataVolume CRD appears or vanishes: run it under a restart loop.
+  cat >"$RUN/virt-controller-loop.sh" <<EOF
+#!/usr/bin/env bash
+trap 'kill \$child 2>/dev/null; exit 0' TERM INT
+while :; do
+  echo "--- virt-controller starting \$(date -u +%FT%TZ)"
+  "$KMT_KV_BIN/virt-controller" --kubeconfig "$RUN/virt-controller.kubeconfig" \\
+    --launcher-image "$LAUNCHER_IMAGE" --exporter-image "${LAUNCHER_IMAGE/virt-launcher/virt-exportserver}" \\
+    --listen 127.0.0.1 --port "$KMT_PORT_VIRT_CONTROLLER" \\
+    --prom-cert-file "$PKI/virt-controller.crt" --prom-key-file "$PKI/virt-controller.key" &
+  child=\$!
+  wait \$child
+  echo "--- virt-controller exited with \$? \$(date -u +%FT%TZ)"
+  sleep 1
+done
+EOF
+  chmod +x "$RUN/virt-controller-loop.sh"
+  start virt-controller "$RUN/virt-controller-loop.sh"
+  wait_for virt-controller "virt-controller leadership" 120 virt_controller_leading
+}
+
+virt_controller_leading() {
+  [[ -n $(k -n kubevirt get lease virt-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) ]] &&
+    grep -q "STARTING controllers" "$LOGS/virt-controller.log"
+}
+
+start_agent() {
+  start fake-node-agent "$KMT_TOOLS_BIN/fake-node-agent" --kubeconfig "$RUN/node-agent.kubeconfig" --nodes "$NODES"
+  wait_for fake-node-agent "fake-node-agent" 60 agent_ready
+}
+
+agent_ready() {
+  grep -q "fake-node-agent ready" "$LOGS/fake-node-agent.log"
+}
+
+# ---------------------------------------------------------------- commands
+cmd_up() {
+  if [[ -d $PIDS ]] && ls "$PIDS"/*.pid >/dev/null 2>&1; then
+    kmt_log "cluster: $RUN holds a running cluster; run 'e2e/cluster.sh down' first"
+    return 1
+  fi
+  load_bins
+  local t0=$SECONDS
+  rm -rf "$RUN"
+  mkdir -p "$RUN" "$LOGS" "$PIDS"
+  # On failure stop what started but keep the run dir (logs) for inspection;
+  # a later `down` removes it.
+  trap 'kmt_log "cluster: up failed; stopping (logs kept in $LOGS)"; KMT_E2E_KEEP=1 cmd_down' ERR
+  make_pki
+  start_etcd
+  start_apiserver
+  kmt_log "cluster: kube-apiserver ready after $((SECONDS - t0))s"
+  start_controller_manager
+  start_scheduler
+  install_kubevirt
+  start_agent
+  start_virt_controller
+  write_env
+  trap - ERR
+  kmt_log "cluster: up in $((SECONDS - t0))s; source <(e2e/cluster.sh env)"
+}
+
+write_env() {
+  cat >"$RUN/env" <<EOF
+export KMT_E2E_DIR=$RUN
+export KUBECONFIG=$RUN/admin.kubeconfig
+export KMT_E2E_ADMIN_KUBECONFIG=$RUN/admin.kubeconfig
+export KMT_E2E_VM_OWNER_KUBECONFIG=$RUN/vm-owner.kubeconfig
+export KMT_E2E_APISERVER=$APISERVER_URL
+export KMT_E2E_CA=$PKI/ca.crt
+export KMT_E2E_NODES=$NODES
+export KMT_KUBECTL=$KUBECTL
+export PATH=$KMT_K8S_BIN:\$PATH
+EOF
+}
+
+# Stops every process `up` or `start` recorded: TERM to its process group,
+# then KILL after a bounded wait.
+cmd_down() {
+  if [[ -d $PIDS ]]; then
+    local pids=()
+    for f in "$PIDS"/*.pid; do
+      [[ -f $f ]] || continue
+      pids+=("$(cat "$f")")
+    done
+    # reverse start order: agent/controllers first, etcd last
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM -- "-${pids[i]}" 2>/dev/null || true; done
+    local deadline=$((SECONDS + 15))
+    for p in "${pids[@]}"; do
+      while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+      kill -KILL -- "-$p" 2>/dev/null || true
+    done
+  fi
+  if [[ ${KMT_E2E_KEEP:-0} == 1 ]]; then
+    rm -rf "$PIDS"
+    kmt_log "cluster: stopped; kept $RUN (KMT_E2E_KEEP=1)"
+  else
+    rm -rf "$RUN"
+    kmt_log "cluster: stopped; removed $RUN"
+  fi
+}
+
+cmd_env() {
+  [[ -f $RUN/env ]] || { kmt_log "cluster: no cluster in $RUN"; return 1; }
+  cat "$RUN/env"
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  env) cmd_env ;;
+  kubeconfig)
+    [[ $# -ge 2 ]] || { echo "usage: $0 kubeconfig NAME [GROUP...]" >&2; exit 2; }
+    name=$2; shift 2
+    client_kubeconfig "$name" "$name" "$@"
+    echo "$RUN/$name.kubeconfig" ;;
+  serving-cert)
+    [[ $# -eq 2 ]] || { echo "usage: $0 serving-cert NAME" >&2; exit 2; }
+    serving_cert "$2"
+    echo "$PKI/$2.crt $PKI/$2.key" ;;
+  start)
+    [[ $# -ge 4 && $3 == -- ]] || { echo "usage: $0 start NAME -- CMD ARGS..." >&2; exit 2; }
+    name=$2; shift 3
+    start "$name" "$@"
+    echo "$PIDS/$name.pid" ;;
+  *)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+    exit 2 ;;
+esac

@@ -1,0 +1,36 @@
+# Shared definitions of the e2e scripts (sourced, not run).
+# Paths of the binary caches (keyed by version and by the inputs of each build),
+# the run directory, the ports.
+# shellcheck shell=bash
+
+KMT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../hack/versions.env
+source "$KMT_ROOT/hack/versions.env"
+
+KMT_CACHE=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
+KMT_E2E_DIR=${KMT_E2E_DIR:-/tmp/kmt-e2e}
+
+# hash of files, for cache keys
+kmt_hash() { cat "$@" | sha256sum | cut -c1-12; }
+
+# Kubernetes + etcd binaries: keyed by the versions and the tool module's go.mod/go.sum.
+KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash "$KMT_ROOT/e2e/tools/k8s/go.mod" "$KMT_ROOT/e2e/tools/k8s/go.sum")"
+# virt-controller: keyed by the KubeVirt version and e2e/go.mod, go.sum and the stand-ins.
+KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" -type f | sort))"
+# the project's own small Go tools (crdgen, fake-node-agent): keyed by their sources too.
+KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
+
+KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
+KMT_KV_BINARIES=(virt-controller)
+KMT_TOOLS_BINARIES=(crdgen fake-node-agent)
+
+# Ports on 127.0.0.1: KMT_E2E_PORT_BASE (default 26000) plus a fixed offset each.
+KMT_E2E_PORT_BASE=${KMT_E2E_PORT_BASE:-26000}
+KMT_PORT_ETCD=$((KMT_E2E_PORT_BASE + 379))
+KMT_PORT_ETCD_PEER=$((KMT_E2E_PORT_BASE + 380))
+KMT_PORT_APISERVER=$((KMT_E2E_PORT_BASE + 443))
+KMT_PORT_SCHEDULER=$((KMT_E2E_PORT_BASE + 259))
+KMT_PORT_CONTROLLER_MANAGER=$((KMT_E2E_PORT_BASE + 257))
+KMT_PORT_VIRT_CONTROLLER=$((KMT_E2E_PORT_BASE + 182))
+
+kmt_log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
