@@ -36,19 +36,30 @@ ExecResult Failed(const kube::KubeError& e, bool not_found_is_replan) {
 Executor::Executor(kube::KubeClient& client, EventRecorder& events, Logger& log)
     : client_(client), events_(events), log_(log) {}
 
-nlohmann::json Executor::StatusPatch(const api::MigrationInfo& vmim, const Plan& plan) {
+nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& plan) {
   nlohmann::json ops = nlohmann::json::array();
-  ops.push_back({{"op", "test"}, {"path", "/metadata/resourceVersion"},
-                 {"value", vmim.resource_version}});
-  if (vmim.phase.empty() && vmim.conditions.empty()) {
-    // KubeVirt has not written a status yet: create it (the resourceVersion
-    // test guarantees it is still absent).
-    ops.push_back({{"op", "add"}, {"path", "/status"},
-                   {"value", {{"conditions", ConditionsToJson(plan.conditions)}}}});
+  const nlohmann::json* status = nullptr;
+  if (auto it = current.find("status"); it != current.end() && it->is_object()) status = &*it;
+  const nlohmann::json* conditions = nullptr;
+  if (status != nullptr) {
+    if (auto it = status->find("conditions"); it != status->end() && it->is_array()) {
+      conditions = &*it;
+    }
+  }
+  if (conditions != nullptr) {
+    ops.push_back({{"op", "test"}, {"path", "/status/conditions"}, {"value", *conditions}});
   } else {
-    // `add` on an existing member replaces it (RFC 6902 4.1).
+    ops.push_back({{"op", "test"},
+                   {"path", "/metadata/resourceVersion"},
+                   {"value", current["metadata"].value("resourceVersion", "")}});
+  }
+  if (status != nullptr) {
+    // `add` on an existing member replaces it (RFC 6902 section 4.1).
     ops.push_back({{"op", "add"}, {"path", "/status/conditions"},
                    {"value", ConditionsToJson(plan.conditions)}});
+  } else {
+    ops.push_back({{"op", "add"}, {"path", "/status"},
+                   {"value", {{"conditions", ConditionsToJson(plan.conditions)}}}});
   }
   return ops;
 }
@@ -91,8 +102,19 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
 
   if (plan.conditions_changed) {
     try {
+      nlohmann::json current = client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns,
+                                           vmim.name);
+      const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
+      if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
+        ExecResult r;
+        r.outcome = ExecOutcome::kReplan;
+        r.error = fresh.uid != vmim.uid ? "the VMIM was replaced since it was read"
+                                        : "the VMIM's conditions changed since they were read";
+        r.released_pods = result.released_pods;
+        return r;
+      }
       client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
-                    kube::PatchType::kJsonPatch, StatusPatch(vmim, plan), "status");
+                    kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
       log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
     } catch (const kube::KubeError& e) {
       ExecResult r = Failed(e, /*not_found_is_replan=*/false);

@@ -10,11 +10,16 @@
 //   2. Pod deletions with a uid precondition (a replacement pod of the same
 //      name is never deleted by mistake). 404 is success; a precondition
 //      conflict means re-plan.
-//   3. Status, only when the conditions changed: a JSON Patch on the VMIM's
-//      /status subresource, `test` on metadata.resourceVersion (the version
-//      the plan was computed from) then `add` of the whole conditions list
-//      (the list is atomic in KubeVirt's CRD). Conflict → re-plan; 404 → the
-//      VMIM is gone: done.
+//   3. Status, only when the conditions changed: the VMIM is read fresh; if its
+//      conditions differ from those the plan was computed from, re-plan.
+//      Otherwise a JSON Patch on the /status subresource: `test` that
+//      status.conditions is still exactly what was read, then `add` of the
+//      whole list (it is atomic in KubeVirt's CRD). KubeVirt rewrites the
+//      VMIM's status often (phase, migrationState) while a migration starts;
+//      guarding only the conditions keeps those writes from conflicting with
+//      ours. Without a conditions list yet, metadata.resourceVersion of the
+//      fresh read is tested instead (JSON Patch cannot test for absence).
+//      Conflict → re-plan; 404 → the VMIM is gone: done.
 //   4. Events, only after the writes they describe succeeded.
 // Never writes the VM or VMI, never the VMIM's spec, metadata (descheduler
 // annotations) or status.evacuationNodeName: only status.conditions.
@@ -50,8 +55,9 @@ class Executor {
 
   ExecResult Apply(const api::MigrationInfo& vmim, const Plan& plan);
 
-  // The status patch for `plan` on `vmim` (public for tests).
-  static nlohmann::json StatusPatch(const api::MigrationInfo& vmim, const Plan& plan);
+  // The status patch writing `plan`'s conditions onto `current`, the VMIM as
+  // just read (public for tests).
+  static nlohmann::json StatusPatch(const nlohmann::json& current, const Plan& plan);
 
  private:
   kube::KubeClient& client_;

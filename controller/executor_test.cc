@@ -182,7 +182,7 @@ TEST_CASE("A pod that changed after planning is not patched: re-plan") {
         json::array({{{"name", "other.example.com/gate"}}}));
 }
 
-TEST_CASE("A VMIM status that changed after planning is not overwritten: re-plan") {
+TEST_CASE("KubeVirt's own status writes meanwhile do not conflict with ours") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});
   w.SeedPod({});
@@ -193,21 +193,66 @@ TEST_CASE("A VMIM status that changed after planning is not overwritten: re-plan
   vmim["status"]["phase"] = "PreparingTarget";
   w.client.Update(kVirtualMachineInstanceMigrations, kNs, vmim, "status");
 
+  REQUIRE(w.executor.Apply(o.vmim, plan).outcome == ExecOutcome::kDone);
+  json after = w.GetVmim();
+  CHECK(after["status"]["phase"] == "PreparingTarget");
+  CHECK(after["status"]["conditions"][0]["status"] == "True");
+  REQUIRE(w.Events().size() == 1);
+  CHECK(w.Events()[0]["reason"] == "TermApplied");
+}
+
+TEST_CASE("Conditions someone else changed after planning are not overwritten: re-plan") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3"), nullptr, "Scheduling",
+              json::array({{{"type", "kubevirtOwn"}, {"status", "False"},
+                            {"lastProbeTime", nullptr}, {"lastTransitionTime", nullptr}}})});
+  w.SeedPod({});
+  Observed o = w.Observe();
+  Plan plan = Reconcile(o, w.clock.WallNow());
+  json vmim = w.GetVmim();
+  vmim["status"]["conditions"][0]["status"] = "True";
+  w.client.Update(kVirtualMachineInstanceMigrations, kNs, vmim, "status");
+
   ExecResult r = w.executor.Apply(o.vmim, plan);
   CHECK(r.outcome == ExecOutcome::kReplan);
   CHECK(r.released_pods.size() == 1);  // the pod patch went through before
   json after = w.GetVmim();
-  CHECK(after["status"]["phase"] == "PreparingTarget");
-  CHECK_FALSE(after["status"].contains("conditions"));
+  CHECK(after["status"]["conditions"] == vmim["status"]["conditions"]);
   CHECK(w.Events().empty());
 
   REQUIRE(w.ReconcileOnce().outcome == ExecOutcome::kDone);
   after = w.GetVmim();
-  CHECK(after["status"]["phase"] == "PreparingTarget");
-  CHECK(after["status"]["conditions"][0]["status"] == "True");
+  REQUIRE(after["status"]["conditions"].size() == 2);
+  CHECK(after["status"]["conditions"][0] == vmim["status"]["conditions"][0]);
+  CHECK(after["status"]["conditions"][1]["type"] == "addedNodeSelectorTermApplied");
   REQUIRE(w.Events().size() == 1);
   CHECK(w.Events()[0]["message"] ==
         "Target pod vms/virt-launcher-vm-1-target carries the added term metadata.name In [node-3]");
+}
+
+TEST_CASE("A conditions write racing between the read and the patch fails its test op") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3"), nullptr, "Scheduling",
+              json::array({{{"type", "kubevirtOwn"}, {"status", "False"},
+                            {"lastProbeTime", nullptr}, {"lastTransitionTime", nullptr}}})});
+  w.SeedPod({});
+  Observed o = w.Observe();
+  Plan plan = Reconcile(o, w.clock.WallNow());
+  // Stage the race: right before our status PATCH, someone rewrites the list.
+  bool raced = false;
+  w.client.SetCallHook([&](const kube::FakeCall& c) {
+    if (raced || c.verb != kube::Verb::kPatch || c.subresource != "status") return;
+    raced = true;
+    json v = w.GetVmim();
+    v["status"]["conditions"][0]["status"] = "True";
+    w.client.Update(kVirtualMachineInstanceMigrations, kNs, v, "status");
+  });
+  ExecResult r = w.executor.Apply(o.vmim, plan);
+  CHECK(raced);
+  CHECK(r.outcome == ExecOutcome::kReplan);
+  json after = w.GetVmim();
+  REQUIRE(after["status"]["conditions"].size() == 1);
+  CHECK(after["status"]["conditions"][0]["status"] == "True");
 }
 
 TEST_CASE("An escaped pod is deleted by uid; a replacement of the same name is not") {
@@ -292,18 +337,26 @@ TEST_CASE("A failed Event is logged and does not fail the reconcile") {
   CHECK(logged);
 }
 
-TEST_CASE("The status patch tests the resourceVersion and replaces the list") {
-  api::MigrationInfo vmim;
-  vmim.resource_version = "42";
-  vmim.phase = "Scheduling";
+TEST_CASE("The status patch tests what it replaces") {
   Plan plan;
   plan.conditions = {{"a", "True", "R", "m", "", ""}};
-  CHECK(Executor::StatusPatch(vmim, plan) ==
-        json::parse(R"([{"op": "test", "path": "/metadata/resourceVersion", "value": "42"},
-          {"op": "add", "path": "/status/conditions", "value": [{"type": "a", "status": "True",
-           "reason": "R", "message": "m", "lastProbeTime": null, "lastTransitionTime": null}]}])"));
-  vmim.phase.clear();
-  CHECK(Executor::StatusPatch(vmim, plan)[1]["path"] == "/status");
+  const json written = json::parse(R"([{"type": "a", "status": "True", "reason": "R",
+      "message": "m", "lastProbeTime": null, "lastTransitionTime": null}])");
+  json with_list = {{"metadata", {{"resourceVersion", "42"}}},
+                    {"status", {{"phase", "Scheduling"},
+                                {"conditions", json::array({{{"type", "x"}, {"status", "True"}}})}}}};
+  CHECK(Executor::StatusPatch(with_list, plan) ==
+        json::array({{{"op", "test"}, {"path", "/status/conditions"},
+                      {"value", with_list["status"]["conditions"]}},
+                     {{"op", "add"}, {"path", "/status/conditions"}, {"value", written}}}));
+  json without_list = {{"metadata", {{"resourceVersion", "42"}}},
+                       {"status", {{"phase", "Scheduling"}}}};
+  CHECK(Executor::StatusPatch(without_list, plan) ==
+        json::array({{{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", "42"}},
+                     {{"op", "add"}, {"path", "/status/conditions"}, {"value", written}}}));
+  json without_status = {{"metadata", {{"resourceVersion", "42"}}}};
+  CHECK(Executor::StatusPatch(without_status, plan)[1] ==
+        json{{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", written}}}});
 }
 
 }  // namespace
