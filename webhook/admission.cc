@@ -215,11 +215,11 @@ DecodeResult DecodeAdmissionReview(std::string_view body) {
   std::string api_version = r.String(review, "apiVersion", "AdmissionReview");
   std::string kind = r.String(review, "kind", "AdmissionReview");
   if (r.ok() && api_version != kAdmissionApiVersion) {
-    r.Fail(fmt::format("unsupported AdmissionReview apiVersion \"{}\", want \"{}\"", api_version,
+    r.Fail(fmt::format(R"(unsupported AdmissionReview apiVersion "{}", want "{}")", api_version,
                        kAdmissionApiVersion));
   }
   if (r.ok() && kind != kAdmissionReviewKind) {
-    r.Fail(fmt::format("AdmissionReview kind is \"{}\", want \"{}\"", kind, kAdmissionReviewKind));
+    r.Fail(fmt::format(R"(AdmissionReview kind is "{}", want "{}")", kind, kAdmissionReviewKind));
   }
   if (r.ok() && (review.find("request") == review.end() || request.empty())) {
     r.Fail("AdmissionReview has no request");

@@ -145,7 +145,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
         Log(fmt::format("level=info msg=\"Rejected admission request\" path={} status={}", path,
                         answer.http_status));
       }
-      res.set_content(std::move(answer.body), "application/json");
+      res.set_content(answer.body, "application/json");
     });
   }
 }

@@ -98,6 +98,7 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
       message += fmt::format(" (authorization error: {})", decision.evaluation_error);
     }
     std::vector<api::Cause> causes;
+    causes.reserve(fields.size());
     for (const auto& f : fields) {
       causes.push_back(api::ForbiddenCause(
           f, fmt::format("requires {} in namespace \"{}\"", Permission(), req.ns)));
@@ -130,8 +131,8 @@ AdmissionResponse ValidateUpdate(const AdmissionRequest& req) {
 
 std::string PermissionMessage(const std::string& username, const std::string& fields,
                               const std::string& ns) {
-  return fmt::format("user \"{}\" may not set {}: requires {} in namespace \"{}\"", username,
-                     fields, Permission(), ns);
+  return fmt::format(R"(user "{}" may not set {}: requires {} in namespace "{}")", username, fields,
+                     Permission(), ns);
 }
 
 AdmissionResponse ValidateVmim(const AdmissionRequest& request, const VmimValidatorDeps& deps) {

@@ -46,7 +46,7 @@ X509* NewCert(long serial, const char* cn, EVP_PKEY* key, X509* issuer, EVP_PKEY
   X509_set_version(cert, 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert), serial);
   X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24L * 3600);
   X509_set_pubkey(cert, key);
   X509_NAME* name = X509_get_subject_name(cert);
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn),
