@@ -24,6 +24,8 @@ PACKAGES=(
   libbenchmark-dev
   clang-format
   clang-tidy
+  clang-14                 # webhook/fuzz/run.sh: libFuzzer target (also pulled in by clang-tidy)
+  libclang-rt-14-dev       # libFuzzer, ASan and UBSan runtimes for clang-14
   openssl                  # certificates for the e2e control plane
   curl
   procps
