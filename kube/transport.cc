@@ -8,7 +8,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <csignal>
 #include <charconv>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -82,6 +84,11 @@ Transport::Transport(ClientConfig config, TransportOptions options)
       options_(std::move(options)),
       credentials_(config_),
       limiter_(options_.qps, options_.burst) {
+  // OpenSSL writes to the socket without MSG_NOSIGNAL: a write on a connection
+  // the server already closed would kill the process with SIGPIPE instead of
+  // failing the request. Process-wide, once.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   std::string rest;
   if (config_.server.rfind("https://", 0) == 0) {
     rest = config_.server.substr(8);
@@ -204,7 +211,7 @@ void Transport::Decorate(httplib::Request& req, const Credential& cred) const {
   req.headers.emplace("Host", default_port ? host : fmt::format("{}:{}", host, port_));
 }
 
-std::unique_ptr<httplib::ClientImpl> Transport::Acquire(const Credential& cred) {
+std::unique_ptr<httplib::ClientImpl> Transport::Acquire(const Credential& cred, bool* reused) {
   std::unique_lock<std::mutex> lock(mu_);
   if (idle_cert_ != cred.client_cert_pem) {
     idle_.clear();  // the client certificate rotated: old connections carry the old one
@@ -212,6 +219,7 @@ std::unique_ptr<httplib::ClientImpl> Transport::Acquire(const Credential& cred) 
   }
   cv_.wait(lock, [&] { return !idle_.empty() || in_use_ < options_.max_connections; });
   ++in_use_;
+  *reused = !idle_.empty();
   if (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
@@ -238,10 +246,12 @@ void Transport::Release(std::unique_ptr<httplib::ClientImpl> c, const Credential
 HttpResponse Transport::Do(const std::string& method, const std::string& path_and_query,
                            const std::string& body, const std::string& content_type,
                            const std::string& what) {
+  bool retried_stale = false;
   for (int attempt = 0;; ++attempt) {
-    limiter_.Wait();
+    if (!retried_stale || attempt == 0) limiter_.Wait();
     const Credential cred = credentials_.Get();
-    std::unique_ptr<httplib::ClientImpl> conn = Acquire(cred);
+    bool reused = false;
+    std::unique_ptr<httplib::ClientImpl> conn = Acquire(cred, &reused);
 
     httplib::Request req;
     req.method = method;
@@ -286,6 +296,16 @@ HttpResponse Transport::Do(const std::string& method, const std::string& path_an
     }
     if (!ok) {
       Release(nullptr, cred);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle_.clear();  // the server likely went away: its other connections are stale too
+      }
+      const bool safe = err == httplib::Error::Write ||
+                        (err == httplib::Error::Read && method != "POST");
+      if (reused && safe && !retried_stale) {
+        retried_stale = true;
+        continue;
+      }
       const ErrorKind kind = err == httplib::Error::ConnectionTimeout ? ErrorKind::kTimeout
                                                                        : ErrorKind::kTransport;
       throw KubeError(kind, fmt::format("{}: {}", what,

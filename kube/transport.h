@@ -12,6 +12,13 @@
 // Connections: httplib clients are not thread-safe, so requests take a
 // keep-alive connection from a small pool (max_connections) and give it back;
 // a connection that failed is dropped. Watches get their own connection.
+// A request that fails on a reused keep-alive connection (the server closed it,
+// e.g. because it restarted) is retried once on a fresh one when that is safe:
+// always if the request could not be written, and after a read failure only
+// for GET, PUT (compare-and-swap on resourceVersion), PATCH and DELETE, never
+// for POST. Any transport failure empties the idle pool.
+// Constructing a Transport sets SIGPIPE to SIG_IGN for the process (OpenSSL
+// writes without MSG_NOSIGNAL; a closed peer must fail a request, not kill us).
 #pragma once
 
 #include <chrono>
@@ -80,7 +87,8 @@ class Transport {
   const TransportOptions& options() const { return options_; }
 
  private:
-  std::unique_ptr<httplib::ClientImpl> Acquire(const Credential& cred);
+  // reused: whether the connection came from the idle pool.
+  std::unique_ptr<httplib::ClientImpl> Acquire(const Credential& cred, bool* reused);
   void Release(std::unique_ptr<httplib::ClientImpl> c, const Credential& cred);
   std::unique_ptr<httplib::ClientImpl> Connect(const Credential& cred,
                                                std::chrono::milliseconds read_timeout);
