@@ -55,7 +55,7 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   plain["metadata"]["name"] = "plain";
   client.Create(kube::kVirtualMachineInstanceMigrations, kNs, plain);
   json pod = Stripped(Pod({.job_uid = uid}));
-  client.Create(kube::kPods, kNs, pod);
+  const std::string pod_uid = client.Create(kube::kPods, kNs, pod)["metadata"]["uid"];
   client.Create(kube::kNodes, "", Node({"node-1"}));
   client.Create(kube::kNodes, "", Node({"node-3"}));
 
@@ -70,6 +70,7 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   REQUIRE(view.sizes().bound_pods == 0);
 
   // The VMIM's add and its pod's add collapse into one key.
+  REQUIRE(Eventually([&] { return view.TargetPodSeenAt(pod_uid).has_value(); }));
   REQUIRE(Eventually([&] { return controller.queue().Len() == 1; }));
   clock.Advance(std::chrono::milliseconds(40));
   REQUIRE(controller.ProcessNext() == ReconcileResult::kSuccess);
