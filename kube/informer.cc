@@ -34,9 +34,16 @@ InformerCore::~InformerCore() { Stop(); }
 void InformerCore::AddHandlers(Handlers handlers) { handlers_.push_back(std::move(handlers)); }
 
 void InformerCore::AddIndex(const std::string& name, IndexFunc func) {
-  index_funcs_[name] = std::move(func);
   std::lock_guard<std::mutex> lock(mu_);
-  indexes_[name];
+  index_funcs_.emplace_back(name, std::move(func));
+  indexes_.emplace_back();
+}
+
+int InformerCore::IndexNumber(const std::string& name) const {
+  for (size_t i = 0; i < index_funcs_.size(); ++i) {
+    if (index_funcs_[i].first == name) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 void InformerCore::Start() {
@@ -78,7 +85,8 @@ bool InformerCore::Project(const Json& object, std::string& key, Entry& entry) {
   try {
     entry.obj = projection_(object);
     if (!entry.obj) return false;
-    for (const auto& [name, func] : index_funcs_) entry.index_values[name] = func(object);
+    entry.index_values.reserve(index_funcs_.size());
+    for (const auto& [name, func] : index_funcs_) entry.index_values.push_back(func(object));
   } catch (const std::exception& e) {
     if (options_.on_error) {
       options_.on_error(KubeError(ErrorKind::kInternal,
@@ -91,17 +99,18 @@ bool InformerCore::Project(const Json& object, std::string& key, Entry& entry) {
 }
 
 void InformerCore::IndexLocked(const std::string& key, const Entry& e, bool add) {
-  for (const auto& [name, values] : e.index_values) {
-    auto& index = indexes_[name];
-    for (const std::string& v : values) {
+  for (size_t i = 0; i < e.index_values.size(); ++i) {
+    auto& index = indexes_[i];
+    for (const std::string& v : e.index_values[i]) {
       if (add) {
-        index[v].insert(key);
-      } else {
-        auto it = index.find(v);
-        if (it == index.end()) continue;
-        it->second.erase(key);
-        if (it->second.empty()) index.erase(it);
+        index[v].push_back(key);
+        continue;
       }
+      auto it = index.find(v);
+      if (it == index.end()) continue;
+      auto& keys = it->second;
+      keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end());
+      if (keys.empty()) index.erase(it);
     }
   }
 }
@@ -252,22 +261,21 @@ std::vector<InformerCore::Erased> InformerCore::List() const {
 std::vector<std::string> InformerCore::KeysByIndex(const std::string& index,
                                                    const std::string& value) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto idx = indexes_.find(index);
-  if (idx == indexes_.end()) return {};
-  auto it = idx->second.find(value);
-  if (it == idx->second.end()) return {};
-  return std::vector<std::string>(it->second.begin(), it->second.end());
+  const int i = IndexNumber(index);
+  if (i < 0) return {};
+  auto it = indexes_[i].find(value);
+  if (it == indexes_[i].end()) return {};
+  std::vector<std::string> keys = it->second;
+  std::sort(keys.begin(), keys.end());
+  return keys;
 }
 
 std::vector<InformerCore::Erased> InformerCore::ByIndex(const std::string& index,
                                                         const std::string& value) const {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<Erased> out;
-  auto idx = indexes_.find(index);
-  if (idx == indexes_.end()) return out;
-  auto it = idx->second.find(value);
-  if (it == idx->second.end()) return out;
-  for (const std::string& key : it->second) out.push_back(items_.at(key).obj);
+  for (const std::string& key : KeysByIndex(index, value)) {
+    if (Erased obj = Get(key)) out.push_back(std::move(obj));
+  }
   return out;
 }
 

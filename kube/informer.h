@@ -94,7 +94,8 @@ class InformerCore {
  private:
   struct Entry {
     Erased obj;
-    std::map<std::string, std::vector<std::string>> index_values;
+    // Values per index, in index_funcs_ order (kept to unindex on change).
+    std::vector<std::vector<std::string>> index_values;
   };
   struct Delivery {
     enum { kAdd, kUpdate, kDelete } kind;
@@ -117,13 +118,15 @@ class InformerCore {
   Projection projection_;
   std::unique_ptr<Watcher> watcher_;
   std::vector<Handlers> handlers_;
-  std::map<std::string, IndexFunc> index_funcs_;
+  std::vector<std::pair<std::string, IndexFunc>> index_funcs_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable synced_cv_;
   std::unordered_map<std::string, Entry> items_;
-  // index name -> value -> keys
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indexes_;
+  // Per index (index_funcs_ order): value -> keys. Vectors, not sets: a value
+  // maps to a handful of keys, and per-node overhead is what a cache pays for.
+  std::vector<std::unordered_map<std::string, std::vector<std::string>>> indexes_;
+  int IndexNumber(const std::string& name) const;
   bool synced_ = false;
   // Objects of a list in progress (between kInit and kInitDone).
   std::map<std::string, Entry> relist_;  // ordered: adds are delivered in key order

@@ -27,10 +27,15 @@ std::string Read(const std::string& path) {
 // An HTTPS server on 127.0.0.1 with a random port, optionally requiring a
 // client certificate signed by the test CA.
 struct TestServer {
-  explicit TestServer(bool require_client_cert = false)
+  explicit TestServer(bool require_client_cert = false, int fixed_port = 0)
       : srv("kube/testdata/server.crt", "kube/testdata/server.key",
             require_client_cert ? "kube/testdata/ca.crt" : nullptr) {
-    port = srv.bind_to_any_port("127.0.0.1");
+    if (fixed_port != 0) {
+      REQUIRE(srv.bind_to_port("127.0.0.1", fixed_port));
+      port = fixed_port;
+    } else {
+      port = srv.bind_to_any_port("127.0.0.1");
+    }
     thread = std::thread([this] { srv.listen_after_bind(); });
     while (!srv.is_running()) std::this_thread::yield();
   }
@@ -284,6 +289,28 @@ TEST_CASE("Client certificates authenticate") {
   KubeError e = Catch([&] { RestClient(bad_key).Get(kNodes, "", "n"); });
   CHECK(e.kind() == ErrorKind::kConfig);
   CHECK(std::string(e.what()).rfind("test: client certificate/key: ", 0) == 0);
+}
+
+TEST_CASE("A restarted server's stale keep-alive connections are not used") {
+  auto s = std::make_unique<TestServer>();
+  const int port = s->port;
+  auto serve = [](TestServer& t) {
+    t.srv.Post("/api/v1/namespaces/ns/pods", [](const auto&, httplib::Response& res) {
+      res.set_content(kPodJson, "application/json");
+    });
+    t.srv.Get("/api/v1/namespaces/ns/pods/a", [](const auto&, httplib::Response& res) {
+      res.set_content(kPodJson, "application/json");
+    });
+  };
+  serve(*s);
+  RestClient c(s->Config());
+  c.Get(kPods, "ns", "a");  // leaves a pooled keep-alive connection
+  s.reset();                // the server goes away, closing it
+  TestServer again(false, port);
+  serve(again);
+  // A POST is never retried blindly; it must not be sent on the dead connection.
+  CHECK(c.Create(kPods, "ns", Json::parse(kPodJson))["kind"] == "Pod");
+  CHECK(c.Get(kPods, "ns", "a")["kind"] == "Pod");
 }
 
 TEST_CASE("An unreachable server is named") {

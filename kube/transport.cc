@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -75,6 +76,21 @@ std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
   if (ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
   return std::chrono::seconds(secs);
+}
+
+// Reaches ClientImpl's protected socket through a pointer to member (legal for
+// any ClientImpl object), so an idle connection can be probed before reuse.
+struct SocketAccess : httplib::ClientImpl {
+  static constexpr auto kSocket = &SocketAccess::socket_;
+};
+
+// An idle keep-alive connection has nothing to read; readable means the
+// server closed it (FIN, RST, TLS close_notify), e.g. because it restarted.
+bool PeerClosed(const httplib::ClientImpl& c) {
+  const auto& socket = c.*SocketAccess::kSocket;
+  if (!socket.is_open()) return false;  // will simply reconnect
+  pollfd p{socket.sock, POLLIN | POLLRDHUP, 0};
+  return poll(&p, 1, 0) != 0;
 }
 
 }  // namespace
@@ -219,12 +235,14 @@ std::unique_ptr<httplib::ClientImpl> Transport::Acquire(const Credential& cred, 
   }
   cv_.wait(lock, [&] { return !idle_.empty() || in_use_ < options_.max_connections; });
   ++in_use_;
-  *reused = !idle_.empty();
-  if (!idle_.empty()) {
+  while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
+    if (PeerClosed(*c)) continue;
+    *reused = true;
     return c;
   }
+  *reused = false;
   lock.unlock();
   try {
     return Connect(cred, options_.read_timeout);
