@@ -296,10 +296,12 @@ agent_ready() {
 
 # ---------------------------------------------------------------- commands
 cmd_up() {
-  if [[ -d $PIDS ]] && ls "$PIDS"/*.pid >/dev/null 2>&1; then
-    kmt_log "cluster: $RUN holds a running cluster; run 'e2e/cluster.sh down' first"
-    return 1
-  fi
+  for f in "$PIDS"/*.pid; do
+    if [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null; then
+      kmt_log "cluster: $RUN holds a running cluster ($(basename "$f" .pid) is alive); run 'e2e/cluster.sh down' first"
+      return 1
+    fi
+  done
   load_bins
   local t0=$SECONDS
   rm -rf "$RUN"

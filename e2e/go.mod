@@ -3,7 +3,13 @@ module kmt.local/e2e
 go 1.26.0
 
 require (
+	k8s.io/api v0.34.3
 	k8s.io/apiextensions-apiserver v0.34.3
+	k8s.io/apimachinery v0.34.3
+	k8s.io/client-go v12.0.0+incompatible
+	k8s.io/klog/v2 v2.140.0
+	kubevirt.io/api v1.9.0
+	kubevirt.io/client-go v1.9.0
 	kubevirt.io/kubevirt v1.9.0
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -91,16 +97,10 @@ require (
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.34.3 // indirect
-	k8s.io/apimachinery v0.34.3 // indirect
-	k8s.io/client-go v12.0.0+incompatible // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-aggregator v0.28.2 // indirect
 	k8s.io/kube-openapi v0.31.0 // indirect
 	k8s.io/kubectl v0.0.0-00010101000000-000000000000 // indirect
 	k8s.io/utils v0.0.0-20260319190234-28399d86e0b5 // indirect
-	kubevirt.io/api v1.9.0 // indirect
-	kubevirt.io/client-go v1.9.0 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
 	kubevirt.io/virt-template-api v0.2.0 // indirect

@@ -496,9 +496,9 @@ func (a *agent) migrationStep(ctx context.Context, vmi *virtv1.VirtualMachineIns
 	return true, nil
 }
 
-// finishLauncherPods completes the launcher pods a finished migration left
+// finishLauncherPods completes the launcher pod a finished migration left
 // behind: after success the source launcher exits; after a failure the target
-// launcher does.
+// launcher does. The pods are named by migrationState.sourcePod/targetPod.
 func (a *agent) finishLauncherPods(ctx context.Context, vmi *virtv1.VirtualMachineInstance) error {
 	objs, err := a.podIndexByVMI(string(vmi.UID))
 	if err != nil {
@@ -509,8 +509,10 @@ func (a *agent) finishLauncherPods(ctx context.Context, vmi *virtv1.VirtualMachi
 		if pod.Status.Phase != k8sv1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
 		}
-		done := (!ms.Failed && pod.Spec.NodeName != vmi.Status.NodeName) ||
-			(ms.Failed && pod.Name == ms.TargetPod)
+		// By name only: a later migration's target pod may sit on the old
+		// source node and must keep running.
+		done := (!ms.Failed && ms.SourcePod != "" && pod.Name == ms.SourcePod) ||
+			(ms.Failed && ms.TargetPod != "" && pod.Name == ms.TargetPod)
 		if !done {
 			continue
 		}
