@@ -41,14 +41,14 @@ bool ParseInt64(std::string_view s, int64_t& out) {
 // A label requirement with its key and values resolved to interned pointers once. A text
 // nobody interned is on no node, so it resolves to nullptr and matches no label.
 struct CompiledExpr {
-  const std::string* key = nullptr;
+  InternId key = kNoIntern;
   Op op = Op::kInvalid;
-  std::vector<const std::string*> values;
+  std::vector<InternId> values;
   int64_t number = 0;  // Gt / Lt
   bool valid = true;
 
-  explicit CompiledExpr(const NodeSelectorRequirement& r) : key(FindInterned(r.key)), op(ParseOp(r.op)) {
-    for (const auto& v : r.values) values.push_back(FindInterned(v));
+  explicit CompiledExpr(const NodeSelectorRequirement& r) : key(FindInternId(r.key)), op(ParseOp(r.op)) {
+    for (const auto& v : r.values) values.push_back(FindInternId(v));
     switch (op) {
       case Op::kIn: break;
       case Op::kNotIn: valid = !r.values.empty(); break;
@@ -62,16 +62,16 @@ struct CompiledExpr {
 
   bool Matches(const Labels& labels) const {
     if (!valid) return false;
-    const std::string* v = labels.FindInterned(key);
+    const InternId v = labels.FindId(key);
     switch (op) {
-      case Op::kIn: return v != nullptr && std::find(values.begin(), values.end(), v) != values.end();
-      case Op::kNotIn: return v == nullptr || std::find(values.begin(), values.end(), v) == values.end();
-      case Op::kExists: return v != nullptr;
-      case Op::kDoesNotExist: return v == nullptr;
+      case Op::kIn: return v != kNoIntern && std::find(values.begin(), values.end(), v) != values.end();
+      case Op::kNotIn: return v == kNoIntern || std::find(values.begin(), values.end(), v) == values.end();
+      case Op::kExists: return v != kNoIntern;
+      case Op::kDoesNotExist: return v == kNoIntern;
       case Op::kGt:
       case Op::kLt: {
         int64_t have = 0;
-        if (v == nullptr || !ParseInt64(*v, have)) return false;
+        if (v == kNoIntern || !ParseInt64(InternText(v), have)) return false;
         return op == Op::kGt ? have > number : have < number;
       }
       default: return false;
@@ -133,19 +133,19 @@ struct CompiledToleration {
 
 struct AntiAffinity {
   const PodAffinityTerm* term;
-  const std::string* topology_key;
-  std::vector<const std::string*> domains;  // topology values holding a matching pod
+  InternId topology_key;
+  std::vector<InternId> domains;  // topology values holding a matching pod
   bool is_vm;                               // selects the VM's own pods (created-by)
 };
 
 // A metav1.LabelSelector resolved to interned pointers once (bound pods are many).
 struct CompiledSelector {
-  std::vector<std::pair<const std::string*, const std::string*>> match_labels;
+  std::vector<std::pair<InternId, InternId>> match_labels;
   std::vector<CompiledExpr> exprs;  // In / NotIn / Exists / DoesNotExist only
   bool valid = true;
 
   explicit CompiledSelector(const LabelSelector& sel) {
-    for (const auto& [k, v] : sel.match_labels) match_labels.emplace_back(FindInterned(k), FindInterned(v));
+    for (const auto& [k, v] : sel.match_labels) match_labels.emplace_back(FindInternId(k), FindInternId(v));
     for (const auto& r : sel.match_expressions) {
       exprs.emplace_back(r);
       valid = valid && (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
@@ -154,7 +154,7 @@ struct CompiledSelector {
   bool Matches(const Labels& labels) const {
     if (!valid) return false;
     for (const auto& [k, v] : match_labels) {
-      if (v == nullptr || labels.FindInterned(k) != v) return false;
+      if (v == kNoIntern || labels.FindId(k) != v) return false;
     }
     for (const auto& e : exprs) {
       if (!e.Matches(labels)) return false;
@@ -174,7 +174,8 @@ struct Explainer::Impl {
   std::optional<CompiledTerm> added;
   std::string source_name;
   std::vector<CompiledToleration> tolerations;
-  std::vector<std::pair<const std::string*, const std::string*>> node_selector;
+  std::vector<std::pair<InternId, InternId>> node_selector;
+  std::vector<std::pair<std::string, std::string>> node_selector_text;  // same order
   std::optional<std::vector<CompiledTerm>> affinity;  // nullopt: no required affinity
   std::vector<AntiAffinity> anti;
   bool tolerates_unschedulable = false;
@@ -218,8 +219,8 @@ struct Explainer::Impl {
   bool AlreadyThere(const NodeInfo& n) const {
     if (!source_name.empty() && n.name == source_name) return true;
     for (const auto& a : anti) {
-      const std::string* v = n.labels.FindInterned(a.topology_key);
-      if (v != nullptr && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end()) return true;
+      const InternId v = n.labels.FindId(a.topology_key);
+      if (v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end()) return true;
     }
     return false;
   }
@@ -238,12 +239,13 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   impl->taint_unreachable = Intern(kTaintUnreachable);
   for (const auto& t : pod.tolerations) {
     CompiledToleration c;
-    c.any_key = t.key.empty();
-    c.key = FindInterned(t.key);
-    c.exists = t.op == "Exists";
-    c.valid_op = t.op.empty() || t.op == "Equal" || t.op == "Exists";
-    c.value = FindInterned(t.value);
-    if (!t.effect.empty()) c.effect = ParseTaintEffect(t.effect);
+    const std::string& op = t.Op();
+    c.any_key = t.Key().empty();
+    c.key = FindInterned(t.Key());
+    c.exists = op == "Exists";
+    c.valid_op = op.empty() || op == "Equal" || op == "Exists";
+    c.value = FindInterned(t.Value());
+    if (!t.Effect().empty()) c.effect = ParseTaintEffect(t.Effect());
     impl->tolerations.push_back(c);
   }
   impl->tolerates_unschedulable =
@@ -251,8 +253,9 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   impl->tolerates_not_ready = impl->Tolerated(impl->taint_not_ready, Intern(""), TaintEffect::kNoSchedule);
   impl->tolerates_unreachable =
       impl->Tolerated(impl->taint_unreachable, Intern(""), TaintEffect::kNoSchedule);
-  for (const auto& [k, v] : pod.node_selector) {
-    impl->node_selector.emplace_back(FindInterned(k), FindInterned(v));
+  impl->node_selector_text = pod.node_selector.Sorted();
+  for (const auto& [k, v] : impl->node_selector_text) {
+    impl->node_selector.emplace_back(FindInternId(k), FindInternId(v));
   }
   if (pod.required_affinity) {
     impl->affinity.emplace();
@@ -265,7 +268,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   for (size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].name, i);
 
   for (const auto& term : pod.anti_affinity) {
-    AntiAffinity a{&term, Intern(term.topology_key), {}, false};
+    AntiAffinity a{&term, InternIdOf(term.topology_key), {}, false};
     const CompiledSelector selector(term.selector);
     for (const auto& [k, v] : term.selector.match_labels) {
       a.is_vm = a.is_vm || (k == "kubevirt.io/created-by" && v == pod.created_by);
@@ -278,8 +281,8 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
       if (!ns_ok || !selector.Matches(b.labels)) continue;
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
-      const std::string* domain = nodes[it->second].labels.FindInterned(a.topology_key);
-      if (domain != nullptr && std::find(a.domains.begin(), a.domains.end(), domain) == a.domains.end()) {
+      const InternId domain = nodes[it->second].labels.FindId(a.topology_key);
+      if (domain != kNoIntern && std::find(a.domains.begin(), a.domains.end(), domain) == a.domains.end()) {
         a.domains.push_back(domain);
       }
     }
@@ -320,7 +323,7 @@ ReasonMask Explainer::Evaluate(size_t i) const {
     }
   }
   for (const auto& [k, v] : m.node_selector) {
-    if (n.labels.FindInterned(k) != v || v == nullptr) {
+    if (v == kNoIntern || n.labels.FindId(k) != v) {
       mask |= Bit(ReasonKind::kNodeSelectorMismatch);
       break;
     }
@@ -363,8 +366,8 @@ NodeExplanation Explainer::Explain(size_t i) const {
   }
   for (size_t k = 0; k < m.node_selector.size(); ++k) {
     const auto& [key, value] = m.node_selector[k];
-    if (value != nullptr && n.labels.FindInterned(key) == value) continue;
-    const auto& [ktext, vtext] = m.pod->node_selector[k];
+    if (value != kNoIntern && n.labels.FindId(key) == value) continue;
+    const auto& [ktext, vtext] = m.node_selector_text[k];
     add(ReasonKind::kNodeSelectorMismatch, "VM's own nodeSelector `" + ktext + "=" + vtext + "` not matched");
   }
   if (mask & Bit(ReasonKind::kOwnAffinityExcludes)) {
@@ -384,12 +387,12 @@ NodeExplanation Explainer::Explain(size_t i) const {
     bool vm = !m.source_name.empty() && n.name == m.source_name;
     std::string other_key;
     for (const auto& a : m.anti) {
-      const std::string* v = n.labels.FindInterned(a.topology_key);
-      if (v == nullptr || std::find(a.domains.begin(), a.domains.end(), v) == a.domains.end()) continue;
-      if (a.is_vm && *a.topology_key == kHostnameLabel) {
+      const InternId v = n.labels.FindId(a.topology_key);
+      if (v == kNoIntern || std::find(a.domains.begin(), a.domains.end(), v) == a.domains.end()) continue;
+      if (a.is_vm && InternText(a.topology_key) == kHostnameLabel) {
         vm = true;
       } else if (other_key.empty()) {
-        other_key = *a.topology_key;
+        other_key = InternText(a.topology_key);
       }
     }
     if (vm) add(ReasonKind::kAlreadyRunsThere, "the VM already runs there");

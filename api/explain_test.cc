@@ -205,29 +205,30 @@ TEST_CASE("Explainer: the VM's own required affinity prints the failing requirem
 
 TEST_CASE("Toleration semantics are Kubernetes'") {
   const json taint = {{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}};
-  auto [toleration, tolerated] = GENERATE(table<Toleration, bool>({
-      {{"dedicated", "Equal", "gpu", "NoSchedule"}, true},
-      {{"dedicated", "", "gpu", "NoSchedule"}, true},          // "" means Equal
-      {{"dedicated", "Equal", "gpu", ""}, true},               // empty effect: all effects
-      {{"dedicated", "Exists", "", "NoSchedule"}, true},
-      {{"", "Exists", "", ""}, true},                          // tolerates everything
-      {{"", "Exists", "", "NoExecute"}, false},                // ... of that effect only
-      {{"dedicated", "Equal", "cpu", "NoSchedule"}, false},
-      {{"dedicated", "Equal", "gpu", "NoExecute"}, false},
-      {{"other", "Exists", "", ""}, false},
-      {{"dedicated", "Sometimes", "gpu", ""}, false},
-  }));
-  CAPTURE(toleration.key, toleration.op, toleration.value, toleration.effect);
+  auto [key, op, value, effect, tolerated] =
+      GENERATE(table<std::string, std::string, std::string, std::string, bool>({
+          {"dedicated", "Equal", "gpu", "NoSchedule", true},
+          {"dedicated", "", "gpu", "NoSchedule", true},          // "" means Equal
+          {"dedicated", "Equal", "gpu", "", true},               // empty effect: all effects
+          {"dedicated", "Exists", "", "NoSchedule", true},
+          {"", "Exists", "", "", true},                          // tolerates everything
+          {"", "Exists", "", "NoExecute", false},                // ... of that effect only
+          {"dedicated", "Equal", "cpu", "NoSchedule", false},
+          {"dedicated", "Equal", "gpu", "NoExecute", false},
+          {"other", "Exists", "", "", false},
+          {"dedicated", "Sometimes", "gpu", "", false},
+      }));
+  CAPTURE(key, op, value, effect);
   TargetPod pod = Pod();
-  pod.tolerations = {toleration};
+  pod.tolerations = {Toleration::Make(key, op, value, effect)};
   const std::vector<Reason> got = Why(pod, Node("n", {{"spec", {{"taints", {taint}}}}}));
   CHECK(got.empty() == tolerated);
 }
 
 TEST_CASE("Tolerating the cordon or readiness taints lifts those reasons") {
   TargetPod pod = Pod();
-  pod.tolerations.push_back({"node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"});
-  pod.tolerations.push_back({"node.kubernetes.io/not-ready", "Exists", "", ""});
+  pod.tolerations.push_back(Toleration::Make("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"));
+  pod.tolerations.push_back(Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", ""));
   CHECK(Why(pod, Node("n", {{"spec", {{"unschedulable", true}}},
                             {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}}))
             .empty());

@@ -1,61 +1,67 @@
 #include "api/labels.h"
 
 #include <algorithm>
-#include <functional>
+#include <deque>
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace kmt::api {
 namespace {
 
-struct Hash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
-// Append-only: node-based set, so element addresses never change.
 class Pool {
  public:
-  const std::string* Find(std::string_view s) const {
+  InternId Find(std::string_view s) const {
     std::shared_lock lock(mu_);
-    auto it = set_.find(s);
-    return it == set_.end() ? nullptr : &*it;
+    auto it = ids_.find(s);
+    return it == ids_.end() ? kNoIntern : it->second;
   }
-  const std::string* Intern(std::string_view s) {
-    if (const std::string* p = Find(s)) return p;
+  InternId Intern(std::string_view s) {
+    if (InternId id = Find(s); id != kNoIntern) return id;
     std::unique_lock lock(mu_);
-    return &*set_.emplace(s).first;
+    if (auto it = ids_.find(s); it != ids_.end()) return it->second;
+    texts_.emplace_back(s);
+    const auto id = static_cast<InternId>(texts_.size());
+    ids_.emplace(texts_.back(), id);  // the view points into the deque: addresses are stable
+    return id;
+  }
+  const std::string& Text(InternId id) const {
+    static const std::string empty;
+    std::shared_lock lock(mu_);
+    return (id == kNoIntern || id > texts_.size()) ? empty : texts_[id - 1];
   }
 
  private:
   mutable std::shared_mutex mu_;
-  std::unordered_set<std::string, Hash, std::equal_to<>> set_;
+  std::deque<std::string> texts_;  // id - 1 → text
+  std::unordered_map<std::string_view, InternId> ids_;
 };
 
 Pool& ThePool() {
-  static Pool* pool = new Pool();  // never destroyed: pointers into it outlive statics
+  static Pool* pool = new Pool();  // never destroyed: ids and pointers outlive statics
   return *pool;
-}
-
-bool ByKey(const Labels::Entry& a, const Labels::Entry& b) {
-  return std::less<const std::string*>{}(a.first, b.first);
 }
 
 }  // namespace
 
-const std::string* Intern(std::string_view s) { return ThePool().Intern(s); }
-const std::string* FindInterned(std::string_view s) { return ThePool().Find(s); }
+InternId InternIdOf(std::string_view s) { return ThePool().Intern(s); }
+InternId FindInternId(std::string_view s) { return ThePool().Find(s); }
+const std::string& InternText(InternId id) { return ThePool().Text(id); }
+const std::string* Intern(std::string_view s) { return &InternText(InternIdOf(s)); }
+const std::string* FindInterned(std::string_view s) {
+  const InternId id = FindInternId(s);
+  return id == kNoIntern ? nullptr : &InternText(id);
+}
 
 Labels::Labels(const std::vector<std::pair<std::string, std::string>>& kv) {
   entries_.reserve(kv.size());
-  for (const auto& [k, v] : kv) entries_.emplace_back(Intern(k), Intern(v));
+  for (const auto& [k, v] : kv) entries_.emplace_back(InternIdOf(k), InternIdOf(v));
   Normalize();
 }
 
 Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
   entries_.reserve(kv.size());
-  for (const auto& [k, v] : kv) entries_.emplace_back(Intern(k), Intern(v));
+  for (const auto& [k, v] : kv) entries_.emplace_back(InternIdOf(k), InternIdOf(v));
   Normalize();
 }
 
@@ -64,42 +70,45 @@ Labels Labels::FromJson(const nlohmann::json& j) {
   if (!j.is_object()) return l;
   l.entries_.reserve(j.size());
   for (const auto& [k, v] : j.items()) {
-    if (v.is_string()) l.entries_.emplace_back(Intern(k), Intern(v.get_ref<const std::string&>()));
+    if (v.is_string()) l.entries_.emplace_back(InternIdOf(k), InternIdOf(v.get_ref<const std::string&>()));
   }
   l.Normalize();
   return l;
 }
 
 void Labels::Normalize() {
-  // Stable, so the last of duplicate keys (initializer lists) is dropped consistently.
-  std::stable_sort(entries_.begin(), entries_.end(), ByKey);
+  // Stable, so the first of duplicate keys (initializer lists) wins.
+  std::stable_sort(entries_.begin(), entries_.end(),
+                   [](const Entry& a, const Entry& b) { return a.first < b.first; });
   entries_.erase(std::unique(entries_.begin(), entries_.end(),
                              [](const Entry& a, const Entry& b) { return a.first == b.first; }),
                  entries_.end());
   entries_.shrink_to_fit();
 }
 
-const std::string* Labels::Find(std::string_view key) const {
-  return FindInterned(api::FindInterned(key));
+InternId Labels::FindId(InternId key) const {
+  if (key == kNoIntern) return kNoIntern;
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, InternId k) { return e.first < k; });
+  return (it != entries_.end() && it->first == key) ? it->second : kNoIntern;
 }
 
-const std::string* Labels::FindInterned(const std::string* key) const {
-  if (key == nullptr) return nullptr;
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), Entry{key, nullptr}, ByKey);
-  return (it != entries_.end() && it->first == key) ? it->second : nullptr;
+const std::string* Labels::Find(std::string_view key) const {
+  const InternId v = FindId(FindInternId(key));
+  return v == kNoIntern ? nullptr : &InternText(v);
 }
 
 std::vector<std::pair<std::string, std::string>> Labels::Sorted() const {
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(entries_.size());
-  for (const auto& [k, v] : entries_) out.emplace_back(*k, *v);
+  for (const auto& [k, v] : entries_) out.emplace_back(InternText(k), InternText(v));
   std::sort(out.begin(), out.end());
   return out;
 }
 
 nlohmann::json Labels::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : entries_) j[*k] = *v;
+  for (const auto& [k, v] : entries_) j[InternText(k)] = InternText(v);
   return j;
 }
 

@@ -15,6 +15,16 @@ TEST_CASE("Intern returns one stable copy per text") {
   CHECK(Intern("cpu-feature.node.kubevirt.io/avx2") == a);
 }
 
+TEST_CASE("Intern ids name the same texts") {
+  const InternId id = InternIdOf("topology.kubernetes.io/zone");
+  CHECK(id != kNoIntern);
+  CHECK(FindInternId("topology.kubernetes.io/zone") == id);
+  CHECK(InternText(id) == "topology.kubernetes.io/zone");
+  CHECK(&InternText(id) == Intern("topology.kubernetes.io/zone"));
+  CHECK(FindInternId("never-interned-anywhere-77aa") == kNoIntern);
+  CHECK(InternText(kNoIntern).empty());
+}
+
 TEST_CASE("Labels find by text and by interned key") {
   const Labels l{{"kubernetes.io/hostname", "node-1"}, {"zone", "a"}, {"gpu", ""}};
   CHECK(l.size() == 3);
@@ -23,8 +33,9 @@ TEST_CASE("Labels find by text and by interned key") {
   CHECK(*l.Find("gpu") == "");
   CHECK(l.Find("rack") == nullptr);
   CHECK(l.Find("never-interned-anywhere-1b7d") == nullptr);
-  CHECK(*l.FindInterned(Intern("kubernetes.io/hostname")) == "node-1");
-  CHECK(l.FindInterned(nullptr) == nullptr);
+  CHECK(InternText(l.FindId(InternIdOf("kubernetes.io/hostname"))) == "node-1");
+  CHECK(l.FindId(kNoIntern) == kNoIntern);
+  CHECK(l.FindId(InternIdOf("rack")) == kNoIntern);
   CHECK(l.Sorted() == std::vector<std::pair<std::string, std::string>>{
                           {"gpu", ""}, {"kubernetes.io/hostname", "node-1"}, {"zone", "a"}});
 }

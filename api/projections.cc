@@ -134,6 +134,22 @@ void Resources::Add(const Resources& o) {
   for (const auto& [n, v] : o.scalar) AddScalar(n, v);
 }
 
+namespace {
+const std::string& OrEmpty(const std::string* s) {
+  static const std::string empty;
+  return s == nullptr ? empty : *s;
+}
+}  // namespace
+
+Toleration Toleration::Make(std::string_view key, std::string_view op, std::string_view value,
+                            std::string_view effect) {
+  return {Intern(key), Intern(op), Intern(value), Intern(effect)};
+}
+const std::string& Toleration::Key() const { return OrEmpty(key); }
+const std::string& Toleration::Op() const { return OrEmpty(op); }
+const std::string& Toleration::Value() const { return OrEmpty(value); }
+const std::string& Toleration::Effect() const { return OrEmpty(effect); }
+
 std::string_view ToString(TaintEffect e) {
   switch (e) {
     case TaintEffect::kNoSchedule: return "NoSchedule";
@@ -236,10 +252,11 @@ TargetPod TargetPod::FromJson(const json& pod) {
     for (const json& t : tolerations) {
       if (!t.is_object()) continue;
       p.tolerations.push_back(
-          {Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect")});
+          Toleration::Make(Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect")));
     }
   }
-  p.node_selector = StringMap(At(spec, "nodeSelector"));
+  p.node_selector = Labels::FromJson(At(spec, "nodeSelector"));
+  p.tolerations.shrink_to_fit();
   const json& affinity = At(spec, "affinity");
   const json& required = At(At(affinity, "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
   if (required.is_object()) p.required_affinity = NodeSelectorFromJsonLenient(required);

@@ -64,12 +64,22 @@ struct NodeInfo {
   static NodeInfo FromJson(const nlohmann::json& node);
 };
 
+// Interned texts (tolerations repeat across every pod); nullptr reads as "".
 struct Toleration {
-  std::string key;       // "" with Exists: every key
-  std::string op;        // "Exists" or "Equal" ("" means Equal)
-  std::string value;
-  std::string effect;    // "" matches every effect
-  bool operator==(const Toleration&) const = default;
+  const std::string* key = nullptr;     // "" with Exists: every key
+  const std::string* op = nullptr;      // "Exists" or "Equal" ("" means Equal)
+  const std::string* value = nullptr;
+  const std::string* effect = nullptr;  // "" matches every effect
+
+  static Toleration Make(std::string_view key, std::string_view op, std::string_view value,
+                         std::string_view effect);
+  const std::string& Key() const;
+  const std::string& Op() const;
+  const std::string& Value() const;
+  const std::string& Effect() const;
+  bool operator==(const Toleration& o) const {
+    return Key() == o.Key() && Op() == o.Op() && Value() == o.Value() && Effect() == o.Effect();
+  }
 };
 
 // A metav1.LabelSelector (matchExpressions use In/NotIn/Exists/DoesNotExist).
@@ -100,7 +110,7 @@ struct TargetPod {
   ConditionStatus scheduled = ConditionStatus::kUnknown;
   std::string scheduled_reason, scheduled_message;
   std::vector<Toleration> tolerations;
-  std::vector<std::pair<std::string, std::string>> node_selector;  // spec.nodeSelector
+  Labels node_selector;                      // spec.nodeSelector
   std::optional<NodeSelector> required_affinity;   // nodeAffinity.required…
   std::vector<PodAffinityTerm> anti_affinity;      // podAntiAffinity.required…
   Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1

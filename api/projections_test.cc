@@ -63,9 +63,12 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   CHECK(p.scheduled_reason == "SchedulingGated");
   CHECK(p.scheduled_message == "Scheduling is blocked due to non-empty scheduling gates");
   CHECK(p.tolerations == std::vector<Toleration>{
-                             {"node.kubernetes.io/not-ready", "Exists", "", "NoExecute"},
-                             {"node.kubernetes.io/unreachable", "Exists", "", "NoExecute"}});
-  CHECK(p.node_selector == std::vector<std::pair<std::string, std::string>>{
+                             Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
+                             Toleration::Make("node.kubernetes.io/unreachable", "Exists", "", "NoExecute")});
+  CHECK(p.tolerations[0].Key() == "node.kubernetes.io/not-ready");
+  CHECK(p.tolerations[0].Value().empty());
+  CHECK(Toleration{}.Effect().empty());
+  CHECK(p.node_selector.Sorted() == std::vector<std::pair<std::string, std::string>>{
                                {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
                                {"kubernetes.io/arch", "amd64"},
                                {"kubevirt.io/schedulable", "true"}});
