@@ -12,7 +12,8 @@ using json = nlohmann::json;
 // at line 1, column 5: syntax error while parsing ...") is what a user needs.
 std::string ParseErrorText(const json::parse_error& e) {
   std::string s = e.what();
-  if (const size_t end = s.find("] "); s.rfind("[json.exception.", 0) == 0 && end != std::string::npos) {
+  if (const size_t end = s.find("] ");
+      s.rfind("[json.exception.", 0) == 0 && end != std::string::npos) {
     s.erase(0, end + 2);
   }
   return s;
@@ -52,8 +53,8 @@ AddedTermParse ParseAddedTerm(std::string_view text) {
         path, "must be the JSON of a NodeSelectorTerm: " + ParseErrorText(e)));
     return out;
   } catch (const json::exception& e) {
-    out.causes.push_back(
-        InvalidCauseOmitValue(path, std::string("must be the JSON of a NodeSelectorTerm: ") + e.what()));
+    out.causes.push_back(InvalidCauseOmitValue(
+        path, std::string("must be the JSON of a NodeSelectorTerm: ") + e.what()));
     return out;
   }
   TermParse parsed = ParseNodeSelectorTerm(j, path);

@@ -13,7 +13,8 @@ const std::string kField =
     "metadata.annotations[migration-target.kubevirt.io/added-node-selector-term]";
 
 TEST_CASE("AddedTermSource reads the annotation") {
-  json vmim = json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+  json vmim =
+      json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
       "metadata": {"name": "m", "annotations": {"other": "x"}}, "spec": {"vmiName": "vm"}})");
   CHECK_FALSE(AddedTermSource(vmim).has_value());
   vmim["metadata"]["annotations"][std::string(kAddedTermAnnotation)] = R"({"matchFields": []})";
@@ -21,9 +22,11 @@ TEST_CASE("AddedTermSource reads the annotation") {
   CHECK_FALSE(AddedTermSource(json::parse(R"({"metadata": {"annotations": null}})")).has_value());
   CHECK_FALSE(AddedTermSource(json::parse(R"({"metadata": 3})")).has_value());
   CHECK_FALSE(AddedTermSource(json::array()).has_value());
-  CHECK_FALSE(AddedTermSource(json::parse(
-      R"({"metadata": {"annotations": {"migration-target.kubevirt.io/added-node-selector-term": 1}}})"))
-                  .has_value());
+  CHECK_FALSE(
+      AddedTermSource(
+          json::parse(
+              R"({"metadata": {"annotations": {"migration-target.kubevirt.io/added-node-selector-term": 1}}})"))
+          .has_value());
 }
 
 TEST_CASE("AddedTermFieldPath names the annotation") { CHECK(AddedTermFieldPath() == kField); }
@@ -40,15 +43,18 @@ TEST_CASE("ParseAddedTerm reports each failure under the annotation's path") {
   auto [text, want] = GENERATE_REF(table<std::string, std::vector<Cause>>({
       {std::string(kMaxAddedTermBytes + 1, ' '),
        {{"FieldValueTooLong", kField, "Too long: may not be more than 16384 bytes"}}},
-      {"", {{"FieldValueInvalid", kField,
-             "Invalid value: must be the JSON of a NodeSelectorTerm: parse error at line 1, column 1: "
-             "syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"}}},
+      {"",
+       {{"FieldValueInvalid", kField,
+         "Invalid value: must be the JSON of a NodeSelectorTerm: parse error at line 1, column 1: "
+         "syntax error while parsing value - unexpected end of input; expected '[', '{', or a "
+         "literal"}}},
       {R"({"matchFields": [})",
        {{"FieldValueInvalid", kField,
          "Invalid value: must be the JSON of a NodeSelectorTerm: parse error at line 1, column 18: "
          "syntax error while parsing value - unexpected '}'; expected '[', '{', or a literal"}}},
       {R"(["x"])",
-       {{"FieldValueTypeInvalid", kField, R"(Invalid value: ["x"]: must be of type object, not array)"}}},
+       {{"FieldValueTypeInvalid", kField,
+         R"(Invalid value: ["x"]: must be of type object, not array)"}}},
       {R"({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"], "x": 1}]})",
        {{"FieldValueNotSupported", kField + ".matchExpressions[0].x",
          R"(Unsupported value: "x": supported values: "key", "operator", "values")"}}},
@@ -60,7 +66,8 @@ TEST_CASE("ParseAddedTerm reports each failure under the annotation's path") {
          "Required value: must have at least one requirement in matchExpressions or matchFields"}}},
       {R"({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]})",
        {{"FieldValueRequired", kField + ".matchFields[0].values",
-         "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector"}}},
+         "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field "
+         "selector"}}},
   }));
   CAPTURE(text.substr(0, 80));
   const AddedTermParse p = ParseAddedTerm(text);
@@ -69,7 +76,8 @@ TEST_CASE("ParseAddedTerm reports each failure under the annotation's path") {
 }
 
 TEST_CASE("ParseAddedTerm accepts exactly kMaxAddedTermBytes") {
-  std::string text = R"({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]})";
+  std::string text =
+      R"({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]})";
   text.resize(kMaxAddedTermBytes, ' ');
   CHECK(ParseAddedTerm(text).causes.empty());
 }

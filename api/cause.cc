@@ -56,16 +56,35 @@ std::string QuoteValue(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\a': out += "\\a"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\v': out += "\\v"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\a':
+        out += "\\a";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\v':
+        out += "\\v";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || c == 0x7F) {
       char buf[8];
@@ -118,8 +137,8 @@ Cause ForbiddenCause(std::string field, std::string_view detail) {
 }
 
 Cause TooLongCause(std::string field, size_t max_length) {
-  const std::string detail = "may not be more than " + std::to_string(max_length) +
-                             (max_length == 1 ? " byte" : " bytes");
+  const std::string detail =
+      "may not be more than " + std::to_string(max_length) + (max_length == 1 ? " byte" : " bytes");
   return {std::string(kCauseTooLong), std::move(field), Body(kTooLongText, "", detail)};
 }
 

@@ -21,7 +21,8 @@ TEST_CASE("QuoteValue renders like Go's %q") {
 }
 
 TEST_CASE("Cause constructors mirror field.Error.ErrorBody") {
-  auto [cause, type, field, message] = GENERATE(table<Cause, std::string, std::string, std::string>({
+  auto [cause, type, field,
+        message] = GENERATE(table<Cause, std::string, std::string, std::string>({
       {RequiredCause("a.values", "must be specified"), "FieldValueRequired", "a.values",
        "Required value: must be specified"},
       {RequiredCause("a", ""), "FieldValueRequired", "a", "Required value"},
@@ -32,9 +33,11 @@ TEST_CASE("Cause constructors mirror field.Error.ErrorBody") {
        R"(Unsupported value: "foo": supported values: "key", "operator")"},
       {ForbiddenCause("a.values", "may not be specified"), "FieldValueForbidden", "a.values",
        "Forbidden: may not be specified"},
-      {TooLongCause("a", 16384), "FieldValueTooLong", "a", "Too long: may not be more than 16384 bytes"},
+      {TooLongCause("a", 16384), "FieldValueTooLong", "a",
+       "Too long: may not be more than 16384 bytes"},
       {TooLongCause("a", 1), "FieldValueTooLong", "a", "Too long: may not be more than 1 byte"},
-      {TooManyCause("a", 65, 64), "FieldValueTooMany", "a", "Too many: 65: must have at most 64 items"},
+      {TooManyCause("a", 65, 64), "FieldValueTooMany", "a",
+       "Too many: 65: must have at most 64 items"},
       {DuplicateCause("a[1]", "x"), "FieldValueDuplicate", "a[1]", R"(Duplicate value: "x")"},
       {TypeInvalidCause("a.key", "5", "must be of type string"), "FieldValueTypeInvalid", "a.key",
        "Invalid value: 5: must be of type string"},

@@ -47,16 +47,25 @@ struct CompiledExpr {
   int64_t number = 0;  // Gt / Lt
   bool valid = true;
 
-  explicit CompiledExpr(const NodeSelectorRequirement& r) : key(FindInternId(r.key)), op(ParseOp(r.op)) {
+  explicit CompiledExpr(const NodeSelectorRequirement& r)
+      : key(FindInternId(r.key)), op(ParseOp(r.op)) {
     for (const auto& v : r.values) values.push_back(FindInternId(v));
     switch (op) {
-      case Op::kIn: break;
-      case Op::kNotIn: valid = !r.values.empty(); break;
+      case Op::kIn:
+        break;
+      case Op::kNotIn:
+        valid = !r.values.empty();
+        break;
       case Op::kExists:
-      case Op::kDoesNotExist: valid = r.values.empty(); break;
+      case Op::kDoesNotExist:
+        valid = r.values.empty();
+        break;
       case Op::kGt:
-      case Op::kLt: valid = r.values.size() == 1 && ParseInt64(r.values[0], number); break;
-      default: valid = false;
+      case Op::kLt:
+        valid = r.values.size() == 1 && ParseInt64(r.values[0], number);
+        break;
+      default:
+        valid = false;
     }
   }
 
@@ -64,17 +73,22 @@ struct CompiledExpr {
     if (!valid) return false;
     const InternId v = labels.FindId(key);
     switch (op) {
-      case Op::kIn: return v != kNoIntern && std::find(values.begin(), values.end(), v) != values.end();
-      case Op::kNotIn: return v == kNoIntern || std::find(values.begin(), values.end(), v) == values.end();
-      case Op::kExists: return v != kNoIntern;
-      case Op::kDoesNotExist: return v == kNoIntern;
+      case Op::kIn:
+        return v != kNoIntern && std::find(values.begin(), values.end(), v) != values.end();
+      case Op::kNotIn:
+        return v == kNoIntern || std::find(values.begin(), values.end(), v) == values.end();
+      case Op::kExists:
+        return v != kNoIntern;
+      case Op::kDoesNotExist:
+        return v == kNoIntern;
       case Op::kGt:
       case Op::kLt: {
         int64_t have = 0;
         if (v == kNoIntern || !ParseInt64(InternText(v), have)) return false;
         return op == Op::kGt ? have > number : have < number;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
 };
@@ -115,9 +129,9 @@ struct CompiledTerm {
 };
 
 struct CompiledToleration {
-  bool any_key;                      // empty key
+  bool any_key;  // empty key
   const std::string* key;
-  bool exists;                       // operator Exists
+  bool exists;  // operator Exists
   bool valid_op;
   const std::string* value;
   std::optional<TaintEffect> effect;  // nullopt: every effect
@@ -135,7 +149,7 @@ struct AntiAffinity {
   const PodAffinityTerm* term;
   InternId topology_key;
   std::vector<InternId> domains;  // topology values holding a matching pod
-  bool is_vm;                               // selects the VM's own pods (created-by)
+  bool is_vm;                     // selects the VM's own pods (created-by)
 };
 
 // A metav1.LabelSelector resolved to interned pointers once (bound pods are many).
@@ -145,10 +159,12 @@ struct CompiledSelector {
   bool valid = true;
 
   explicit CompiledSelector(const LabelSelector& sel) {
-    for (const auto& [k, v] : sel.match_labels) match_labels.emplace_back(FindInternId(k), FindInternId(v));
+    for (const auto& [k, v] : sel.match_labels)
+      match_labels.emplace_back(FindInternId(k), FindInternId(v));
     for (const auto& r : sel.match_expressions) {
       exprs.emplace_back(r);
-      valid = valid && (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
+      valid = valid &&
+              (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
     }
   }
   bool Matches(const Labels& labels) const {
@@ -220,7 +236,8 @@ struct Explainer::Impl {
     if (!source_name.empty() && n.name == source_name) return true;
     for (const auto& a : anti) {
       const InternId v = n.labels.FindId(a.topology_key);
-      if (v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end()) return true;
+      if (v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end())
+        return true;
     }
     return false;
   }
@@ -250,7 +267,8 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   }
   impl->tolerates_unschedulable =
       impl->Tolerated(impl->taint_unschedulable, Intern(""), TaintEffect::kNoSchedule);
-  impl->tolerates_not_ready = impl->Tolerated(impl->taint_not_ready, Intern(""), TaintEffect::kNoSchedule);
+  impl->tolerates_not_ready =
+      impl->Tolerated(impl->taint_not_ready, Intern(""), TaintEffect::kNoSchedule);
   impl->tolerates_unreachable =
       impl->Tolerated(impl->taint_unreachable, Intern(""), TaintEffect::kNoSchedule);
   impl->node_selector_text = pod.node_selector.Sorted();
@@ -277,12 +295,14 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
       if (b.terminal || b.node_name.empty()) continue;
       const bool ns_ok = term.namespaces.empty()
                              ? b.ns == pod.ns
-                             : std::find(term.namespaces.begin(), term.namespaces.end(), b.ns) != term.namespaces.end();
+                             : std::find(term.namespaces.begin(), term.namespaces.end(), b.ns) !=
+                                   term.namespaces.end();
       if (!ns_ok || !selector.Matches(b.labels)) continue;
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
       const InternId domain = nodes[it->second].labels.FindId(a.topology_key);
-      if (domain != kNoIntern && std::find(a.domains.begin(), a.domains.end(), domain) == a.domains.end()) {
+      if (domain != kNoIntern &&
+          std::find(a.domains.begin(), a.domains.end(), domain) == a.domains.end()) {
         a.domains.push_back(domain);
       }
     }
@@ -302,7 +322,8 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     u[0] += b.requests.cpu_milli;
     u[1] += b.requests.memory_bytes;
     u[2] += 1;
-    for (size_t s = 0; s < impl->scalars.size(); ++s) u[3 + s] += b.requests.Scalar(impl->scalars[s].first);
+    for (size_t s = 0; s < impl->scalars.size(); ++s)
+      u[3 + s] += b.requests.Scalar(impl->scalars[s].first);
   }
   impl_ = std::move(impl);
 }
@@ -333,8 +354,8 @@ ReasonMask Explainer::Evaluate(size_t i) const {
   const int64_t* u = &m.used[i * m.stride];
   const Resources& req = m.pod->requests;
   const Resources& alloc = n.allocatable;
-  bool short_of = req.cpu_milli > alloc.cpu_milli - u[0] || req.memory_bytes > alloc.memory_bytes - u[1] ||
-                  1 > alloc.pods - u[2];
+  bool short_of = req.cpu_milli > alloc.cpu_milli - u[0] ||
+                  req.memory_bytes > alloc.memory_bytes - u[1] || 1 > alloc.pods - u[2];
   for (size_t s = 0; !short_of && s < m.scalars.size(); ++s) {
     short_of = m.scalars[s].second > alloc.Scalar(m.scalars[s].first) - u[3 + s];
   }
@@ -351,11 +372,14 @@ NodeExplanation Explainer::Explain(size_t i) const {
   out.allowed_by_term = (mask & Bit(ReasonKind::kExcludedByAddedTerm)) == 0;
   auto add = [&](ReasonKind k, std::string text) { out.reasons.push_back({k, std::move(text)}); };
 
-  if (!out.allowed_by_term) add(ReasonKind::kExcludedByAddedTerm, "excluded by the added term `" + m.added->Failing(n) + "`");
+  if (!out.allowed_by_term)
+    add(ReasonKind::kExcludedByAddedTerm,
+        "excluded by the added term `" + m.added->Failing(n) + "`");
   if (mask & Bit(ReasonKind::kCordoned)) add(ReasonKind::kCordoned, "cordoned");
   const bool not_ready = mask & Bit(ReasonKind::kNotReady);
   if (not_ready) {
-    add(ReasonKind::kNotReady, n.ready == ConditionStatus::kFalse ? "not Ready" : "not Ready (status Unknown)");
+    add(ReasonKind::kNotReady,
+        n.ready == ConditionStatus::kFalse ? "not Ready" : "not Ready (status Unknown)");
   }
   for (const auto& t : n.taints) {
     if (!m.TaintBlocks(n, t, n.unschedulable, not_ready)) continue;
@@ -368,7 +392,8 @@ NodeExplanation Explainer::Explain(size_t i) const {
     const auto& [key, value] = m.node_selector[k];
     if (value != kNoIntern && n.labels.FindId(key) == value) continue;
     const auto& [ktext, vtext] = m.node_selector_text[k];
-    add(ReasonKind::kNodeSelectorMismatch, "VM's own nodeSelector `" + ktext + "=" + vtext + "` not matched");
+    add(ReasonKind::kNodeSelectorMismatch,
+        "VM's own nodeSelector `" + ktext + "=" + vtext + "` not matched");
   }
   if (mask & Bit(ReasonKind::kOwnAffinityExcludes)) {
     std::string text;
@@ -388,7 +413,8 @@ NodeExplanation Explainer::Explain(size_t i) const {
     std::string other_key;
     for (const auto& a : m.anti) {
       const InternId v = n.labels.FindId(a.topology_key);
-      if (v == kNoIntern || std::find(a.domains.begin(), a.domains.end(), v) == a.domains.end()) continue;
+      if (v == kNoIntern || std::find(a.domains.begin(), a.domains.end(), v) == a.domains.end())
+        continue;
       if (a.is_vm && InternText(a.topology_key) == kHostnameLabel) {
         vm = true;
       } else if (other_key.empty()) {
@@ -397,7 +423,8 @@ NodeExplanation Explainer::Explain(size_t i) const {
     }
     if (vm) add(ReasonKind::kAlreadyRunsThere, "the VM already runs there");
     if (!other_key.empty()) {
-      add(ReasonKind::kAlreadyRunsThere, "VM's own pod anti-affinity (topologyKey " + other_key + ") excludes it");
+      add(ReasonKind::kAlreadyRunsThere,
+          "VM's own pod anti-affinity (topologyKey " + other_key + ") excludes it");
     }
   }
   if (mask & Bit(ReasonKind::kInsufficientResource)) {
@@ -405,12 +432,14 @@ NodeExplanation Explainer::Explain(size_t i) const {
     const Resources& req = m.pod->requests;
     const Resources& alloc = n.allocatable;
     if (req.cpu_milli > alloc.cpu_milli - u[0]) {
-      add(ReasonKind::kInsufficientResource, "insufficient cpu (requested " + FormatMilli(req.cpu_milli) +
-                                                 ", free " + FormatMilli(alloc.cpu_milli - u[0]) + ")");
+      add(ReasonKind::kInsufficientResource, "insufficient cpu (requested " +
+                                                 FormatMilli(req.cpu_milli) + ", free " +
+                                                 FormatMilli(alloc.cpu_milli - u[0]) + ")");
     }
     if (req.memory_bytes > alloc.memory_bytes - u[1]) {
-      add(ReasonKind::kInsufficientResource, "insufficient memory (requested " + FormatBytes(req.memory_bytes) +
-                                                 ", free " + FormatBytes(alloc.memory_bytes - u[1]) + ")");
+      add(ReasonKind::kInsufficientResource, "insufficient memory (requested " +
+                                                 FormatBytes(req.memory_bytes) + ", free " +
+                                                 FormatBytes(alloc.memory_bytes - u[1]) + ")");
     }
     if (1 > alloc.pods - u[2]) {
       add(ReasonKind::kInsufficientResource,
@@ -422,8 +451,9 @@ NodeExplanation Explainer::Explain(size_t i) const {
       if (amount <= free) continue;
       const bool bytes = IsByteResource(*name);
       add(ReasonKind::kInsufficientResource,
-          "insufficient " + *name + " (requested " + (bytes ? FormatBytes(amount) : std::to_string(amount)) +
-              ", free " + (bytes ? FormatBytes(free) : std::to_string(free)) + ")");
+          "insufficient " + *name + " (requested " +
+              (bytes ? FormatBytes(amount) : std::to_string(amount)) + ", free " +
+              (bytes ? FormatBytes(free) : std::to_string(free)) + ")");
     }
   }
   return out;
@@ -470,7 +500,8 @@ std::string Explainer::Summarize(size_t max_nodes) const {
     if ((Evaluate(i) & Bit(ReasonKind::kExcludedByAddedTerm)) == 0) allowed.push_back(i);
   }
   const size_t shown = std::min(max_nodes, allowed.size());
-  std::partial_sort(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(shown), allowed.end(),
+  std::partial_sort(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(shown),
+                    allowed.end(),
                     [this](size_t a, size_t b) { return nodes_[a].name < nodes_[b].name; });
   std::vector<NodeExplanation> explained;
   explained.reserve(shown);
@@ -480,12 +511,14 @@ std::string Explainer::Summarize(size_t max_nodes) const {
   return FormatSummary(ptrs, allowed.size());
 }
 
-std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations, size_t max_nodes) {
+std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations,
+                                 size_t max_nodes) {
   std::vector<const NodeExplanation*> allowed;
   for (const auto& e : explanations) {
     if (e.allowed_by_term) allowed.push_back(&e);
   }
-  std::sort(allowed.begin(), allowed.end(), [](const auto* a, const auto* b) { return a->node < b->node; });
+  std::sort(allowed.begin(), allowed.end(),
+            [](const auto* a, const auto* b) { return a->node < b->node; });
   const size_t total = allowed.size();
   allowed.resize(std::min(max_nodes, total));
   return FormatSummary(allowed, total);

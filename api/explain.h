@@ -31,10 +31,10 @@ enum class ReasonKind : uint8_t {
   kCordoned,
   kNotReady,
   kTaintNotTolerated,
-  kNodeSelectorMismatch,   // the VM's own spec.nodeSelector
-  kOwnAffinityExcludes,    // the VM's own required node affinity
-  kAlreadyRunsThere,       // source node or anti-affinity to the source pod
-  kInsufficientResource,   // cpu, memory, pods or an extended resource
+  kNodeSelectorMismatch,  // the VM's own spec.nodeSelector
+  kOwnAffinityExcludes,   // the VM's own required node affinity
+  kAlreadyRunsThere,      // source node or anti-affinity to the source pod
+  kInsufficientResource,  // cpu, memory, pods or an extended resource
 };
 inline constexpr int kReasonKindCount = 8;
 

@@ -23,19 +23,26 @@ json NodeJson(int i) {
                  {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
                  {"host-model-cpu.node.kubevirt.io/Skylake-Client-IBRS", "true"},
                  {"cpu-vendor.node.kubevirt.io/Intel", "true"}};
-  for (int f = 0; f < 90; ++f) labels["cpu-feature.node.kubevirt.io/feature-" + std::to_string(f)] = "true";
-  for (int m = 0; m < 20; ++m) labels["cpu-model.node.kubevirt.io/model-" + std::to_string(m)] = "true";
+  for (int f = 0; f < 90; ++f)
+    labels["cpu-feature.node.kubevirt.io/feature-" + std::to_string(f)] = "true";
+  for (int m = 0; m < 20; ++m)
+    labels["cpu-model.node.kubevirt.io/model-" + std::to_string(m)] = "true";
   if (i % 10 == 0) labels["node-labeller.kubevirt.io/obsolete-host-model"] = "true";
   json taints = json::array();
-  if (i % 7 == 0) taints.push_back({{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}});
+  if (i % 7 == 0)
+    taints.push_back({{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}});
   if (i % 11 == 0) taints.push_back({{"key", "maintenance"}, {"effect", "NoExecute"}});
   return {{"metadata", {{"name", "node-" + std::to_string(i)}, {"labels", labels}}},
           {"spec", {{"unschedulable", i % 13 == 0}, {"taints", taints}}},
           {"status",
            {{"conditions", {{{"type", "Ready"}, {"status", i % 17 == 0 ? "False" : "True"}}}},
             {"allocatable",
-             {{"cpu", "63500m"}, {"memory", "250Gi"}, {"pods", "110"}, {"devices.kubevirt.io/kvm", "1k"},
-              {"devices.kubevirt.io/tun", "1k"}, {"devices.kubevirt.io/vhost-net", "1k"},
+             {{"cpu", "63500m"},
+              {"memory", "250Gi"},
+              {"pods", "110"},
+              {"devices.kubevirt.io/kvm", "1k"},
+              {"devices.kubevirt.io/tun", "1k"},
+              {"devices.kubevirt.io/vhost-net", "1k"},
               {"ephemeral-storage", "400Gi"}}}}}};
 }
 
@@ -49,9 +56,15 @@ struct Cluster {
     for (int i = 0; i < n; ++i) nodes.push_back(NodeInfo::FromJson(NodeJson(i)));
     for (int i = 0; i < n * 20; ++i) {
       bound.push_back(BoundPod::FromJson(
-          {{"metadata", {{"namespace", "vms"}, {"labels", {{"kubevirt.io/created-by", "vmi-" + std::to_string(i)}}}}},
-           {"spec", {{"nodeName", "node-" + std::to_string(i % n)},
-                     {"containers", {{{"resources", {{"requests", {{"cpu", "3"}, {"memory", "12Gi"}, {"devices.kubevirt.io/kvm", "1"}}}}}}}}}},
+          {{"metadata",
+            {{"namespace", "vms"},
+             {"labels", {{"kubevirt.io/created-by", "vmi-" + std::to_string(i)}}}}},
+           {"spec",
+            {{"nodeName", "node-" + std::to_string(i % n)},
+             {"containers",
+              {{{"resources",
+                 {{"requests",
+                   {{"cpu", "3"}, {"memory", "12Gi"}, {"devices.kubevirt.io/kvm", "1"}}}}}}}}}},
            {"status", {{"phase", "Running"}}}}));
     }
     pod = TargetPod::FromJson(json::parse(R"({
@@ -86,7 +99,8 @@ void BM_Evaluate(benchmark::State& state) {
     for (size_t i = 0; i < e.node_count(); ++i) acc |= e.Evaluate(i);
     benchmark::DoNotOptimize(acc);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(c.nodes.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(c.nodes.size()));
 }
 BENCHMARK(BM_Evaluate)->Unit(benchmark::kMicrosecond);
 
@@ -94,7 +108,8 @@ void BM_ExplainAll(benchmark::State& state) {
   const Cluster& c = TheCluster();
   const Explainer e(c.pod, &c.term, "node-7", c.nodes, c.bound);
   for (auto _ : state) benchmark::DoNotOptimize(e.ExplainAll());
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(c.nodes.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(c.nodes.size()));
 }
 BENCHMARK(BM_ExplainAll)->Unit(benchmark::kMillisecond);
 
@@ -105,7 +120,8 @@ void BM_BuildAndSummarize(benchmark::State& state) {
     const Explainer e(c.pod, &c.term, "node-7", c.nodes, c.bound);
     benchmark::DoNotOptimize(e.Summarize(10));
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(c.nodes.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(c.nodes.size()));
 }
 BENCHMARK(BM_BuildAndSummarize)->Unit(benchmark::kMillisecond);
 

@@ -1,9 +1,8 @@
 #include "api/explain.h"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 namespace Catch {
 template <>
@@ -36,39 +35,41 @@ const std::string kVmiUid = "7ac26e32-a799-4eec-9a2a-cc8ae86621b0";
 
 // A schedulable KubeVirt node; `patch` is merged over it (RFC 7386).
 NodeInfo Node(const std::string& name, const json& patch = json::object()) {
-  json n = {
-      {"metadata",
-       {{"name", name},
-        {"labels",
-         {{"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
-          {"kubernetes.io/arch", "amd64"},
-          {"kubernetes.io/hostname", name},
-          {"kubevirt.io/schedulable", "true"},
-          {"topology.kubernetes.io/zone", "a"}}}}},
-      {"spec", json::object()},
-      {"status",
-       {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
-        {"allocatable",
-         {{"cpu", "16"},
-          {"memory", "64Gi"},
-          {"pods", "110"},
-          {"devices.kubevirt.io/kvm", "1k"},
-          {"devices.kubevirt.io/tun", "1k"},
-          {"devices.kubevirt.io/vhost-net", "1k"},
-          {"ephemeral-storage", "100Gi"}}}}}};
+  json n = {{"metadata",
+             {{"name", name},
+              {"labels",
+               {{"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
+                {"kubernetes.io/arch", "amd64"},
+                {"kubernetes.io/hostname", name},
+                {"kubevirt.io/schedulable", "true"},
+                {"topology.kubernetes.io/zone", "a"}}}}},
+            {"spec", json::object()},
+            {"status",
+             {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
+              {"allocatable",
+               {{"cpu", "16"},
+                {"memory", "64Gi"},
+                {"pods", "110"},
+                {"devices.kubevirt.io/kvm", "1k"},
+                {"devices.kubevirt.io/tun", "1k"},
+                {"devices.kubevirt.io/vhost-net", "1k"},
+                {"ephemeral-storage", "100Gi"}}}}}};
   n.merge_patch(patch);
   return NodeInfo::FromJson(n);
 }
 
 BoundPod Bound(const std::string& node, const json& requests, const json& labels = json::object(),
                const std::string& ns = "vms") {
-  return BoundPod::FromJson({{"metadata", {{"namespace", ns}, {"labels", labels}}},
-                             {"spec", {{"nodeName", node}, {"containers", {{{"resources", {{"requests", requests}}}}}}}},
-                             {"status", {{"phase", "Running"}}}});
+  return BoundPod::FromJson(
+      {{"metadata", {{"namespace", ns}, {"labels", labels}}},
+       {"spec", {{"nodeName", node}, {"containers", {{{"resources", {{"requests", requests}}}}}}}},
+       {"status", {{"phase", "Running"}}}});
 }
 
-std::vector<Reason> Why(const TargetPod& pod, const NodeInfo& node, const std::vector<BoundPod>& bound = {},
-                        const NodeSelectorTerm* term = nullptr, std::string_view source = "node-src") {
+std::vector<Reason> Why(const TargetPod& pod, const NodeInfo& node,
+                        const std::vector<BoundPod>& bound = {},
+                        const NodeSelectorTerm* term = nullptr,
+                        std::string_view source = "node-src") {
   const std::vector<NodeInfo> nodes{node};
   Explainer e(pod, term, source, nodes, bound);
   const NodeExplanation x = e.Explain(0);
@@ -83,45 +84,63 @@ using K = ReasonKind;
 
 TEST_CASE("Explainer: one row per reason") {
   const TargetPod pod = Pod();
-  const json taint_unsched = {{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}};
+  const json taint_unsched = {{"key", "node.kubernetes.io/unschedulable"},
+                              {"effect", "NoSchedule"}};
   const json not_ready_ns = {{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoSchedule"}};
   const json not_ready_ne = {{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoExecute"}};
   auto [what, node, want] = GENERATE_REF(table<std::string, NodeInfo, std::vector<Reason>>({
       {"fits", Node("n"), {}},
       {"cordoned (its taint is not repeated)",
-       Node("n", {{"spec", {{"unschedulable", true}, {"taints", {taint_unsched}}}}}), {{K::kCordoned, "cordoned"}}},
+       Node("n", {{"spec", {{"unschedulable", true}, {"taints", {taint_unsched}}}}}),
+       {{K::kCordoned, "cordoned"}}},
       {"not Ready (its taints are not repeated)",
        Node("n", {{"spec", {{"taints", {not_ready_ns, not_ready_ne}}}},
                   {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}}),
        {{K::kNotReady, "not Ready"}}},
-      {"Ready unknown", Node("n", {{"status", {{"conditions", json::array()}}}}),
+      {"Ready unknown",
+       Node("n", {{"status", {{"conditions", json::array()}}}}),
        {{K::kNotReady, "not Ready (status Unknown)"}}},
       {"taint with value",
-       Node("n", {{"spec", {{"taints", {{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}}}),
+       Node("n",
+            {{"spec",
+              {{"taints", {{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}}}),
        {{K::kTaintNotTolerated, "taint dedicated=gpu:NoSchedule not tolerated"}}},
       {"taints: NoExecute listed, PreferNoSchedule ignored",
-       Node("n", {{"spec", {{"taints", {{{"key", "maintenance"}, {"effect", "NoExecute"}},
-                                        {{"key", "soft"}, {"value", "x"}, {"effect", "PreferNoSchedule"}},
-                                        {{"key", "b"}, {"value", "2"}, {"effect", "NoSchedule"}}}}}}}),
+       Node("n", {{"spec",
+                   {{"taints",
+                     {{{"key", "maintenance"}, {"effect", "NoExecute"}},
+                      {{"key", "soft"}, {"value", "x"}, {"effect", "PreferNoSchedule"}},
+                      {{"key", "b"}, {"value", "2"}, {"effect", "NoSchedule"}}}}}}}),
        {{K::kTaintNotTolerated, "taint maintenance:NoExecute not tolerated"},
         {K::kTaintNotTolerated, "taint b=2:NoSchedule not tolerated"}}},
       {"nodeSelector",
-       Node("n", {{"metadata", {{"labels", {{"kubevirt.io/schedulable", "false"}, {"kubernetes.io/arch", nullptr}}}}}}),
+       Node("n", {{"metadata",
+                   {{"labels",
+                     {{"kubevirt.io/schedulable", "false"}, {"kubernetes.io/arch", nullptr}}}}}}),
        {{K::kNodeSelectorMismatch, "VM's own nodeSelector `kubernetes.io/arch=amd64` not matched"},
-        {K::kNodeSelectorMismatch, "VM's own nodeSelector `kubevirt.io/schedulable=true` not matched"}}},
+        {K::kNodeSelectorMismatch,
+         "VM's own nodeSelector `kubevirt.io/schedulable=true` not matched"}}},
       {"own affinity (KubeVirt's host-model term)",
-       Node("n", {{"metadata", {{"labels", {{"node-labeller.kubevirt.io/obsolete-host-model", "true"}}}}}}),
+       Node("n", {{"metadata",
+                   {{"labels", {{"node-labeller.kubevirt.io/obsolete-host-model", "true"}}}}}}),
        {{K::kOwnAffinityExcludes,
-         "VM's own affinity `node-labeller.kubevirt.io/obsolete-host-model DoesNotExist` excludes it"}}},
+         "VM's own affinity `node-labeller.kubevirt.io/obsolete-host-model DoesNotExist` excludes "
+         "it"}}},
       {"source node", Node("node-src"), {{K::kAlreadyRunsThere, "the VM already runs there"}}},
       {"insufficient allocatable",
-       Node("n", {{"status", {{"allocatable", {{"cpu", "100m"}, {"memory", "1Gi"}, {"pods", "0"},
-                                               {"devices.kubevirt.io/kvm", nullptr}, {"ephemeral-storage", "10M"}}}}}}),
+       Node("n", {{"status",
+                   {{"allocatable",
+                     {{"cpu", "100m"},
+                      {"memory", "1Gi"},
+                      {"pods", "0"},
+                      {"devices.kubevirt.io/kvm", nullptr},
+                      {"ephemeral-storage", "10M"}}}}}}),
        {{K::kInsufficientResource, "insufficient cpu (requested 115m, free 100m)"},
         {K::kInsufficientResource, "insufficient memory (requested 2.3Gi, free 1Gi)"},
         {K::kInsufficientResource, "too many pods (0 of 0)"},
         {K::kInsufficientResource, "insufficient devices.kubevirt.io/kvm (requested 1, free 0)"},
-        {K::kInsufficientResource, "insufficient ephemeral-storage (requested 47.7Mi, free 9.5Mi)"}}},
+        {K::kInsufficientResource,
+         "insufficient ephemeral-storage (requested 47.7Mi, free 9.5Mi)"}}},
   }));
   CAPTURE(what);
   // Reasons come out in ReasonKind order; within a kind, in node / pod order (sorted selector).
@@ -131,18 +150,24 @@ TEST_CASE("Explainer: one row per reason") {
 
 TEST_CASE("Explainer: the added term") {
   const TargetPod pod = Pod();
-  const NodeSelectorTerm term{{{"topology.kubernetes.io/zone", "In", {"b"}}}, {{"metadata.name", "In", {"node-3"}}}};
-  const std::vector<NodeInfo> nodes{Node("node-1"), Node("node-3"),
-                                    Node("node-4", {{"metadata", {{"labels", {{"topology.kubernetes.io/zone", "b"}}}}}})};
+  const NodeSelectorTerm term{{{"topology.kubernetes.io/zone", "In", {"b"}}},
+                              {{"metadata.name", "In", {"node-3"}}}};
+  const std::vector<NodeInfo> nodes{
+      Node("node-1"), Node("node-3"),
+      Node("node-4", {{"metadata", {{"labels", {{"topology.kubernetes.io/zone", "b"}}}}}})};
   Explainer e(pod, &term, "node-src", nodes, {});
   const NodeExplanation one = e.Explain(0);
   CHECK_FALSE(one.allowed_by_term);
-  CHECK(one.reasons == std::vector<Reason>{{K::kExcludedByAddedTerm,
-                                            "excluded by the added term `topology.kubernetes.io/zone In [b], metadata.name In [node-3]`"}});
-  CHECK(e.Explain(1).reasons == std::vector<Reason>{{K::kExcludedByAddedTerm,
-                                                     "excluded by the added term `topology.kubernetes.io/zone In [b]`"}});
-  CHECK(e.Explain(2).reasons == std::vector<Reason>{{K::kExcludedByAddedTerm,
-                                                     "excluded by the added term `metadata.name In [node-3]`"}});
+  CHECK(one.reasons ==
+        std::vector<Reason>{{K::kExcludedByAddedTerm,
+                             "excluded by the added term `topology.kubernetes.io/zone In [b], "
+                             "metadata.name In [node-3]`"}});
+  CHECK(e.Explain(1).reasons ==
+        std::vector<Reason>{{K::kExcludedByAddedTerm,
+                             "excluded by the added term `topology.kubernetes.io/zone In [b]`"}});
+  CHECK(e.Explain(2).reasons ==
+        std::vector<Reason>{
+            {K::kExcludedByAddedTerm, "excluded by the added term `metadata.name In [node-3]`"}});
 }
 
 TEST_CASE("Explainer: resources already used by bound pods") {
@@ -153,17 +178,21 @@ TEST_CASE("Explainer: resources already used by bound pods") {
       Bound("other", {{"cpu", "16"}}),
   };
   CHECK(Why(pod, Node("n"), bound) ==
-        std::vector<Reason>{{K::kInsufficientResource, "insufficient cpu (requested 115m, free 50m)"},
-                            {K::kInsufficientResource, "insufficient memory (requested 2.3Gi, free 2Gi)"},
-                            {K::kInsufficientResource, "insufficient devices.kubevirt.io/kvm (requested 1, free 0)"}});
+        std::vector<Reason>{
+            {K::kInsufficientResource, "insufficient cpu (requested 115m, free 50m)"},
+            {K::kInsufficientResource, "insufficient memory (requested 2.3Gi, free 2Gi)"},
+            {K::kInsufficientResource,
+             "insufficient devices.kubevirt.io/kvm (requested 1, free 0)"}});
   // Terminal pods do not count.
   std::vector<BoundPod> done = bound;
   for (auto& b : done) b.terminal = true;
   CHECK(Why(pod, Node("n"), done).empty());
   // Free memory exactly equal to the request fits.
   const int64_t need = pod.requests.memory_bytes;
-  CHECK(Why(pod, Node("n", {{"status", {{"allocatable", {{"memory", std::to_string(need)}}}}}})).empty());
-  CHECK(Why(pod, Node("n", {{"status", {{"allocatable", {{"memory", std::to_string(need - 1)}}}}}})).size() == 1);
+  CHECK(Why(pod, Node("n", {{"status", {{"allocatable", {{"memory", std::to_string(need)}}}}}}))
+            .empty());
+  CHECK(Why(pod, Node("n", {{"status", {{"allocatable", {{"memory", std::to_string(need - 1)}}}}}}))
+            .size() == 1);
 }
 
 TEST_CASE("Explainer: KubeVirt's anti-affinity to the source virt-launcher pod") {
@@ -173,17 +202,22 @@ TEST_CASE("Explainer: KubeVirt's anti-affinity to the source virt-launcher pod")
   CHECK(Why(pod, Node("n"), {Bound("n", {{"cpu", "1"}}, vm_labels)}, nullptr, "") ==
         std::vector<Reason>{{K::kAlreadyRunsThere, "the VM already runs there"}});
   // Another VM's pod, or the same labels in another namespace, do not count.
-  CHECK(Why(pod, Node("n"), {Bound("n", {{"cpu", "1"}}, {{"kubevirt.io/created-by", "other"}})}, nullptr, "").empty());
-  CHECK(Why(pod, Node("n"), {Bound("n", {{"cpu", "1"}}, vm_labels, "elsewhere")}, nullptr, "").empty());
+  CHECK(Why(pod, Node("n"), {Bound("n", {{"cpu", "1"}}, {{"kubevirt.io/created-by", "other"}})},
+            nullptr, "")
+            .empty());
+  CHECK(Why(pod, Node("n"), {Bound("n", {{"cpu", "1"}}, vm_labels, "elsewhere")}, nullptr, "")
+            .empty());
   // A zone-wide anti-affinity term of the VM owner: any node of the zone is out.
   TargetPod zoned = pod;
   zoned.anti_affinity.push_back({{{{"app", "db"}}, {}}, "topology.kubernetes.io/zone", {}});
-  const std::vector<NodeInfo> nodes{Node("n1"), Node("n2"),
-                                    Node("n3", {{"metadata", {{"labels", {{"topology.kubernetes.io/zone", "b"}}}}}})};
+  const std::vector<NodeInfo> nodes{
+      Node("n1"), Node("n2"),
+      Node("n3", {{"metadata", {{"labels", {{"topology.kubernetes.io/zone", "b"}}}}}})};
   const std::vector<BoundPod> bound{Bound("n1", json::object(), {{"app", "db"}})};
   Explainer e(zoned, nullptr, "", nodes, bound);
   const std::vector<Reason> zone_reason{
-      {K::kAlreadyRunsThere, "VM's own pod anti-affinity (topologyKey topology.kubernetes.io/zone) excludes it"}};
+      {K::kAlreadyRunsThere,
+       "VM's own pod anti-affinity (topologyKey topology.kubernetes.io/zone) excludes it"}};
   CHECK(e.Explain(0).reasons == zone_reason);
   CHECK(e.Explain(1).reasons == zone_reason);
   CHECK(e.Explain(2).reasons.empty());
@@ -191,14 +225,17 @@ TEST_CASE("Explainer: KubeVirt's anti-affinity to the source virt-launcher pod")
 
 TEST_CASE("Explainer: the VM's own required affinity prints the failing requirement of each term") {
   TargetPod pod = Pod();
-  pod.required_affinity = NodeSelector{{{{{"topology.kubernetes.io/zone", "In", {"b"}}, {"kubernetes.io/arch", "Exists", {}}}, {}},
-                                        {{{"gpu", "Exists", {}}}, {{"metadata.name", "In", {"x"}}}}}};
+  pod.required_affinity = NodeSelector{
+      {{{{"topology.kubernetes.io/zone", "In", {"b"}}, {"kubernetes.io/arch", "Exists", {}}}, {}},
+       {{{"gpu", "Exists", {}}}, {{"metadata.name", "In", {"x"}}}}}};
   CHECK(Why(pod, Node("n")) ==
         std::vector<Reason>{{K::kOwnAffinityExcludes,
-                             "VM's own affinity `topology.kubernetes.io/zone In [b]` or `gpu Exists, metadata.name In [x]` excludes it"}});
+                             "VM's own affinity `topology.kubernetes.io/zone In [b]` or `gpu "
+                             "Exists, metadata.name In [x]` excludes it"}});
   pod.required_affinity = NodeSelector{};
   CHECK(Why(pod, Node("n")) ==
-        std::vector<Reason>{{K::kOwnAffinityExcludes, "VM's own required node affinity has no terms"}});
+        std::vector<Reason>{
+            {K::kOwnAffinityExcludes, "VM's own required node affinity has no terms"}});
   pod.required_affinity.reset();
   CHECK(Why(pod, Node("n")).empty());
 }
@@ -208,11 +245,11 @@ TEST_CASE("Toleration semantics are Kubernetes'") {
   auto [key, op, value, effect, tolerated] =
       GENERATE(table<std::string, std::string, std::string, std::string, bool>({
           {"dedicated", "Equal", "gpu", "NoSchedule", true},
-          {"dedicated", "", "gpu", "NoSchedule", true},          // "" means Equal
-          {"dedicated", "Equal", "gpu", "", true},               // empty effect: all effects
+          {"dedicated", "", "gpu", "NoSchedule", true},  // "" means Equal
+          {"dedicated", "Equal", "gpu", "", true},       // empty effect: all effects
           {"dedicated", "Exists", "", "NoSchedule", true},
-          {"", "Exists", "", "", true},                          // tolerates everything
-          {"", "Exists", "", "NoExecute", false},                // ... of that effect only
+          {"", "Exists", "", "", true},            // tolerates everything
+          {"", "Exists", "", "NoExecute", false},  // ... of that effect only
           {"dedicated", "Equal", "cpu", "NoSchedule", false},
           {"dedicated", "Equal", "gpu", "NoExecute", false},
           {"other", "Exists", "", "", false},
@@ -227,37 +264,46 @@ TEST_CASE("Toleration semantics are Kubernetes'") {
 
 TEST_CASE("Tolerating the cordon or readiness taints lifts those reasons") {
   TargetPod pod = Pod();
-  pod.tolerations.push_back(Toleration::Make("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"));
+  pod.tolerations.push_back(
+      Toleration::Make("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"));
   pod.tolerations.push_back(Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", ""));
-  CHECK(Why(pod, Node("n", {{"spec", {{"unschedulable", true}}},
-                            {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}}))
+  CHECK(Why(pod,
+            Node("n", {{"spec", {{"unschedulable", true}}},
+                       {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}}))
             .empty());
 }
 
 TEST_CASE("Explainer: several reasons at once, in a fixed order") {
   const TargetPod pod = Pod();
-  const NodeInfo node = Node("node-src", {{"metadata", {{"labels", {{"kubevirt.io/schedulable", "false"}}}}},
-                                          {"spec", {{"unschedulable", true},
-                                                    {"taints", {{{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}},
-                                                                {{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}},
-                                          {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}},
-                                                      {"allocatable", {{"memory", "1Gi"}}}}}});
-  CHECK(Why(pod, node) == std::vector<Reason>{
-                              {K::kCordoned, "cordoned"},
-                              {K::kNotReady, "not Ready"},
-                              {K::kTaintNotTolerated, "taint dedicated=gpu:NoSchedule not tolerated"},
-                              {K::kNodeSelectorMismatch, "VM's own nodeSelector `kubevirt.io/schedulable=true` not matched"},
-                              {K::kAlreadyRunsThere, "the VM already runs there"},
-                              {K::kInsufficientResource, "insufficient memory (requested 2.3Gi, free 1Gi)"},
-                          });
+  const NodeInfo node =
+      Node("node-src", {{"metadata", {{"labels", {{"kubevirt.io/schedulable", "false"}}}}},
+                        {"spec",
+                         {{"unschedulable", true},
+                          {"taints",
+                           {{{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}},
+                            {{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}},
+                        {"status",
+                         {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}},
+                          {"allocatable", {{"memory", "1Gi"}}}}}});
+  CHECK(Why(pod, node) ==
+        std::vector<Reason>{
+            {K::kCordoned, "cordoned"},
+            {K::kNotReady, "not Ready"},
+            {K::kTaintNotTolerated, "taint dedicated=gpu:NoSchedule not tolerated"},
+            {K::kNodeSelectorMismatch,
+             "VM's own nodeSelector `kubevirt.io/schedulable=true` not matched"},
+            {K::kAlreadyRunsThere, "the VM already runs there"},
+            {K::kInsufficientResource, "insufficient memory (requested 2.3Gi, free 1Gi)"},
+        });
 }
 
 TEST_CASE("SummarizeExplanation lists the allowed nodes by name, bounded") {
   const TargetPod pod = Pod();
   std::vector<NodeInfo> nodes;
   for (int i = 12; i >= 0; --i) {
-    nodes.push_back(Node("node-" + std::string(i < 10 ? "0" : "") + std::to_string(i),
-                         {{"spec", {{"unschedulable", i % 2 == 0}}}, {"metadata", {{"labels", {{"pool", "x"}}}}}}));
+    nodes.push_back(Node(
+        "node-" + std::string(i < 10 ? "0" : "") + std::to_string(i),
+        {{"spec", {{"unschedulable", i % 2 == 0}}}, {"metadata", {{"labels", {{"pool", "x"}}}}}}));
   }
   nodes.push_back(Node("zz-outside"));
   const NodeSelectorTerm term{{{"pool", "In", {"x"}}}, {}};
@@ -266,18 +312,23 @@ TEST_CASE("SummarizeExplanation lists the allowed nodes by name, bounded") {
   REQUIRE(all.size() == 14);
   CHECK(all.front().node == "node-00");
   CHECK(SummarizeExplanation(all, 4) ==
-        "node-00: cordoned; node-01: fits; node-02: cordoned; node-03: the VM already runs there; ... and 9 more nodes");
+        "node-00: cordoned; node-01: fits; node-02: cordoned; node-03: the VM already runs there; "
+        "... and 9 more nodes");
   CHECK(SummarizeExplanation(all, 12) ==
-        "node-00: cordoned; node-01: fits; node-02: cordoned; node-03: the VM already runs there; node-04: cordoned; "
-        "node-05: fits; node-06: cordoned; node-07: fits; node-08: cordoned; node-09: fits; node-10: cordoned; "
+        "node-00: cordoned; node-01: fits; node-02: cordoned; node-03: the VM already runs there; "
+        "node-04: cordoned; "
+        "node-05: fits; node-06: cordoned; node-07: fits; node-08: cordoned; node-09: fits; "
+        "node-10: cordoned; "
         "node-11: fits; ... and 1 more node");
   CHECK(SummarizeExplanation(all, 0) == "... and 13 more nodes");
   CHECK(SummarizeExplanation({all.back()}) == "no node matches the added term");
   CHECK(SummarizeExplanation({}) == "no node matches the added term");
   // Default bound is 10.
-  CHECK(SummarizeExplanation(all).find("; node-09: fits; ... and 3 more nodes") != std::string::npos);
+  CHECK(SummarizeExplanation(all).find("; node-09: fits; ... and 3 more nodes") !=
+        std::string::npos);
   // The explainer's own summary renders only what it shows, with the same text.
-  for (size_t max : {size_t{0}, size_t{1}, size_t{4}, size_t{10}, size_t{12}, size_t{13}, size_t{100}}) {
+  for (size_t max :
+       {size_t{0}, size_t{1}, size_t{4}, size_t{10}, size_t{12}, size_t{13}, size_t{100}}) {
     CAPTURE(max);
     CHECK(e.Summarize(max) == SummarizeExplanation(all, max));
   }

@@ -11,11 +11,13 @@ using Errs = std::vector<std::string>;
 // RegexError's double space before "or".
 const std::string kNameRegex =
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation "
     "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const std::string kValueRegex =
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
+    "or "
     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const std::string kDNSRegex =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "

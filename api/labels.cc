@@ -70,7 +70,8 @@ Labels Labels::FromJson(const nlohmann::json& j) {
   if (!j.is_object()) return l;
   l.entries_.reserve(j.size());
   for (const auto& [k, v] : j.items()) {
-    if (v.is_string()) l.entries_.emplace_back(InternIdOf(k), InternIdOf(v.get_ref<const std::string&>()));
+    if (v.is_string())
+      l.entries_.emplace_back(InternIdOf(k), InternIdOf(v.get_ref<const std::string&>()));
   }
   l.Normalize();
   return l;

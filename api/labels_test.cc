@@ -41,7 +41,8 @@ TEST_CASE("Labels find by text and by interned key") {
 }
 
 TEST_CASE("Labels from JSON keep string values only") {
-  const Labels l = Labels::FromJson(nlohmann::json::parse(R"({"a": "1", "b": 2, "c": null, "d": "x"})"));
+  const Labels l =
+      Labels::FromJson(nlohmann::json::parse(R"({"a": "1", "b": 2, "c": null, "d": "x"})"));
   CHECK(l.Sorted() == std::vector<std::pair<std::string, std::string>>{{"a", "1"}, {"d", "x"}});
   CHECK(l.ToJson() == nlohmann::json::parse(R"({"a": "1", "d": "x"})"));
   CHECK(Labels::FromJson(nlohmann::json::array()).empty());

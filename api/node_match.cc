@@ -29,7 +29,8 @@ bool RequirementMatchesLabels(const NodeSelectorRequirement& r, const NodeLabels
   if (r.op == kOpIn) return value != nullptr && Contains(r.values, *value);
   // labels.NewRequirement rejects NotIn without values and Exists/DoesNotExist with values;
   // the scheduler then treats the term as matching nothing.
-  if (r.op == kOpNotIn) return !r.values.empty() && (value == nullptr || !Contains(r.values, *value));
+  if (r.op == kOpNotIn)
+    return !r.values.empty() && (value == nullptr || !Contains(r.values, *value));
   if (r.op == kOpExists) return r.values.empty() && value != nullptr;
   if (r.op == kOpDoesNotExist) return r.values.empty() && value == nullptr;
   if (r.op == kOpGt || r.op == kOpLt) {

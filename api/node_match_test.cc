@@ -5,25 +5,23 @@
 namespace kmt::api {
 namespace {
 
-const NodeLabels kNode{{"topology.kubernetes.io/zone", "a"},
-                       {"cpu-count", "16"},
-                       {"gpu", "true"},
-                       {"weird", "12x"}};
+const NodeLabels kNode{
+    {"topology.kubernetes.io/zone", "a"}, {"cpu-count", "16"}, {"gpu", "true"}, {"weird", "12x"}};
 
 TEST_CASE("Requirement matching, Kubernetes semantics") {
   auto [r, want] = GENERATE(table<NodeSelectorRequirement, bool>({
       {{"topology.kubernetes.io/zone", "In", {"a", "b"}}, true},
       {{"topology.kubernetes.io/zone", "In", {"b"}}, false},
-      {{"rack", "In", {"r1"}}, false},                      // missing label
+      {{"rack", "In", {"r1"}}, false},  // missing label
       {{"topology.kubernetes.io/zone", "In", {}}, false},
       {{"topology.kubernetes.io/zone", "NotIn", {"b"}}, true},
       {{"topology.kubernetes.io/zone", "NotIn", {"a"}}, false},
-      {{"rack", "NotIn", {"r1"}}, true},                    // NotIn matches a missing label
-      {{"rack", "NotIn", {}}, false},                       // invalid requirement
+      {{"rack", "NotIn", {"r1"}}, true},  // NotIn matches a missing label
+      {{"rack", "NotIn", {}}, false},     // invalid requirement
       {{"gpu", "Exists", {}}, true},
       {{"rack", "Exists", {}}, false},
-      {{"gpu", "Exists", {"true"}}, false},                 // invalid requirement
-      {{"rack", "DoesNotExist", {}}, true},                 // matches a missing label
+      {{"gpu", "Exists", {"true"}}, false},  // invalid requirement
+      {{"rack", "DoesNotExist", {}}, true},  // matches a missing label
       {{"gpu", "DoesNotExist", {}}, false},
       {{"cpu-count", "Gt", {"8"}}, true},
       {{"cpu-count", "Gt", {"16"}}, false},
@@ -32,13 +30,13 @@ TEST_CASE("Requirement matching, Kubernetes semantics") {
       {{"cpu-count", "Lt", {"-3"}}, false},
       {{"cpu-count", "Gt", {"-3"}}, true},
       {{"cpu-count", "Lt", {"16"}}, false},
-      {{"cpu-count", "Gt", {"x"}}, false},                  // non-integer value
+      {{"cpu-count", "Gt", {"x"}}, false},  // non-integer value
       {{"cpu-count", "Gt", {"+-3"}}, false},
-      {{"weird", "Gt", {"1"}}, false},                      // non-integer label
-      {{"rack", "Lt", {"100"}}, false},                     // missing label
+      {{"weird", "Gt", {"1"}}, false},   // non-integer label
+      {{"rack", "Lt", {"100"}}, false},  // missing label
       {{"cpu-count", "Gt", {"1", "2"}}, false},
       {{"cpu-count", "Gt", {"99999999999999999999"}}, false},
-      {{"gpu", "in", {"true"}}, false},                     // unknown operator
+      {{"gpu", "in", {"true"}}, false},  // unknown operator
   }));
   CAPTURE(ToString(r));
   CHECK(RequirementMatchesLabels(r, kNode) == want);
@@ -64,8 +62,8 @@ TEST_CASE("Terms AND their requirements; selectors OR their terms") {
   const NodeSelectorRequirement me{"metadata.name", "In", {"node-1"}};
   const NodeSelectorRequirement other{"metadata.name", "In", {"node-2"}};
   auto [sel, want] = GENERATE_COPY(table<NodeSelector, bool>({
-      {NodeSelector{}, false},                                   // no terms: nothing
-      {NodeSelector{{NodeSelectorTerm{}}}, false},              // empty term: nothing
+      {NodeSelector{}, false},                      // no terms: nothing
+      {NodeSelector{{NodeSelectorTerm{}}}, false},  // empty term: nothing
       {NodeSelector{{{{zone_a}, {}}}}, true},
       {NodeSelector{{{{zone_a}, {me}}}}, true},
       {NodeSelector{{{{zone_a}, {other}}}}, false},

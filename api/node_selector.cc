@@ -15,22 +15,30 @@ std::string Render(const json& j) {
 
 std::string_view TypeName(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::string: return "string";
-    case json::value_t::boolean: return "boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::boolean:
+      return "boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    default: return "unknown";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "unknown";
   }
 }
 
 Cause WrongType(const std::string& field, const json& value, std::string_view want) {
-  return TypeInvalidCause(field, Render(value),
-                          "must be of type " + std::string(want) + ", not " +
-                              std::string(TypeName(value)));
+  return TypeInvalidCause(
+      field, Render(value),
+      "must be of type " + std::string(want) + ", not " + std::string(TypeName(value)));
 }
 
 void RejectUnknownMembers(const json& obj, const std::string& path,

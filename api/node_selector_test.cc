@@ -35,39 +35,50 @@ TEST_CASE("ParseNodeSelectorTerm treats null members as absent") {
   REQUIRE(p.term.has_value());
   CHECK(p.term->match_expressions.empty());
   CHECK(p.term->match_fields.size() == 1);
-  const TermParse q =
-      ParseNodeSelectorTerm(json::parse(R"({"matchExpressions": [{"key": "k",
+  const TermParse q = ParseNodeSelectorTerm(json::parse(R"({"matchExpressions": [{"key": "k",
                                            "operator": "Exists", "values": null}]})"),
-                            "p");
+                                            "p");
   REQUIRE(q.term.has_value());
   CHECK(q.term->match_expressions[0].values.empty());
 }
 
 TEST_CASE("ParseNodeSelectorTerm rejects unknown members and wrong types, naming the path") {
   auto [input, path, want] = GENERATE(table<std::string, std::string, std::vector<Cause>>({
-      {R"([])", "", {{"FieldValueTypeInvalid", "", "Invalid value: []: must be of type object, not array"}}},
-      {R"("x")", "t", {{"FieldValueTypeInvalid", "t", R"(Invalid value: "x": must be of type object, not string)"}}},
-      {R"({"nodeSelectorTerms": []})", "t",
+      {R"([])",
+       "",
+       {{"FieldValueTypeInvalid", "", "Invalid value: []: must be of type object, not array"}}},
+      {R"("x")",
+       "t",
+       {{"FieldValueTypeInvalid", "t",
+         R"(Invalid value: "x": must be of type object, not string)"}}},
+      {R"({"nodeSelectorTerms": []})",
+       "t",
        {{"FieldValueNotSupported", "t.nodeSelectorTerms",
          R"(Unsupported value: "nodeSelectorTerms": supported values: "matchExpressions", "matchFields")"}}},
-      {R"({"matchExpressions": {"key": "a"}})", "",
+      {R"({"matchExpressions": {"key": "a"}})",
+       "",
        {{"FieldValueTypeInvalid", "matchExpressions",
          R"(Invalid value: {"key":"a"}: must be of type array, not object)"}}},
-      {R"({"matchExpressions": [{"key": "a", "operator": "In", "value": ["x"]}]})", "",
+      {R"({"matchExpressions": [{"key": "a", "operator": "In", "value": ["x"]}]})",
+       "",
        {{"FieldValueNotSupported", "matchExpressions[0].value",
          R"(Unsupported value: "value": supported values: "key", "operator", "values")"}}},
-      {R"({"matchExpressions": [{"key": 5, "operator": true, "values": "x"}]})", "",
-       {{"FieldValueTypeInvalid", "matchExpressions[0].key", "Invalid value: 5: must be of type string, not integer"},
+      {R"({"matchExpressions": [{"key": 5, "operator": true, "values": "x"}]})",
+       "",
+       {{"FieldValueTypeInvalid", "matchExpressions[0].key",
+         "Invalid value: 5: must be of type string, not integer"},
         {"FieldValueTypeInvalid", "matchExpressions[0].operator",
          "Invalid value: true: must be of type string, not boolean"},
         {"FieldValueTypeInvalid", "matchExpressions[0].values",
          R"(Invalid value: "x": must be of type array, not string)"}}},
-      {R"({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", 1.5, null]}]})", "t",
+      {R"({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", 1.5, null]}]})",
+       "t",
        {{"FieldValueTypeInvalid", "t.matchFields[0].values[1]",
          "Invalid value: 1.5: must be of type string, not number"},
         {"FieldValueTypeInvalid", "t.matchFields[0].values[2]",
          "Invalid value: null: must be of type string, not null"}}},
-      {R"({"matchFields": ["metadata.name"], "x": 1})", "",
+      {R"({"matchFields": ["metadata.name"], "x": 1})",
+       "",
        {{"FieldValueNotSupported", "x",
          R"(Unsupported value: "x": supported values: "matchExpressions", "matchFields")"},
         {"FieldValueTypeInvalid", "matchFields[0]",
@@ -80,10 +91,13 @@ TEST_CASE("ParseNodeSelectorTerm rejects unknown members and wrong types, naming
 }
 
 TEST_CASE("ToJson omits empty lists as Go's omitempty does") {
-  CHECK(ToJson(NodeSelectorRequirement{"k", "Exists", {}}) == json{{"key", "k"}, {"operator", "Exists"}});
+  CHECK(ToJson(NodeSelectorRequirement{"k", "Exists", {}}) ==
+        json{{"key", "k"}, {"operator", "Exists"}});
   CHECK(ToJson(NodeSelectorTerm{}) == json::object());
-  CHECK(ToJson(NodeSelector{{NodeSelectorTerm{{{"k", "In", {"v"}}}, {}}}}) ==
-        json::parse(R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"In","values":["v"]}]}]})"));
+  CHECK(
+      ToJson(NodeSelector{{NodeSelectorTerm{{{"k", "In", {"v"}}}, {}}}}) ==
+      json::parse(
+          R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"In","values":["v"]}]}]})"));
 }
 
 TEST_CASE("ToString of requirements") {

@@ -94,8 +94,9 @@ void Resources::AddScalar(const std::string* name, int64_t amount) {
     }
   }
   scalar.emplace_back(name, amount);
-  std::sort(scalar.begin(), scalar.end(),
-            [](const auto& a, const auto& b) { return std::less<const std::string*>{}(a.first, b.first); });
+  std::sort(scalar.begin(), scalar.end(), [](const auto& a, const auto& b) {
+    return std::less<const std::string*>{}(a.first, b.first);
+  });
 }
 
 void Resources::AddList(const json& list) {
@@ -152,10 +153,14 @@ const std::string& Toleration::Effect() const { return OrEmpty(effect); }
 
 std::string_view ToString(TaintEffect e) {
   switch (e) {
-    case TaintEffect::kNoSchedule: return "NoSchedule";
-    case TaintEffect::kPreferNoSchedule: return "PreferNoSchedule";
-    case TaintEffect::kNoExecute: return "NoExecute";
-    default: return "Unknown";
+    case TaintEffect::kNoSchedule:
+      return "NoSchedule";
+    case TaintEffect::kPreferNoSchedule:
+      return "PreferNoSchedule";
+    case TaintEffect::kNoExecute:
+      return "NoExecute";
+    default:
+      return "Unknown";
   }
 }
 
@@ -174,9 +179,12 @@ ConditionStatus ParseConditionStatus(std::string_view s) {
 
 std::string_view ToString(ConditionStatus s) {
   switch (s) {
-    case ConditionStatus::kTrue: return "True";
-    case ConditionStatus::kFalse: return "False";
-    default: return "Unknown";
+    case ConditionStatus::kTrue:
+      return "True";
+    case ConditionStatus::kFalse:
+      return "False";
+    default:
+      return "Unknown";
   }
 }
 
@@ -214,8 +222,8 @@ NodeInfo NodeInfo::FromJson(const json& node) {
   if (taints.is_array()) {
     for (const json& t : taints) {
       if (!t.is_object()) continue;
-      n.taints.push_back({Intern(Str(t, "key")), Intern(Str(t, "value")),
-                          ParseTaintEffect(Str(t, "effect"))});
+      n.taints.push_back(
+          {Intern(Str(t, "key")), Intern(Str(t, "value")), ParseTaintEffect(Str(t, "effect"))});
     }
     n.taints.shrink_to_fit();
   }
@@ -258,10 +266,11 @@ TargetPod TargetPod::FromJson(const json& pod) {
   p.node_selector = Labels::FromJson(At(spec, "nodeSelector"));
   p.tolerations.shrink_to_fit();
   const json& affinity = At(spec, "affinity");
-  const json& required = At(At(affinity, "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+  const json& required =
+      At(At(affinity, "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
   if (required.is_object()) p.required_affinity = NodeSelectorFromJsonLenient(required);
-  p.anti_affinity =
-      AffinityTerms(At(At(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
+  p.anti_affinity = AffinityTerms(
+      At(At(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
   p.requests = PodRequests(pod);
 
   const json& status = At(pod, "status");

@@ -5,13 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/labels.h"
 #include "api/node_selector.h"
@@ -56,18 +55,18 @@ std::string_view ToString(ConditionStatus s);
 struct NodeInfo {
   std::string name;
   Labels labels;
-  bool unschedulable = false;                      // spec.unschedulable (cordoned)
-  std::vector<Taint> taints;                       // spec.taints
+  bool unschedulable = false;                         // spec.unschedulable (cordoned)
+  std::vector<Taint> taints;                          // spec.taints
   ConditionStatus ready = ConditionStatus::kUnknown;  // status.conditions[type=Ready]
-  Resources allocatable;                           // status.allocatable
+  Resources allocatable;                              // status.allocatable
 
   static NodeInfo FromJson(const nlohmann::json& node);
 };
 
 // Interned texts (tolerations repeat across every pod); nullptr reads as "".
 struct Toleration {
-  const std::string* key = nullptr;     // "" with Exists: every key
-  const std::string* op = nullptr;      // "Exists" or "Equal" ("" means Equal)
+  const std::string* key = nullptr;  // "" with Exists: every key
+  const std::string* op = nullptr;   // "Exists" or "Equal" ("" means Equal)
   const std::string* value = nullptr;
   const std::string* effect = nullptr;  // "" matches every effect
 
@@ -110,9 +109,9 @@ struct TargetPod {
   ConditionStatus scheduled = ConditionStatus::kUnknown;
   std::string scheduled_reason, scheduled_message;
   std::vector<Toleration> tolerations;
-  Labels node_selector;                      // spec.nodeSelector
-  std::optional<NodeSelector> required_affinity;   // nodeAffinity.required…
-  std::vector<PodAffinityTerm> anti_affinity;      // podAntiAffinity.required…
+  Labels node_selector;                           // spec.nodeSelector
+  std::optional<NodeSelector> required_affinity;  // nodeAffinity.required…
+  std::vector<PodAffinityTerm> anti_affinity;     // podAntiAffinity.required…
   Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
   // While the pod has the gate: the JSON needed to compute the AND patch without another
   // read ({"metadata": {uid, resourceVersion}, "spec": {affinity, schedulingGates}}),
@@ -141,12 +140,12 @@ struct MigrationCondition {
 
 struct MigrationInfo {
   std::string ns, name, uid, resource_version;
-  std::string vmi_name;  // spec.vmiName
-  std::string phase;     // status.phase
-  std::optional<std::string> added_term_text;  // AddedTermSource()
+  std::string vmi_name;                                                  // spec.vmiName
+  std::string phase;                                                     // status.phase
+  std::optional<std::string> added_term_text;                            // AddedTermSource()
   std::vector<std::pair<std::string, std::string>> added_node_selector;  // spec.addedNodeSelector
-  std::vector<MigrationCondition> conditions;  // status.conditions
-  std::string target_node, source_node, target_pod;  // status.migrationState
+  std::vector<MigrationCondition> conditions;                            // status.conditions
+  std::string target_node, source_node, target_pod;                      // status.migrationState
   bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
 
   static MigrationInfo FromJson(const nlohmann::json& vmim);

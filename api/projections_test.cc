@@ -1,9 +1,8 @@
 #include "api/projections.h"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 #include "api/names.h"
 #include "api/term_and.h"
@@ -46,7 +45,8 @@ TEST_CASE("NodeInfo keeps name, labels, cordon, taints, readiness and allocatabl
 
 TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   json pod = ReadJson("api/testdata/and/one_term.pod.json");
-  pod["spec"]["initContainers"] = json::parse(R"([{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "40M"}}}])");
+  pod["spec"]["initContainers"] = json::parse(
+      R"([{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "40M"}}}])");
   const TargetPod p = TargetPod::FromJson(pod);
   CHECK(p.ns == "vms");
   CHECK(p.name == "virt-launcher-rhel9-x7k2q");
@@ -62,22 +62,26 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   CHECK(p.scheduled == ConditionStatus::kFalse);
   CHECK(p.scheduled_reason == "SchedulingGated");
   CHECK(p.scheduled_message == "Scheduling is blocked due to non-empty scheduling gates");
-  CHECK(p.tolerations == std::vector<Toleration>{
-                             Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
-                             Toleration::Make("node.kubernetes.io/unreachable", "Exists", "", "NoExecute")});
+  CHECK(p.tolerations ==
+        std::vector<Toleration>{
+            Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
+            Toleration::Make("node.kubernetes.io/unreachable", "Exists", "", "NoExecute")});
   CHECK(p.tolerations[0].Key() == "node.kubernetes.io/not-ready");
   CHECK(p.tolerations[0].Value().empty());
   CHECK(Toleration{}.Effect().empty());
-  CHECK(p.node_selector.Sorted() == std::vector<std::pair<std::string, std::string>>{
-                               {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
-                               {"kubernetes.io/arch", "amd64"},
-                               {"kubevirt.io/schedulable", "true"}});
+  CHECK(p.node_selector.Sorted() ==
+        std::vector<std::pair<std::string, std::string>>{
+            {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
+            {"kubernetes.io/arch", "amd64"},
+            {"kubevirt.io/schedulable", "true"}});
   REQUIRE(p.required_affinity.has_value());
   CHECK(*p.required_affinity ==
-        NodeSelector{{{{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}}});
+        NodeSelector{
+            {{{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}}});
   REQUIRE(p.anti_affinity.size() == 1);
   CHECK(p.anti_affinity[0].selector.match_labels ==
-        std::vector<std::pair<std::string, std::string>>{{"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-cc8ae86621b0"}});
+        std::vector<std::pair<std::string, std::string>>{
+            {"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-cc8ae86621b0"}});
   CHECK(p.anti_affinity[0].topology_key == "kubernetes.io/hostname");
   // Containers: 100m + 15m cpu; the init container's 2 cpu is larger.
   CHECK(p.requests.cpu_milli == 2000);
@@ -113,12 +117,14 @@ TEST_CASE("MigrationInfo keeps the request, KubeVirt's selector, conditions and 
   CHECK(m.phase == "Scheduling");
   CHECK_FALSE(m.Final());
   CHECK(m.added_term_text ==
-        std::optional<std::string>(R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["node-3"]}]})"));
-  CHECK(m.added_node_selector == std::vector<std::pair<std::string, std::string>>{
-                                     {"kubernetes.io/arch", "amd64"}, {"topology.kubernetes.io/zone", "a"}});
-  CHECK(m.conditions == std::vector<MigrationCondition>{{"addedNodeSelectorTermApplied", "True", "TermApplied",
-                                                         "target pod carries the term", "",
-                                                         "2026-11-30T01:00:02Z"}});
+        std::optional<std::string>(
+            R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["node-3"]}]})"));
+  CHECK(m.added_node_selector ==
+        std::vector<std::pair<std::string, std::string>>{{"kubernetes.io/arch", "amd64"},
+                                                         {"topology.kubernetes.io/zone", "a"}});
+  CHECK(m.conditions == std::vector<MigrationCondition>{
+                            {"addedNodeSelectorTermApplied", "True", "TermApplied",
+                             "target pod carries the term", "", "2026-11-30T01:00:02Z"}});
   CHECK(m.source_node == "node-1");
   CHECK(m.target_node == "node-3");
   CHECK(m.target_pod == "virt-launcher-rhel9-x7k2q");
@@ -126,8 +132,8 @@ TEST_CASE("MigrationInfo keeps the request, KubeVirt's selector, conditions and 
 }
 
 TEST_CASE("Final phases") {
-  auto [phase, final] = GENERATE(table<std::string, bool>({{"Succeeded", true}, {"Failed", true},
-                                                           {"Running", false}, {"", false}}));
+  auto [phase, final] = GENERATE(table<std::string, bool>(
+      {{"Succeeded", true}, {"Failed", true}, {"Running", false}, {"", false}}));
   MigrationInfo m;
   m.phase = phase;
   CHECK(m.Final() == final);
@@ -147,8 +153,10 @@ TEST_CASE("BoundPod") {
 }
 
 TEST_CASE("Odd input never throws and leaves defaults") {
-  auto text = GENERATE(as<std::string>{}, "null", "[]", "7", R"("x")", R"({"metadata": 1, "spec": [], "status": "x"})",
-                       R"({"metadata": {"name": 5, "labels": [], "annotations": {"migration-target.kubevirt.io/added-node-selector-term": 3}},
+  auto text = GENERATE(
+      as<std::string>{}, "null", "[]", "7", R"("x")",
+      R"({"metadata": 1, "spec": [], "status": "x"})",
+      R"({"metadata": {"name": 5, "labels": [], "annotations": {"migration-target.kubevirt.io/added-node-selector-term": 3}},
                            "spec": {"taints": [1, {"key": 2}], "unschedulable": "yes", "containers": {}, "schedulingGates": [3],
                                     "tolerations": "x", "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}},
                            "status": {"conditions": [1, {"type": "Ready", "status": 1}], "allocatable": {"cpu": "lots", "memory": 4}}})");
@@ -173,9 +181,11 @@ TEST_CASE("Odd input never throws and leaves defaults") {
 
 TEST_CASE("Resources arithmetic") {
   Resources a;
-  a.AddList(json::parse(R"({"cpu": "500m", "memory": "1Gi", "devices.kubevirt.io/kvm": "1", "pods": "2"})"));
+  a.AddList(json::parse(
+      R"({"cpu": "500m", "memory": "1Gi", "devices.kubevirt.io/kvm": "1", "pods": "2"})"));
   Resources b;
-  b.AddList(json::parse(R"({"cpu": "1", "memory": "512Mi", "devices.kubevirt.io/kvm": "2", "nvidia.com/gpu": "1"})"));
+  b.AddList(json::parse(
+      R"({"cpu": "1", "memory": "512Mi", "devices.kubevirt.io/kvm": "2", "nvidia.com/gpu": "1"})"));
   Resources sum = a;
   sum.Add(b);
   CHECK(sum.cpu_milli == 1500);

@@ -21,7 +21,10 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 // Parses `text` and returns it times 10^scale, rounded away from zero (as Quantity's
 // ScaledValue rounds up).
 bool Parse(std::string_view s, int scale, int64_t& out, std::string* error) {
-  if (s.empty()) return Fail(error, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+  if (s.empty())
+    return Fail(error,
+                "quantities must match the regular expression "
+                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
   size_t i = 0;
   bool negative = false;
   if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';
@@ -68,26 +71,58 @@ bool Parse(std::string_view s, int scale, int64_t& out, std::string* error) {
   if (suffix.empty()) {
   } else if (suffix.size() == 2 && suffix[1] == 'i') {
     switch (suffix[0]) {
-      case 'K': exp2 = 10; break;
-      case 'M': exp2 = 20; break;
-      case 'G': exp2 = 30; break;
-      case 'T': exp2 = 40; break;
-      case 'P': exp2 = 50; break;
-      case 'E': exp2 = 60; break;
-      default: return Fail(error, "unknown quantity suffix");
+      case 'K':
+        exp2 = 10;
+        break;
+      case 'M':
+        exp2 = 20;
+        break;
+      case 'G':
+        exp2 = 30;
+        break;
+      case 'T':
+        exp2 = 40;
+        break;
+      case 'P':
+        exp2 = 50;
+        break;
+      case 'E':
+        exp2 = 60;
+        break;
+      default:
+        return Fail(error, "unknown quantity suffix");
     }
   } else if (suffix.size() == 1) {
     switch (suffix[0]) {
-      case 'n': exp10 -= 9; break;
-      case 'u': exp10 -= 6; break;
-      case 'm': exp10 -= 3; break;
-      case 'k': exp10 += 3; break;
-      case 'M': exp10 += 6; break;
-      case 'G': exp10 += 9; break;
-      case 'T': exp10 += 12; break;
-      case 'P': exp10 += 15; break;
-      case 'E': exp10 += 18; break;
-      default: return Fail(error, "unknown quantity suffix");
+      case 'n':
+        exp10 -= 9;
+        break;
+      case 'u':
+        exp10 -= 6;
+        break;
+      case 'm':
+        exp10 -= 3;
+        break;
+      case 'k':
+        exp10 += 3;
+        break;
+      case 'M':
+        exp10 += 6;
+        break;
+      case 'G':
+        exp10 += 9;
+        break;
+      case 'T':
+        exp10 += 12;
+        break;
+      case 'P':
+        exp10 += 15;
+        break;
+      case 'E':
+        exp10 += 18;
+        break;
+      default:
+        return Fail(error, "unknown quantity suffix");
     }
   } else if (suffix[0] == 'e' || suffix[0] == 'E') {
     size_t k = 1;

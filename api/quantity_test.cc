@@ -7,25 +7,12 @@ namespace {
 
 TEST_CASE("Quantities in milli-units, rounded up like Quantity.MilliValue") {
   auto [text, want] = GENERATE(table<std::string, int64_t>({
-      {"100m", 100},
-      {"2", 2000},
-      {"0", 0},
-      {"0.5", 500},
-      {".5", 500},
-      {"1.", 1000},
-      {"+3", 3000},
-      {"-3", -3000},
-      {"1500m", 1500},
-      {"0.1m", 1},        // rounds up
-      {"1u", 1},          // rounds up
-      {"250000000n", 250},
-      {"1e3", 1000000},
-      {"1E3", 1000000},
-      {"1e-3", 1},
-      {"2k", 2000000},
-      {"1Ki", 1024000},
-      {"0.0001", 1},
-      {"00012", 12000},
+      {"100m", 100},       {"2", 2000},      {"0", 0},         {"0.5", 500},
+      {".5", 500},         {"1.", 1000},     {"+3", 3000},     {"-3", -3000},
+      {"1500m", 1500},     {"0.1m", 1},  // rounds up
+      {"1u", 1},                         // rounds up
+      {"250000000n", 250}, {"1e3", 1000000}, {"1E3", 1000000}, {"1e-3", 1},
+      {"2k", 2000000},     {"1Ki", 1024000}, {"0.0001", 1},    {"00012", 12000},
   }));
   CAPTURE(text);
   CHECK(ParseQuantityMilli(text) == want);
@@ -38,7 +25,7 @@ TEST_CASE("Quantities in whole units, rounded up like Quantity.Value") {
       {"2294Mi", 2294LL * 1024 * 1024},
       {"4687134721", 4687134721},
       {"1e3", 1000},
-      {"1E", 1000000000000000000},   // exa, not an exponent
+      {"1E", 1000000000000000000},  // exa, not an exponent
       {"7Ei", 7LL << 60},
       {"100m", 1},
       {"1.5Gi", 1610612736},
@@ -55,7 +42,9 @@ TEST_CASE("Quantities in whole units, rounded up like Quantity.Value") {
 
 TEST_CASE("Bad quantities are errors") {
   auto [text, why] = GENERATE(table<std::string, std::string>({
-      {"", "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
+      {"",
+       "quantities must match the regular expression "
+       "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"},
       {"abc", "quantity has no digits"},
       {".", "quantity has no digits"},
       {"-", "quantity has no digits"},

@@ -82,8 +82,7 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
         tests.push_back(Op("test", "/metadata/resourceVersion", *rv));
       }
     }
-    changes.push_back(
-        Op("add", kAffinityPtr, {{"nodeAffinity", {{kRequired, required_value}}}}));
+    changes.push_back(Op("add", kAffinityPtr, {{"nodeAffinity", {{kRequired, required_value}}}}));
     return true;
   }
   if (!affinity->is_object()) return false;
@@ -108,8 +107,8 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   if (terms != nullptr && !terms->is_array()) return false;
   if (terms == nullptr || terms->empty()) {
     tests.push_back(Op("test", kRequiredPtr, *required));
-    changes.push_back(Op(terms == nullptr ? "add" : "replace", kTermsPtr,
-                         required_value["nodeSelectorTerms"]));
+    changes.push_back(
+        Op(terms == nullptr ? "add" : "replace", kTermsPtr, required_value["nodeSelectorTerms"]));
     return true;
   }
 
@@ -161,7 +160,8 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
       if (!hits.empty()) {
         tests.push_back(Op("test", "/spec/schedulingGates", *gates));
         for (auto it = hits.rbegin(); it != hits.rend(); ++it) {
-          changes.push_back({{"op", "remove"}, {"path", "/spec/schedulingGates/" + std::to_string(*it)}});
+          changes.push_back(
+              {{"op", "remove"}, {"path", "/spec/schedulingGates/" + std::to_string(*it)}});
         }
       }
     }

@@ -20,10 +20,9 @@
 // tested instead. Applied to any other pod version, the patch fails.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/node_selector.h"
 

@@ -1,9 +1,8 @@
 // Property: for random pods, terms and nodes, the merged required node affinity matches a
 // node exactly when the original one did (no required affinity = every node) and the
 // added term does.
-#include <random>
-
 #include <catch2/catch.hpp>
+#include <random>
 
 #include "api/names.h"
 #include "api/node_match.h"
@@ -19,7 +18,9 @@ class Gen {
   explicit Gen(uint32_t seed) : rng_(seed) {}
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   template <typename T>
-  const T& Pick(const std::vector<T>& v) { return v[static_cast<size_t>(Int(0, static_cast<int>(v.size()) - 1))]; }
+  const T& Pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(Int(0, static_cast<int>(v.size()) - 1))];
+  }
 
   NodeSelectorRequirement Expression() {
     static const std::vector<std::string> keys{"zone", "rack", "gpu", "cores"};
@@ -75,13 +76,15 @@ TEST_CASE("Merged selector matches == original matches AND term matches") {
       NodeSelector s;
       const int n = shape == 3 ? 0 : g.Int(1, 3);
       for (int i = 0; i < n; ++i) s.terms.push_back(g.Term(/*allow_empty=*/g.Int(0, 5) == 0));
-      pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = ToJson(s);
+      pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+          ToJson(s);
       if (!s.terms.empty()) original = s;
     }
     const NodeSelectorTerm term = g.Term(/*allow_empty=*/false);
     const json patched = pod.patch(json(AndTermIntoPod(pod, term, gate)));
-    const NodeSelector merged = NodeSelectorFromJsonLenient(
-        patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]);
+    const NodeSelector merged =
+        NodeSelectorFromJsonLenient(patched["spec"]["affinity"]["nodeAffinity"]
+                                           ["requiredDuringSchedulingIgnoredDuringExecution"]);
     CHECK(PodCarriesTerm(patched, term));
     CHECK(AndTermIntoPod(patched, term, gate).empty());  // idempotent, gate gone
     for (int n = 0; n < 8; ++n) {

@@ -1,9 +1,8 @@
 #include "api/term_and.h"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 #include "api/names.h"
 
@@ -33,11 +32,10 @@ json Patch(const std::vector<json>& ops) { return json(ops); }
 bool IsTest(const json& op) { return op["op"] == "test"; }
 
 TEST_CASE("The AND, applied with nlohmann's JSON Patch, yields the golden pod") {
-  const std::string name = GENERATE(as<std::string>{}, "no_affinity", "only_pod_anti_affinity",
-                                    "only_preferred", "required_zero_terms", "one_term",
-                                    "three_terms", "host_model_already_present",
-                                    "requirement_already_present", "other_gates_kept",
-                                    "unknown_fields_untouched");
+  const std::string name =
+      GENERATE(as<std::string>{}, "no_affinity", "only_pod_anti_affinity", "only_preferred",
+               "required_zero_terms", "one_term", "three_terms", "host_model_already_present",
+               "requirement_already_present", "other_gates_kept", "unknown_fields_untouched");
   CAPTURE(name);
   const std::string dir = "api/testdata/and/" + name;
   const json pod = ReadJson(dir + ".pod.json");
@@ -51,7 +49,9 @@ TEST_CASE("The AND, applied with nlohmann's JSON Patch, yields the golden pod") 
   size_t first_change = 0;
   while (first_change < ops.size() && IsTest(ops[first_change])) ++first_change;
   CHECK(first_change >= 2);  // uid + what the changes rely on
-  CHECK(ops[0] == json{{"op", "test"}, {"path", "/metadata/uid"}, {"value", "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab"}});
+  CHECK(ops[0] == json{{"op", "test"},
+                       {"path", "/metadata/uid"},
+                       {"value", "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab"}});
   for (size_t i = first_change; i < ops.size(); ++i) {
     CHECK_FALSE(IsTest(ops[i]));
   }
@@ -97,17 +97,20 @@ TEST_CASE("The AND, applied with nlohmann's JSON Patch, yields the golden pod") 
     json& spec = other_affinity["spec"];
     if (!spec.contains("affinity")) {
       other_affinity["metadata"]["resourceVersion"] = "48214";
-      spec["affinity"] = {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution",
-                                             {{"nodeSelectorTerms", {extra_term}}}}}}};
+      spec["affinity"] = {{"nodeAffinity",
+                           {{"requiredDuringSchedulingIgnoredDuringExecution",
+                             {{"nodeSelectorTerms", {extra_term}}}}}}};
     } else if (!spec["affinity"].contains("nodeAffinity")) {
       spec["affinity"]["nodeAffinity"] = {{"requiredDuringSchedulingIgnoredDuringExecution",
                                            {{"nodeSelectorTerms", {extra_term}}}}};
-    } else if (!spec["affinity"]["nodeAffinity"].contains("requiredDuringSchedulingIgnoredDuringExecution")) {
+    } else if (!spec["affinity"]["nodeAffinity"].contains(
+                   "requiredDuringSchedulingIgnoredDuringExecution")) {
       spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
           {"nodeSelectorTerms", {extra_term}}};
     } else {
       spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-          ["nodeSelectorTerms"].push_back(extra_term);
+          ["nodeSelectorTerms"]
+              .push_back(extra_term);
     }
     CHECK_THROWS_AS(other_affinity.patch(Patch(ops)), json::other_error);
   }
@@ -116,15 +119,28 @@ TEST_CASE("The AND, applied with nlohmann's JSON Patch, yields the golden pod") 
 TEST_CASE("Exact operations for KubeVirt's host-model term") {
   const json pod = ReadJson("api/testdata/and/one_term.pod.json");
   const NodeSelectorTerm term = ReadTerm("api/testdata/and/one_term.term.json");
-  const std::string req = "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
+  const std::string req =
+      "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
   const std::vector<json> want{
-      {{"op", "test"}, {"path", "/metadata/uid"}, {"value", "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab"}},
-      {{"op", "test"}, {"path", req}, {"value", pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]}},
-      {{"op", "test"}, {"path", "/spec/schedulingGates"}, {"value", json::array({{{"name", kGate}}})}},
-      {{"op", "add"}, {"path", req + "/nodeSelectorTerms/0/matchExpressions/-"},
-       {"value", json::parse(R"({"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]})")}},
-      {{"op", "add"}, {"path", req + "/nodeSelectorTerms/0/matchFields"},
-       {"value", json::parse(R"([{"key": "metadata.name", "operator": "In", "values": ["node-3"]}])")}},
+      {{"op", "test"},
+       {"path", "/metadata/uid"},
+       {"value", "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab"}},
+      {{"op", "test"},
+       {"path", req},
+       {"value",
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]}},
+      {{"op", "test"},
+       {"path", "/spec/schedulingGates"},
+       {"value", json::array({{{"name", kGate}}})}},
+      {{"op", "add"},
+       {"path", req + "/nodeSelectorTerms/0/matchExpressions/-"},
+       {"value",
+        json::parse(
+            R"({"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]})")}},
+      {{"op", "add"},
+       {"path", req + "/nodeSelectorTerms/0/matchFields"},
+       {"value",
+        json::parse(R"([{"key": "metadata.name", "operator": "In", "values": ["node-3"]}])")}},
       {{"op", "remove"}, {"path", "/spec/schedulingGates/0"}},
   };
   CHECK(Patch(AndTermIntoPod(pod, term, kGate)) == Patch(want));
@@ -144,8 +160,12 @@ TEST_CASE("A pod that already carries the term but is gated only loses the gate"
   const NodeSelectorTerm term = ReadTerm("api/testdata/and/one_term.term.json");
   const std::vector<json> ops = AndTermIntoPod(pod, term, kGate);
   const std::vector<json> want{
-      {{"op", "test"}, {"path", "/metadata/uid"}, {"value", "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab"}},
-      {{"op", "test"}, {"path", "/spec/schedulingGates"}, {"value", pod["spec"]["schedulingGates"]}},
+      {{"op", "test"},
+       {"path", "/metadata/uid"},
+       {"value", "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab"}},
+      {{"op", "test"},
+       {"path", "/spec/schedulingGates"},
+       {"value", pod["spec"]["schedulingGates"]}},
       {{"op", "remove"}, {"path", "/spec/schedulingGates/2"}},
       {{"op", "remove"}, {"path", "/spec/schedulingGates/1"}},
   };
@@ -155,26 +175,29 @@ TEST_CASE("A pod that already carries the term but is gated only loses the gate"
 
 TEST_CASE("Malformed pods and empty terms yield no operations and never throw") {
   const NodeSelectorTerm term{{{"zone", "In", {"a"}}}, {}};
-  auto input = GENERATE(as<std::string>{}, R"(null)", R"([])", R"({})", R"({"spec": 1})",
-                        R"({"spec": {"affinity": []}})",
-                        R"({"spec": {"affinity": {"nodeAffinity": "x"}}})",
-                        R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": 3}}}})",
-                        R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}}}}})",
-                        R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [7]}}}}})",
-                        R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": "x"}]}}}}})",
-                        R"({"spec": {"affinity": {}, "schedulingGates": {"name": "g"}}})");
+  auto input = GENERATE(
+      as<std::string>{}, R"(null)", R"([])", R"({})", R"({"spec": 1})",
+      R"({"spec": {"affinity": []}})", R"({"spec": {"affinity": {"nodeAffinity": "x"}}})",
+      R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": 3}}}})",
+      R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}}}}})",
+      R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [7]}}}}})",
+      R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": "x"}]}}}}})",
+      R"({"spec": {"affinity": {}, "schedulingGates": {"name": "g"}}})");
   CAPTURE(input);
   const json pod = json::parse(input);
   CHECK(AndTermIntoPod(pod, term, kGate).empty());
   CHECK_FALSE(PodCarriesTerm(pod, term));
   CHECK_FALSE(PodHasGate(pod, kGate));
-  CHECK(AndTermIntoPod(ReadJson("api/testdata/and/one_term.pod.json"), NodeSelectorTerm{}, kGate).empty());
+  CHECK(AndTermIntoPod(ReadJson("api/testdata/and/one_term.pod.json"), NodeSelectorTerm{}, kGate)
+            .empty());
 }
 
 TEST_CASE("PodCarriesTerm needs every required term to hold every requirement") {
   const json pod = ReadJson("api/testdata/and/requirement_already_present.pod.json");
-  CHECK(PodCarriesTerm(pod, {{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}));
-  CHECK_FALSE(PodCarriesTerm(pod, {{{"topology.kubernetes.io/zone", "In", {"a", "b"}}}, {}}));  // term 1 lacks it
+  CHECK(PodCarriesTerm(
+      pod, {{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}));
+  CHECK_FALSE(PodCarriesTerm(
+      pod, {{{"topology.kubernetes.io/zone", "In", {"a", "b"}}}, {}}));  // term 1 lacks it
   CHECK_FALSE(PodCarriesTerm(ReadJson("api/testdata/and/only_preferred.pod.json"),
                              {{{"disktype", "In", {"ssd"}}}, {}}));  // preferred does not count
   CHECK(SelectorCarriesTerm({{{{{"a", "Exists", {}}, {"b", "In", {"1", "2"}}}, {}}}},

@@ -8,10 +8,10 @@
 // non-integer through, and the scheduler then never matches the term.
 #include "api/validation.h"
 
-#include "api/label_validation.h"
-
 #include <cerrno>
 #include <cstdlib>
+
+#include "api/label_validation.h"
 
 namespace kmt::api {
 namespace {
@@ -96,7 +96,8 @@ std::vector<Cause> ValidateNodeSelectorTerm(const NodeSelectorTerm& term, const 
   if (total == 0) {
     // An empty term matches no node (core/v1 NodeSelectorTerm docs): as a request it can
     // only be a mistake.
-    causes.push_back(RequiredCause(path, "must have at least one requirement in matchExpressions or matchFields"));
+    causes.push_back(RequiredCause(
+        path, "must have at least one requirement in matchExpressions or matchFields"));
   } else if (total > kMaxRequirements) {
     causes.push_back(TooManyCause(path, total, kMaxRequirements));
   }

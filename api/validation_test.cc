@@ -12,7 +12,8 @@ const std::string kNameRegex =
     "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const std::string kValueRegex =
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
+    "or "
     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const std::string kDNSRegex =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -68,26 +69,31 @@ TEST_CASE("One row per Kubernetes rule: exact type, field and message") {
         R"(Invalid value: "": not a valid selector operator)"}},
       // ValidateLabelName on the key.
       {Expr({"-zone", "Exists", {}}),
-       {"FieldValueInvalid", "t.matchExpressions[0].key", R"(Invalid value: "-zone": )" + kNameRegex}},
+       {"FieldValueInvalid", "t.matchExpressions[0].key",
+        R"(Invalid value: "-zone": )" + kNameRegex}},
       {Expr({std::string(64, 'k'), "Exists", {}}),
        {"FieldValueInvalid", "t.matchExpressions[0].key",
-        "Invalid value: \"" + std::string(64, 'k') + "\": name part must be no more than 63 bytes"}},
+        "Invalid value: \"" + std::string(64, 'k') +
+            "\": name part must be no more than 63 bytes"}},
       {Expr({"/zone", "Exists", {}}),
        {"FieldValueInvalid", "t.matchExpressions[0].key",
         R"(Invalid value: "/zone": prefix part must be non-empty)"}},
       // IsValidLabelValue on each value.
       {Expr({"zone", "In", {"a", "b c"}}),
-       {"FieldValueInvalid", "t.matchExpressions[0].values[1]", R"(Invalid value: "b c": )" + kValueRegex}},
+       {"FieldValueInvalid", "t.matchExpressions[0].values[1]",
+        R"(Invalid value: "b c": )" + kValueRegex}},
       {Expr({"zone", "In", {std::string(64, 'v')}}),
        {"FieldValueInvalid", "t.matchExpressions[0].values[0]",
         "Invalid value: \"" + std::string(64, 'v') + "\": must be no more than 63 bytes"}},
       // validateNodeFieldSelectorRequirement.
       {Field({"metadata.name", "In", {}}),
        {"FieldValueRequired", "t.matchFields[0].values",
-        "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector"}},
+        "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field "
+        "selector"}},
       {Field({"metadata.name", "NotIn", {"a", "b"}}),
        {"FieldValueRequired", "t.matchFields[0].values",
-        "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector"}},
+        "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field "
+        "selector"}},
       {Field({"metadata.name", "Exists", {}}),
        {"FieldValueInvalid", "t.matchFields[0].operator",
         R"(Invalid value: "Exists": not a valid selector operator)"}},
@@ -95,7 +101,8 @@ TEST_CASE("One row per Kubernetes rule: exact type, field and message") {
        {"FieldValueInvalid", "t.matchFields[0].key",
         R"(Invalid value: "metadata.uid": not a valid field selector key)"}},
       {Field({"metadata.name", "In", {"Node_1"}}),
-       {"FieldValueInvalid", "t.matchFields[0].values[0]", R"(Invalid value: "Node_1": )" + kDNSRegex}},
+       {"FieldValueInvalid", "t.matchFields[0].values[0]",
+        R"(Invalid value: "Node_1": )" + kDNSRegex}},
       // This project's limits.
       {NodeSelectorTerm{},
        {"FieldValueRequired", "t",
@@ -107,8 +114,10 @@ TEST_CASE("One row per Kubernetes rule: exact type, field and message") {
 
 TEST_CASE("At most kMaxRequirements requirements in total") {
   NodeSelectorTerm term;
-  for (int i = 0; i < 60; ++i) term.match_expressions.push_back({"k" + std::to_string(i), "Exists", {}});
-  for (int i = 0; i < 4; ++i) term.match_fields.push_back({"metadata.name", "NotIn", {"n" + std::to_string(i)}});
+  for (int i = 0; i < 60; ++i)
+    term.match_expressions.push_back({"k" + std::to_string(i), "Exists", {}});
+  for (int i = 0; i < 4; ++i)
+    term.match_fields.push_back({"metadata.name", "NotIn", {"n" + std::to_string(i)}});
   CHECK(ValidateNodeSelectorTerm(term, "t").empty());
   term.match_fields.push_back({"metadata.name", "NotIn", {"n9"}});
   CHECK(ValidateNodeSelectorTerm(term, "t") ==
@@ -116,18 +125,20 @@ TEST_CASE("At most kMaxRequirements requirements in total") {
 }
 
 TEST_CASE("Every cause is reported, in Kubernetes' order") {
-  const NodeSelectorTerm term{
-      {{"", "Sometimes", {"-x"}}, {"ok", "Exists", {}}, {"zone", "In", {}}},
-      {{"spec.nodeName", "Gt", {"A", "B"}}}};
+  const NodeSelectorTerm term{{{"", "Sometimes", {"-x"}}, {"ok", "Exists", {}}, {"zone", "In", {}}},
+                              {{"spec.nodeName", "Gt", {"A", "B"}}}};
   const std::vector<Cause> want{
       {"FieldValueInvalid", "matchExpressions[0].operator",
        R"(Invalid value: "Sometimes": not a valid selector operator)"},
-      {"FieldValueInvalid", "matchExpressions[0].key", R"(Invalid value: "": name part must be non-empty)"},
+      {"FieldValueInvalid", "matchExpressions[0].key",
+       R"(Invalid value: "": name part must be non-empty)"},
       {"FieldValueInvalid", "matchExpressions[0].key", R"(Invalid value: "": )" + kNameRegex},
-      {"FieldValueInvalid", "matchExpressions[0].values[0]", R"(Invalid value: "-x": )" + kValueRegex},
+      {"FieldValueInvalid", "matchExpressions[0].values[0]",
+       R"(Invalid value: "-x": )" + kValueRegex},
       {"FieldValueRequired", "matchExpressions[2].values",
        "Required value: must be specified when `operator` is 'In' or 'NotIn'"},
-      {"FieldValueInvalid", "matchFields[0].operator", R"(Invalid value: "Gt": not a valid selector operator)"},
+      {"FieldValueInvalid", "matchFields[0].operator",
+       R"(Invalid value: "Gt": not a valid selector operator)"},
       {"FieldValueInvalid", "matchFields[0].key",
        R"(Invalid value: "spec.nodeName": not a valid field selector key)"},
   };
