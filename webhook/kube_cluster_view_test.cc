@@ -49,6 +49,7 @@ TEST_CASE("KubeClusterView lists every node across pages") {
   auto nodes = view.ListNodes();
   REQUIRE(nodes.size() == 5);
   std::vector<std::string> names;
+  names.reserve(nodes.size());
   for (const auto& n : nodes) names.push_back(n.name);
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"node-1", "node-2", "node-3", "node-4", "node-5"});

@@ -53,7 +53,7 @@ struct ServerOptions {
   size_t keep_alive_max_requests = 100;
   size_t workers = 8;
   size_t max_queued_connections = 64;
-  size_t max_body_bytes = 7 * 1024 * 1024;
+  size_t max_body_bytes = size_t{7} * 1024 * 1024;
 
   // Structured log lines (key=value); default: standard error.
   std::function<void(std::string_view)> log;

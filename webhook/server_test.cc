@@ -52,7 +52,7 @@ struct Fixture {
   std::unique_ptr<AdmissionServer> server;
 
   explicit Fixture(std::vector<Route> routes, bool with_cert = true,
-                   std::function<void(ServerOptions&)> tweak = nullptr) {
+                   const std::function<void(ServerOptions&)>& tweak = nullptr) {
     if (with_cert) WriteCert(0x100);
     WriteFileAtomically(ca_file, ca.ca_pem());
     ServerOptions opts;
@@ -206,7 +206,7 @@ TEST_CASE("Server turns an admitter's exception into a 500 admission response wi
 
 TEST_CASE("Server caps the body at 7 MiB, with and without Content-Length") {
   Fixture f({{"/validate", AllowAll}});
-  const size_t max = 7 * 1024 * 1024;
+  const size_t max = size_t{7} * 1024 * 1024;
   const size_t overhead = Review("u-big").size();
   const std::string exact = Review("u-big", std::string(max - overhead, 'a'));
   REQUIRE(exact.size() == max);
@@ -231,7 +231,7 @@ TEST_CASE("Server caps the body at 7 MiB, with and without Content-Length") {
           sink.done();
           return true;
         }
-        size_t n = std::min<size_t>(64 * 1024, over.size() - offset);
+        size_t n = std::min<size_t>(size_t{64} * 1024, over.size() - offset);
         return sink.write(over.data() + offset, n);
       },
       "application/json");
