@@ -8,6 +8,9 @@ namespace kmt::controller {
 
 namespace {
 
+// Reads and guarded patches of the VMIM status before giving up to a re-plan.
+constexpr int kStatusAttempts = 5;
+
 ExecResult Failed(const kube::KubeError& e, bool not_found_is_replan) {
   ExecResult r;
   r.error = e.what();
@@ -101,28 +104,39 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
   }
 
   if (plan.conditions_changed) {
-    try {
-      nlohmann::json current = client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns,
-                                           vmim.name);
-      const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
-      if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
-        ExecResult r;
-        r.outcome = ExecOutcome::kReplan;
-        r.error = fresh.uid != vmim.uid ? "the VMIM was replaced since it was read"
-                                        : "the VMIM's conditions changed since they were read";
+    // A failed test op here means KubeVirt wrote the status between our read
+    // and our patch (typically the phase, on a VMIM without conditions yet).
+    // Our conditions do not depend on what KubeVirt wrote, so read again and
+    // retry at once, as long as the conditions are still the plan's basis.
+    // This matters when the plan deleted an escaped pod: KubeVirt then fails
+    // the VMIM within milliseconds, and a re-plan would find it final and
+    // never report why.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        nlohmann::json current =
+            client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name);
+        const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
+        if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
+          ExecResult r;
+          r.outcome = ExecOutcome::kReplan;
+          r.error = fresh.uid != vmim.uid ? "the VMIM was replaced since it was read"
+                                          : "the VMIM's conditions changed since they were read";
+          r.released_pods = result.released_pods;
+          return r;
+        }
+        client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
+                      kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
+        log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
+        break;
+      } catch (const kube::KubeError& e) {
+        if (e.kind() == kube::ErrorKind::kConflict && attempt < kStatusAttempts) continue;
+        ExecResult r = Failed(e, /*not_found_is_replan=*/false);
+        if (r.outcome != ExecOutcome::kDone) {
+          log_.Info("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
+        }
         r.released_pods = result.released_pods;
         return r;
       }
-      client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
-                    kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
-      log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
-    } catch (const kube::KubeError& e) {
-      ExecResult r = Failed(e, /*not_found_is_replan=*/false);
-      if (r.outcome != ExecOutcome::kDone) {
-        log_.Info("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
-      }
-      r.released_pods = result.released_pods;
-      return r;
     }
   }
 

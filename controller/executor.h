@@ -19,7 +19,8 @@
 //      guarding only the conditions keeps those writes from conflicting with
 //      ours. Without a conditions list yet, metadata.resourceVersion of the
 //      fresh read is tested instead (JSON Patch cannot test for absence).
-//      Conflict → re-plan; 404 → the VMIM is gone: done.
+//      A failed test op re-reads and retries (up to 5 times) while the
+//      conditions are unchanged; then re-plan. 404 → the VMIM is gone: done.
 //   4. Events, only after the writes they describe succeeded.
 // Never writes the VM or VMI, never the VMIM's spec, metadata (descheduler
 // annotations) or status.evacuationNodeName: only status.conditions.

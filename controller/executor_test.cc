@@ -230,6 +230,30 @@ TEST_CASE("Conditions someone else changed after planning are not overwritten: r
         "Target pod vms/virt-launcher-vm-1-target carries the added term metadata.name In [node-3]");
 }
 
+TEST_CASE("A phase write racing between the read and the patch is retried at once") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({.gated = false});  // escaped: deleted, and KubeVirt fails the VMIM at once
+  Observed o = w.Observe();
+  Plan plan = Reconcile(o, w.clock.WallNow());
+  int raced = 0;
+  w.client.SetCallHook([&](const kube::FakeCall& c) {
+    if (raced >= 2 || c.verb != kube::Verb::kPatch || c.subresource != "status") return;
+    ++raced;
+    json v = w.GetVmim();
+    v["status"]["phase"] = raced == 1 ? "Scheduling" : "Failed";
+    v["status"]["migrationState"]["failed"] = raced == 2;
+    w.client.Update(kVirtualMachineInstanceMigrations, kNs, v, "status");
+  });
+  REQUIRE(w.executor.Apply(o.vmim, plan).outcome == ExecOutcome::kDone);
+  CHECK(raced == 2);
+  json after = w.GetVmim();
+  CHECK(after["status"]["phase"] == "Failed");
+  CHECK(after["status"]["conditions"][0]["reason"] == "TargetPodEscapedGate");
+  REQUIRE(w.Events().size() == 1);
+  CHECK(w.Events()[0]["reason"] == "TargetPodEscapedGate");
+}
+
 TEST_CASE("A conditions write racing between the read and the patch fails its test op") {
   World w;
   w.SeedVmim({NodeTerm("node-3"), nullptr, "Scheduling",
