@@ -39,16 +39,15 @@ grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/go
 # Lean, reproducible builds: no symbol tables, no local paths, no VCS stamping.
 export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false -mod=readonly"
 export CGO_ENABLED=0
-LDFLAGS='-s -w'
 
 complete() { # dir names...
   local d=$1; shift
   for b in "$@"; do [[ -x $d/$b ]] || return 1; done
 }
 
-# build DIR MODULE_DIR name=package...
+# build DIR MODULE_DIR LDFLAGS name=package...
 build() {
-  local dir=$1 moddir=$2; shift 2
+  local dir=$1 moddir=$2 ldflags=$3; shift 3
   local names=()
   for spec in "$@"; do names+=("${spec%%=*}"); done
   if complete "$dir" "${names[@]}"; then
@@ -60,7 +59,7 @@ build() {
   local start=$SECONDS
   for spec in "$@"; do
     kmt_log "build-binaries: building ${spec%%=*} (${spec#*=})"
-    (cd "$moddir" && go build -ldflags="$LDFLAGS" -o "$tmp/${spec%%=*}" "${spec#*=}")
+    (cd "$moddir" && go build -ldflags="$ldflags" -o "$tmp/${spec%%=*}" "${spec#*=}")
   done
   rm -rf "$dir"; mv "$tmp" "$dir"
   kmt_log "build-binaries: built ${names[*]} in $((SECONDS - start))s into $dir"
@@ -68,15 +67,15 @@ build() {
 
 mkdir -p "$KMT_CACHE/bin"
 total=$SECONDS
-build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" \
+build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" "$KMT_K8S_LDFLAGS" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kubectl=k8s.io/kubernetes/cmd/kubectl \
   etcd=go.etcd.io/etcd/server/v3
-build "$KMT_KV_BIN" "$KMT_ROOT/e2e" \
+build "$KMT_KV_BIN" "$KMT_ROOT/e2e" "$KMT_KV_LDFLAGS" \
   virt-controller=kubevirt.io/kubevirt/cmd/virt-controller
-build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" \
+build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
   crdgen=./cmd/crdgen \
   fake-node-agent=./cmd/fake-node-agent
 kmt_log "build-binaries: done in $((SECONDS - total))s"

@@ -302,6 +302,16 @@ cmd_up() {
       return 1
     fi
   done
+  # A port already taken (another cluster, another KMT_E2E_PORT_BASE user) would
+  # make a health probe answer for someone else's component.
+  local p
+  for p in "$KMT_PORT_ETCD" "$KMT_PORT_ETCD_PEER" "$KMT_PORT_APISERVER" "$KMT_PORT_SCHEDULER" \
+    "$KMT_PORT_CONTROLLER_MANAGER" "$KMT_PORT_VIRT_CONTROLLER"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      kmt_log "cluster: port $p on 127.0.0.1 is in use; pick another KMT_E2E_PORT_BASE (now $KMT_E2E_PORT_BASE)"
+      return 1
+    fi
+  done
   load_bins
   local t0=$SECONDS
   rm -rf "$RUN"

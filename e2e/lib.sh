@@ -13,10 +13,21 @@ KMT_E2E_DIR=${KMT_E2E_DIR:-/tmp/kmt-e2e}
 # hash of files, for cache keys
 kmt_hash() { cat "$@" | sha256sum | cut -c1-12; }
 
-# Kubernetes + etcd binaries: keyed by the versions and the tool module's go.mod/go.sum.
-KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash "$KMT_ROOT/e2e/tools/k8s/go.mod" "$KMT_ROOT/e2e/tools/k8s/go.sum")"
-# virt-controller: keyed by the KubeVirt version and e2e/go.mod, go.sum and the stand-ins.
-KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" -type f | sort))"
+# Link flags: no symbol tables; the version stamps a release build carries
+# (Kubernetes' hack/lib/version.sh, KubeVirt's hack/version.sh), so /version
+# reports KUBERNETES_VERSION instead of v0.0.0-master.
+kmt_version_x() { # PACKAGE VERSION
+  local minor=${2#v*.}
+  minor=${minor%%.*}
+  echo "-X $1.gitVersion=$2 -X $1.gitMajor=${2:1:1} -X $1.gitMinor=$minor -X $1.gitTreeState=clean -X $1.buildDate=1970-01-01T00:00:00Z"
+}
+KMT_K8S_LDFLAGS="-s -w $(kmt_version_x k8s.io/component-base/version "$KUBERNETES_VERSION") $(kmt_version_x k8s.io/client-go/pkg/version "$KUBERNETES_VERSION")"
+KMT_KV_LDFLAGS="-s -w $(kmt_version_x kubevirt.io/client-go/version "$KUBEVIRT_VERSION")"
+
+# Kubernetes + etcd binaries: keyed by the versions, the link flags and the tool module's go.mod/go.sum.
+KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash <(echo "$KMT_K8S_LDFLAGS") "$KMT_ROOT/e2e/tools/k8s/go.mod" "$KMT_ROOT/e2e/tools/k8s/go.sum")"
+# virt-controller: keyed by the KubeVirt version, its link flags and e2e/go.mod, go.sum and the stand-ins.
+KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash <(echo "$KMT_KV_LDFLAGS") "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" -type f | sort))"
 # the project's own small Go tools (crdgen, fake-node-agent): keyed by their sources too.
 KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
 
