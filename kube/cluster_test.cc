@@ -14,12 +14,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "kube/error.h"
 #include "kube/informer.h"
@@ -75,8 +74,8 @@ class CountingClient : public KubeClient {
               const WriteOptions& o) override {
     return inner_.Update(r, ns, obj, s, o);
   }
-  Json Patch(const Resource& r, std::string_view ns, std::string_view n, PatchType t,
-             const Json& p, std::string_view s, const WriteOptions& o) override {
+  Json Patch(const Resource& r, std::string_view ns, std::string_view n, PatchType t, const Json& p,
+             std::string_view s, const WriteOptions& o) override {
     return inner_.Patch(r, ns, n, t, p, s, o);
   }
   Json Delete(const Resource& r, std::string_view ns, std::string_view n,
@@ -120,36 +119,38 @@ std::shared_ptr<const TargetPodView> ProjectPod(const Json& pod) {
 
 // A virt-launcher-like target pod: the size of what the cache would be fed.
 Json TargetPod(const std::string& name, const std::string& label) {
-  return {{"metadata",
-           {{"name", name},
-            {"labels",
-             {{"kubevirt.io", "virt-launcher"},
-              {"kubevirt.io/migrationJobUID", "6f1c0a0e-3b7e-4c55-9d2e-" + name},
-              {"kubevirt.io/created-by", "1b4e28ba-2fa1-11d2-883f-0016d3cca427"},
-              {"kmt-test", label}}},
-            {"annotations",
-             {{"kubevirt.io/migrationJobName", "mig-" + name},
-              {"kubevirt.io/domain", "vm-" + name}}}}},
-          {"spec",
-           {{"automountServiceAccountToken", false},
-            {"schedulingGates", {{{"name", "migration-target.kubevirt.io/added-node-selector-term"}}}},
-            {"nodeSelector", {{"kubevirt.io/schedulable", "true"}}},
-            {"tolerations",
-             {{{"key", "node.kubernetes.io/unschedulable"}, {"operator", "Exists"},
-               {"effect", "NoSchedule"}}}},
-            {"containers",
-             {{{"name", "compute"},
-               {"image", "registry.invalid/kubevirt/virt-launcher:v1.9.0"},
-               {"command", {"/usr/bin/virt-launcher-monitor", "--qemu-timeout", "321s"}},
-               {"resources",
-                {{"requests", {{"cpu", "100m"}, {"memory", "1Gi"}}},
-                 {"limits", {{"devices.kubevirt.io/kvm", "1"}}}}}}}}}}};
+  return {
+      {"metadata",
+       {{"name", name},
+        {"labels",
+         {{"kubevirt.io", "virt-launcher"},
+          {"kubevirt.io/migrationJobUID", "6f1c0a0e-3b7e-4c55-9d2e-" + name},
+          {"kubevirt.io/created-by", "1b4e28ba-2fa1-11d2-883f-0016d3cca427"},
+          {"kmt-test", label}}},
+        {"annotations",
+         {{"kubevirt.io/migrationJobName", "mig-" + name}, {"kubevirt.io/domain", "vm-" + name}}}}},
+      {"spec",
+       {{"automountServiceAccountToken", false},
+        {"schedulingGates", {{{"name", "migration-target.kubevirt.io/added-node-selector-term"}}}},
+        {"nodeSelector", {{"kubevirt.io/schedulable", "true"}}},
+        {"tolerations",
+         {{{"key", "node.kubernetes.io/unschedulable"},
+           {"operator", "Exists"},
+           {"effect", "NoSchedule"}}}},
+        {"containers",
+         {{{"name", "compute"},
+           {"image", "registry.invalid/kubevirt/virt-launcher:v1.9.0"},
+           {"command", {"/usr/bin/virt-launcher-monitor", "--qemu-timeout", "321s"}},
+           {"resources",
+            {{"requests", {{"cpu", "100m"}, {"memory", "1Gi"}}},
+             {"limits", {{"devices.kubevirt.io/kvm", "1"}}}}}}}}}}};
 }
 
 // A namespace per test run, with the service account the admission plugin wants.
 std::string MakeNamespace(KubeClient& c, const std::string& prefix) {
-  const std::string ns = prefix + "-" + std::to_string(getpid()) + "-" +
-                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 100000);
+  const std::string ns =
+      prefix + "-" + std::to_string(getpid()) + "-" +
+      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 100000);
   c.Create(kNamespaces, "", {{"metadata", {{"name", ns}}}});
   try {
     c.Create(kServiceAccounts, ns, {{"metadata", {{"name", "default"}}}});
@@ -212,7 +213,8 @@ TEST_CASE("Cache converges to the server after 1,000 creates, updates and delete
   CHECK(ops == 1000);
   CHECK(Converges(c, inf, ns, "kmt-test=converge", std::chrono::seconds(60)));
   CHECK(inf.Size() == 200);
-  CHECK(inf.KeysByIndex("job", "6f1c0a0e-3b7e-4c55-9d2e-p1") == std::vector<std::string>{ns + "/p1"});
+  CHECK(inf.KeysByIndex("job", "6f1c0a0e-3b7e-4c55-9d2e-p1") ==
+        std::vector<std::string>{ns + "/p1"});
   inf.Stop();
 }
 
@@ -222,14 +224,16 @@ TEST_CASE("List+watch catches up after kube-apiserver restarts mid-watch") {
   RestClient rest(Config(), Fast());
   CountingClient c(rest);
   const std::string ns = MakeNamespace(rest, "kmt-restart");
-  for (int i = 0; i < 20; ++i) rest.Create(kPods, ns, TargetPod("a" + std::to_string(i), "restart"));
+  for (int i = 0; i < 20; ++i)
+    rest.Create(kPods, ns, TargetPod("a" + std::to_string(i), "restart"));
   Informer<TargetPodView> inf(c, PodInformer(ns, "kmt-test=restart"), ProjectPod);
   inf.Start();
   REQUIRE(inf.WaitForSync(std::chrono::seconds(30)));
   CHECK(inf.Size() == 20);
   const int lists_before = c.lists;
   REQUIRE(std::system(restart.c_str()) == 0);
-  for (int i = 0; i < 20; ++i) rest.Create(kPods, ns, TargetPod("b" + std::to_string(i), "restart"));
+  for (int i = 0; i < 20; ++i)
+    rest.Create(kPods, ns, TargetPod("b" + std::to_string(i), "restart"));
   for (int i = 0; i < 10; ++i) rest.Delete(kPods, ns, "a" + std::to_string(i));
   CHECK(Converges(rest, inf, ns, "kmt-test=restart", std::chrono::seconds(60)));
   CHECK(inf.Size() == 30);
@@ -266,7 +270,8 @@ TEST_CASE("A watch from a compacted resourceVersion gets 410 and relists") {
   CHECK(w.state() == Watcher::State::kEmpty);
   size_t relisted = 0;
   while (w.state() != Watcher::State::kInitListed) {
-    for (const WatcherEvent& e : w.Step().events) relisted += e.type == WatcherEventType::kInitApply;
+    for (const WatcherEvent& e : w.Step().events)
+      relisted += e.type == WatcherEventType::kInitApply;
   }
   CHECK(relisted == 6);
   CHECK(w.resource_version() != listed_rv);
@@ -296,7 +301,8 @@ TEST_CASE("Memory per cached pod") {
     std::vector<std::thread> writers;
     for (int t = 0; t < 4; ++t) {
       writers.emplace_back([&, t] {
-        for (int i = t; i < n; i += 4) c.Create(kPods, ns, TargetPod("m" + std::to_string(i), "memory"));
+        for (int i = t; i < n; i += 4)
+          c.Create(kPods, ns, TargetPod("m" + std::to_string(i), "memory"));
       });
     }
     for (auto& t : writers) t.join();

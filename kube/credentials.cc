@@ -2,19 +2,18 @@
 #include "kube/credentials.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kube/error.h"
 
@@ -79,7 +78,7 @@ std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::str
     int hh = 0;
     int mm = 0;
     if (std::sscanf(rest + 1, "%2d:%2d", &hh, &mm) != 2) return std::nullopt;
-    offset = (hh * 3600 + mm * 60) * (*rest == '+' ? 1 : -1);
+    offset = (hh * 3600L + mm * 60L) * (*rest == '+' ? 1 : -1);
     rest += 6;
   } else {
     return std::nullopt;
@@ -101,13 +100,20 @@ ExecResult RunProcess(const std::string& command, const std::vector<std::string>
     for (const auto& [k, v] : env) overridden |= (k == name);
     if (!overridden) env_strings.push_back(entry);
   }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) {
+    std::string entry = k;
+    entry += '=';
+    entry += v;
+    env_strings.push_back(std::move(entry));
+  }
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> argv_strings{command};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
 
@@ -218,7 +224,8 @@ Credential CredentialSource::RunExec() {
     nlohmann::json cluster = {{"server", config_.server}};
     if (!config_.tls_server_name.empty()) cluster["tls-server-name"] = config_.tls_server_name;
     if (config_.insecure_skip_tls_verify) cluster["insecure-skip-tls-verify"] = true;
-    if (!config_.ca_pem.empty()) cluster["certificate-authority-data"] = EncodeBase64(config_.ca_pem);
+    if (!config_.ca_pem.empty())
+      cluster["certificate-authority-data"] = EncodeBase64(config_.ca_pem);
     info["spec"]["cluster"] = cluster;
   }
   auto env = x.env;
@@ -237,7 +244,7 @@ Credential CredentialSource::RunExec() {
     ConfigError(who + ": answer is not an ExecCredential");
   }
   if (out.value("apiVersion", "") != x.api_version) {
-    ConfigError(fmt::format("{}: answered apiVersion \"{}\", want \"{}\"", who,
+    ConfigError(fmt::format(R"({}: answered apiVersion "{}", want "{}")", who,
                             out.value("apiVersion", ""), x.api_version));
   }
   const nlohmann::json status = out.value("status", nlohmann::json::object());

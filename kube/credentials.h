@@ -20,8 +20,8 @@
 namespace kmt::kube {
 
 struct Credential {
-  std::string bearer_token;      // empty: none
-  std::string client_cert_pem;   // empty: none
+  std::string bearer_token;     // empty: none
+  std::string client_cert_pem;  // empty: none
   std::string client_key_pem;
 };
 
@@ -31,9 +31,9 @@ struct ExecResult {
   std::string stdout_text;
   std::string stderr_text;
 };
-using ExecRunner = std::function<ExecResult(const std::string& command,
-                                            const std::vector<std::string>& args,
-                                            const std::vector<std::pair<std::string, std::string>>& env)>;
+using ExecRunner =
+    std::function<ExecResult(const std::string& command, const std::vector<std::string>& args,
+                             const std::vector<std::pair<std::string, std::string>>& env)>;
 
 // Runs the command with fork/exec, the process environment plus env, stdin
 // closed, outputs capped at 1 MiB each; a plugin running longer than

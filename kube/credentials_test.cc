@@ -1,11 +1,10 @@
 // kube/credentials_test.cc
 #include "kube/credentials.h"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "kube/error.h"
@@ -54,8 +53,8 @@ TEST_CASE("A token file is re-read once a minute and after Invalidate") {
   CHECK(s.Get().bearer_token == "third");
   std::filesystem::remove(path);
   s.Invalidate();
-  CHECK_THROWS_WITH(s.Get(), "in-cluster: token file " + path +
-                                 ": cannot read: No such file or directory");
+  CHECK_THROWS_WITH(s.Get(),
+                    "in-cluster: token file " + path + ": cannot read: No such file or directory");
 }
 
 struct PluginCall {
@@ -74,8 +73,8 @@ ClientConfig ExecConfigFor(const std::string& api_version) {
 }
 
 TEST_CASE("Exec plugin: environment, caching until expiry, re-run after Invalidate") {
-  const std::string api = GENERATE("client.authentication.k8s.io/v1",
-                                   "client.authentication.k8s.io/v1beta1");
+  const std::string api =
+      GENERATE("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1");
   CAPTURE(api);
   FakeTime t;
   std::vector<PluginCall> calls;
@@ -85,12 +84,11 @@ TEST_CASE("Exec plugin: environment, caching until expiry, re-run after Invalida
                          const std::vector<std::pair<std::string, std::string>>& env) {
                        calls.push_back({cmd, args, env});
                        ++serial;
-                       nlohmann::json out = {
-                           {"apiVersion", api},
-                           {"kind", "ExecCredential"},
-                           {"status",
-                            {{"token", "tok-" + std::to_string(serial)},
-                             {"expirationTimestamp", "2026-01-01T00:10:00Z"}}}};
+                       nlohmann::json out = {{"apiVersion", api},
+                                             {"kind", "ExecCredential"},
+                                             {"status",
+                                              {{"token", "tok-" + std::to_string(serial)},
+                                               {"expirationTimestamp", "2026-01-01T00:10:00Z"}}}};
                        return ExecResult{0, out.dump(), ""};
                      });
   CHECK(s.Get().bearer_token == "tok-1");
@@ -101,13 +99,14 @@ TEST_CASE("Exec plugin: environment, caching until expiry, re-run after Invalida
   CHECK(calls[0].env[0] == std::pair<std::string, std::string>{"A", "1"});
   CHECK(calls[0].env[1].first == "KUBERNETES_EXEC_INFO");
   const nlohmann::json info = nlohmann::json::parse(calls[0].env[1].second);
-  CHECK(info == nlohmann::json{{"apiVersion", api},
-                               {"kind", "ExecCredential"},
-                               {"spec",
-                                {{"interactive", false},
-                                 {"cluster",
-                                  {{"server", "https://api:6443"},
-                                   {"certificate-authority-data", "aGVsbG8="}}}}}});
+  CHECK(info ==
+        nlohmann::json{
+            {"apiVersion", api},
+            {"kind", "ExecCredential"},
+            {"spec",
+             {{"interactive", false},
+              {"cluster",
+               {{"server", "https://api:6443"}, {"certificate-authority-data", "aGVsbG8="}}}}}});
   t.now += std::chrono::minutes(9);
   CHECK(s.Get().bearer_token == "tok-1");  // cached
   t.now += std::chrono::minutes(1);
@@ -128,14 +127,22 @@ TEST_CASE("Exec plugin failures are clear") {
        who + ": exited with status 127: No such file or directory (brew it)"},
       {{0, "not json", ""}, who + ": answer is not a JSON object"},
       {{0, R"({"kind":"Other"})", ""}, who + ": answer is not an ExecCredential"},
-      {{0, R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"t"}})", ""},
+      {{0,
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"t"}})",
+        ""},
        who + ": answered apiVersion \"client.authentication.k8s.io/v1beta1\", want "
              "\"client.authentication.k8s.io/v1\""},
-      {{0, R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{}})", ""},
+      {{0,
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{}})",
+        ""},
        who + ": answer has neither status.token nor a client certificate"},
-      {{0, R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"clientKeyData":"k"}})", ""},
+      {{0,
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"clientKeyData":"k"}})",
+        ""},
        who + ": clientCertificateData and clientKeyData must come together"},
-      {{0, R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t","expirationTimestamp":"soon"}})", ""},
+      {{0,
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t","expirationTimestamp":"soon"}})",
+        ""},
        who + ": bad expirationTimestamp \"soon\""},
   }));
   CAPTURE(row.message);

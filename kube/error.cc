@@ -143,9 +143,9 @@ KubeError ErrorFromResponse(int http_status, const std::string& body,
   } else {
     detail = "empty body";
   }
-  std::string message = fmt::format("{}: HTTP {} {}: {}", what, http_status, ErrorKindName(kind),
-                                    detail);
-  return KubeError(kind, std::move(message), http_status, std::move(status), retry_after);
+  std::string message =
+      fmt::format("{}: HTTP {} {}: {}", what, http_status, ErrorKindName(kind), detail);
+  return {kind, std::move(message), http_status, std::move(status), retry_after};
 }
 
 }  // namespace kmt::kube

@@ -37,11 +37,12 @@ TEST_CASE("ErrorFromResponse maps every HTTP code to the documented kind") {
       {302, ErrorKind::kInternal},
   }));
   CAPTURE(row.code);
-  KubeError e = ErrorFromResponse(row.code, StatusBody(row.code, "X", "boom"), std::nullopt, "get pods ns/a");
+  KubeError e =
+      ErrorFromResponse(row.code, StatusBody(row.code, "X", "boom"), std::nullopt, "get pods ns/a");
   CHECK(e.kind() == row.kind);
   CHECK(e.http_status() == row.code);
-  CHECK(std::string(e.what()) ==
-        "get pods ns/a: HTTP " + std::to_string(row.code) + " " + ErrorKindName(row.kind) + ": boom");
+  CHECK(std::string(e.what()) == "get pods ns/a: HTTP " + std::to_string(row.code) + " " +
+                                     ErrorKindName(row.kind) + ": boom");
   CHECK(e.status()["reason"] == "X");
 }
 
@@ -81,7 +82,8 @@ TEST_CASE("Retry-After comes from the header, else from Status details") {
 }
 
 TEST_CASE("Bodies that are not a Status are quoted, shortened, never thrown") {
-  KubeError html = ErrorFromResponse(502, "<html>\nbad gateway\n</html>", std::nullopt, "get nodes");
+  KubeError html =
+      ErrorFromResponse(502, "<html>\nbad gateway\n</html>", std::nullopt, "get nodes");
   CHECK(html.kind() == ErrorKind::kUnavailable);
   CHECK(html.status().is_null());
   CHECK(std::string(html.what()) == "get nodes: HTTP 502 Unavailable: <html> bad gateway </html>");
@@ -92,7 +94,8 @@ TEST_CASE("Bodies that are not a Status are quoted, shortened, never thrown") {
 
   const std::string long_body(1000, 'x');
   KubeError long_error = ErrorFromResponse(500, long_body, std::nullopt, "g");
-  CHECK(std::string(long_error.what()) == "g: HTTP 500 Unavailable: " + std::string(200, 'x') + "...");
+  CHECK(std::string(long_error.what()) ==
+        "g: HTTP 500 Unavailable: " + std::string(200, 'x') + "...");
 
   // A JSON object that is not a Status (e.g. a Pod from a misrouted proxy).
   KubeError pod = ErrorFromResponse(404, R"({"kind":"Pod"})", std::nullopt, "g");
@@ -100,8 +103,8 @@ TEST_CASE("Bodies that are not a Status are quoted, shortened, never thrown") {
   CHECK(pod.kind() == ErrorKind::kNotFound);
 
   // A Status without a message falls back to its reason.
-  KubeError reason_only = ErrorFromResponse(403, R"({"kind":"Status","reason":"Forbidden"})",
-                                            std::nullopt, "g");
+  KubeError reason_only =
+      ErrorFromResponse(403, R"({"kind":"Status","reason":"Forbidden"})", std::nullopt, "g");
   CHECK(std::string(reason_only.what()) == "g: HTTP 403 Forbidden: Forbidden");
 }
 

@@ -1,13 +1,13 @@
 // kube/fake_client.cc
 #include "kube/fake_client.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
 #include <ctime>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "kube/paths.h"
 #include "kube/selector.h"
@@ -17,9 +17,9 @@ namespace {
 
 Json StatusJson(int code, std::string_view reason, std::string_view message,
                 Json details = Json::object()) {
-  return Json{{"kind", "Status"},     {"apiVersion", "v1"},  {"metadata", Json::object()},
-              {"status", "Failure"},  {"message", message},  {"reason", reason},
-              {"details", details},   {"code", code}};
+  return Json{{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", Json::object()},
+              {"status", "Failure"}, {"message", message}, {"reason", reason},
+              {"details", details},  {"code", code}};
 }
 
 KubeError StatusError(int code, std::string_view reason, std::string_view message,
@@ -35,8 +35,9 @@ Json Details(const Resource& r, std::string_view name) {
 }
 
 KubeError NotFound(const Resource& r, std::string_view name, const std::string& what) {
-  return StatusError(404, "NotFound", fmt::format("{} \"{}\" not found", GroupResourceName(r), name),
-                     what, Details(r, name));
+  return StatusError(404, "NotFound",
+                     fmt::format("{} \"{}\" not found", GroupResourceName(r), name), what,
+                     Details(r, name));
 }
 
 KubeError BadRequest(std::string_view message, const std::string& what) {
@@ -162,8 +163,7 @@ struct FakeClient::Stream {
     if (!obj.is_object()) return false;
     if (!ns.empty() && MetaString(obj, "namespace") != ns) return false;
     const Json& meta = obj.at("metadata");
-    return labels.Matches(meta.contains("labels") ? meta["labels"] : Json()) &&
-           fields.Matches(obj);
+    return labels.Matches(meta.contains("labels") ? meta["labels"] : Json()) && fields.Matches(obj);
   }
 
   // Caller holds mu.
@@ -181,7 +181,8 @@ class FakeClient::FakeWatch : public WatchStream {
 
   std::optional<WatchEvent> Next() override {
     std::unique_lock<std::mutex> lock(s_->mu);
-    s_->cv.wait(lock, [&] { return s_->cancelled || !s_->queue.empty() || s_->ended || s_->broken; });
+    s_->cv.wait(lock,
+                [&] { return s_->cancelled || !s_->queue.empty() || s_->ended || s_->broken; });
     if (s_->cancelled) return std::nullopt;
     if (!s_->queue.empty()) {
       WatchEvent e = std::move(s_->queue.front());
@@ -211,7 +212,7 @@ FakeClient::FakeClient() : FakeClient(Options{}) {}
 FakeClient::FakeClient(Options options) : options_(std::move(options)) {}
 FakeClient::~FakeClient() { CloseWatches(); }
 
-void FakeClient::Before(FakeCall call) {
+void FakeClient::Before(const FakeCall& call) {
   std::function<void(const FakeCall&)> hook;
   std::optional<KubeError> error;
   const Verb verb = call.verb;
@@ -401,8 +402,8 @@ Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions&
     }
     if (opts.resource_version_match == "Exact" && want != rv_) {
       // The fake keeps no snapshots: only the current state can be served exactly.
-      throw StatusError(410, "Expired",
-                        fmt::format("too old resource version: {} ({})", want, rv_), what);
+      throw StatusError(410, "Expired", fmt::format("too old resource version: {} ({})", want, rv_),
+                        what);
     }
     if (want > rv_) {
       throw StatusError(504, "Timeout",
@@ -449,8 +450,8 @@ Json FakeClient::Create(const Resource& r, std::string_view ns, const Json& obje
                         const WriteOptions& opts) {
   const std::string requested =
       object.is_object() && object.contains("metadata") ? MetaString(object, "name") : "";
-  Before({Verb::kCreate, GroupResourceName(r), std::string(ns), requested, "", opts.dry_run,
-          object});
+  Before(
+      {Verb::kCreate, GroupResourceName(r), std::string(ns), requested, "", opts.dry_run, object});
   const std::string what = DescribeCall("create", r, ns, requested);
   std::lock_guard<std::mutex> lock(mu_);
   if (!object.is_object()) throw BadRequest("the body of the request was not a JSON object", what);
@@ -519,8 +520,8 @@ Json FakeClient::Create(const Resource& r, std::string_view ns, const Json& obje
   return Commit(r, "ADDED", nullptr, std::move(obj), opts.dry_run);
 }
 
-Json FakeClient::WriteLocked(const Resource& r, std::string_view ns, Json obj,
-                             std::string_view sub, bool dry_run, const std::string& what) {
+Json FakeClient::WriteLocked(const Resource& r, std::string_view ns, Json obj, std::string_view sub,
+                             bool dry_run, const std::string& what) {
   if (!obj.is_object()) throw BadRequest("the body of the request was not a JSON object", what);
   if (!sub.empty() && !(sub == "status" && HasStatus(r))) {
     throw StatusError(404, "NotFound", "the server could not find the requested resource", what);
@@ -533,8 +534,7 @@ Json FakeClient::WriteLocked(const Resource& r, std::string_view ns, Json obj,
                                   r.kind),
                       what, Details(r, ""));
   }
-  if (r.namespaced && !MetaString(obj, "namespace").empty() &&
-      MetaString(obj, "namespace") != ns) {
+  if (r.namespaced && !MetaString(obj, "namespace").empty() && MetaString(obj, "namespace") != ns) {
     throw BadRequest(
         "the namespace of the provided object does not match the namespace sent on the request",
         what);
@@ -629,8 +629,7 @@ Json FakeClient::Patch(const Resource& r, std::string_view ns, std::string_view 
   Json patched;
   if (type == PatchType::kJsonPatch) {
     if (!patch.is_array()) {
-      throw BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch",
-                       what);
+      throw BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch", what);
     }
     try {
       patched = it->second.patch(patch);
@@ -655,8 +654,8 @@ Json FakeClient::Patch(const Resource& r, std::string_view ns, std::string_view 
 
 Json FakeClient::Delete(const Resource& r, std::string_view ns, std::string_view name,
                         const DeleteOptions& opts) {
-  Before({Verb::kDelete, GroupResourceName(r), std::string(ns), std::string(name), "",
-          opts.dry_run, nullptr});
+  Before({Verb::kDelete, GroupResourceName(r), std::string(ns), std::string(name), "", opts.dry_run,
+          nullptr});
   const std::string what = DescribeCall("delete", r, ns, name);
   std::lock_guard<std::mutex> lock(mu_);
   Store& store = stores_[GroupResourceName(r)];
@@ -672,17 +671,16 @@ Json FakeClient::Delete(const Resource& r, std::string_view ns, std::string_view
   }
   if (opts.precondition_resource_version &&
       *opts.precondition_resource_version != MetaString(old, "resourceVersion")) {
-    throw Conflict(r, name,
-                   fmt::format("Precondition failed: ResourceVersion in precondition: {}, "
-                               "ResourceVersion in object meta: {}",
-                               *opts.precondition_resource_version,
-                               MetaString(old, "resourceVersion")),
-                   what);
+    throw Conflict(
+        r, name,
+        fmt::format("Precondition failed: ResourceVersion in precondition: {}, "
+                    "ResourceVersion in object meta: {}",
+                    *opts.precondition_resource_version, MetaString(old, "resourceVersion")),
+        what);
   }
   const Json& meta = old["metadata"];
-  if (meta.contains("finalizers") && meta["finalizers"].is_array() &&
-      !meta["finalizers"].empty()) {
-    if (meta.contains("deletionTimestamp")) return old;
+  if (meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty()) {
+    if (meta.contains("deletionTimestamp")) return it->second;
     Json marked = old;
     marked["metadata"]["deletionTimestamp"] = Now();
     marked["metadata"]["deletionGracePeriodSeconds"] = opts.grace_period_seconds.value_or(0);
@@ -729,10 +727,9 @@ std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_vi
       throw BadRequest(fmt::format("invalid resource version \"{}\"", rv_text), what);
     }
     if (from < compacted_rv_) {
-      s->PushLocked("ERROR",
-                    StatusJson(410, "Expired",
-                               fmt::format("too old resource version: {} ({})", from,
-                                           compacted_rv_ + 1)));
+      s->PushLocked("ERROR", StatusJson(410, "Expired",
+                                        fmt::format("too old resource version: {} ({})", from,
+                                                    compacted_rv_ + 1)));
       s->ended = true;
       return std::make_unique<FakeWatch>(std::move(s));
     }

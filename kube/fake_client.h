@@ -54,7 +54,8 @@ const char* VerbName(Verb verb);  // "get", "list", ...
 // One observed call, as given to the call hook and kept in Calls().
 struct FakeCall {
   Verb verb;
-  std::string resource;  // GroupResourceName: "pods", "virtualmachineinstancemigrations.kubevirt.io"
+  std::string
+      resource;  // GroupResourceName: "pods", "virtualmachineinstancemigrations.kubevirt.io"
   std::string ns;
   std::string name;  // for create: the requested name (may be empty with generateName)
   std::string subresource;
@@ -153,7 +154,7 @@ class FakeClient : public KubeClient {
   using Key = std::pair<std::string, std::string>;  // namespace, name
   using Store = std::map<Key, Json>;
 
-  void Before(FakeCall call);
+  void Before(const FakeCall& call);
   bool HasStatus(const Resource& r) const;
   std::string Now() const;
   std::string NextUid();

@@ -3,9 +3,8 @@
 #include "kube/fake_client.h"
 
 #include <atomic>
-#include <thread>
-
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "kube/resources.h"
 
@@ -65,7 +64,8 @@ TEST_CASE("Create errors mirror the API server") {
   CHECK(dup.kind() == ErrorKind::kConflict);
   CHECK(dup.http_status() == 409);
   CHECK(dup.status()["reason"] == "AlreadyExists");
-  CHECK(std::string(dup.what()) == "create pods ns/a: HTTP 409 Conflict: pods \"a\" already exists");
+  CHECK(std::string(dup.what()) ==
+        "create pods ns/a: HTTP 409 Conflict: pods \"a\" already exists");
 
   Json anonymous = Pod("");
   anonymous["metadata"].erase("name");
@@ -93,7 +93,8 @@ TEST_CASE("Cluster-scoped resources and custom resources") {
   CHECK(n["status"]["allocatable"]["cpu"] == "4");  // nodes keep status on create
   CHECK(c.Get(kNodes, "", "n1")["metadata"]["name"] == "n1");
 
-  Json vmim = {{"metadata", {{"name", "m"}}}, {"spec", {{"vmiName", "vm"}}},
+  Json vmim = {{"metadata", {{"name", "m"}}},
+               {"spec", {{"vmiName", "vm"}}},
                {"status", {{"phase", "Succeeded"}}}};
   Json m = c.Create(kVirtualMachineInstanceMigrations, "ns", vmim);
   CHECK_FALSE(m.contains("status"));  // custom resources drop status on create
@@ -103,7 +104,8 @@ TEST_CASE("Cluster-scoped resources and custom resources") {
   CHECK(std::string(nf.what()) ==
         "get virtualmachineinstancemigrations.kubevirt.io ns/nope: HTTP 404 NotFound: "
         "virtualmachineinstancemigrations.kubevirt.io \"nope\" not found");
-  CHECK(nf.status()["details"] == Json{{"name", "nope"}, {"kind", "virtualmachineinstancemigrations"},
+  CHECK(nf.status()["details"] == Json{{"name", "nope"},
+                                       {"kind", "virtualmachineinstancemigrations"},
                                        {"group", "kubevirt.io"}});
 }
 
@@ -187,8 +189,8 @@ TEST_CASE("JSON Patch with a test op, and merge patch") {
       {{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", Rv(vmim)}},
       {{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", Json::array()}}}},
   });
-  Json patched = c.Patch(kVirtualMachineInstanceMigrations, "ns", "m", PatchType::kJsonPatch, ops,
-                         "status");
+  Json patched =
+      c.Patch(kVirtualMachineInstanceMigrations, "ns", "m", PatchType::kJsonPatch, ops, "status");
   CHECK(patched["status"] == Json{{"conditions", Json::array()}});
   CHECK(Rv(patched) == "2");
 
@@ -278,8 +280,9 @@ TEST_CASE("Dry run computes the answer and stores nothing") {
   Json changed = a;
   changed["metadata"]["labels"]["x"] = "1";
   CHECK(c.Update(kPods, "ns", changed, "", dry)["metadata"]["labels"]["x"] == "1");
-  CHECK(c.Patch(kPods, "ns", "a", PatchType::kMergePatch, {{"metadata", {{"labels", {{"y", "2"}}}}}},
-                "", dry)["metadata"]["labels"]["y"] == "2");
+  CHECK(c.Patch(kPods, "ns", "a", PatchType::kMergePatch,
+                {{"metadata", {{"labels", {{"y", "2"}}}}}}, "",
+                dry)["metadata"]["labels"]["y"] == "2");
   CHECK(c.Get(kPods, "ns", "a") == a);
   const std::vector<FakeCall> calls = c.Calls();
   CHECK(calls[calls.size() - 2].verb == Verb::kPatch);
@@ -388,18 +391,22 @@ TEST_CASE("Watch delivers live events with selector transitions") {
   Json a2 = c.Patch(kPods, "ns", "a", PatchType::kMergePatch,
                     {{"metadata", {{"labels", {{"app", "y"}}}}}});
   c.Patch(kPods, "ns", "c", PatchType::kMergePatch, {{"metadata", {{"labels", {{"app", "x"}}}}}});
-  c.Patch(kPods, "ns", "c", PatchType::kMergePatch, {{"metadata", {{"annotations", {{"n", "1"}}}}}});
+  c.Patch(kPods, "ns", "c", PatchType::kMergePatch,
+          {{"metadata", {{"annotations", {{"n", "1"}}}}}});
   c.Delete(kPods, "ns", "c");
 
   std::vector<std::pair<std::string, std::string>> got;
   for (int i = 0; i < 5; ++i) {
     auto e = w->Next();
     REQUIRE(e);
-    got.emplace_back(e->type, e->object["metadata"]["name"].get<std::string>() + "@" + Rv(e->object));
+    got.emplace_back(e->type,
+                     e->object["metadata"]["name"].get<std::string>() + "@" + Rv(e->object));
   }
-  CHECK(got == std::vector<std::pair<std::string, std::string>>{
-                   {"ADDED", "a@1"}, {"DELETED", "a@4"}, {"ADDED", "c@5"}, {"MODIFIED", "c@6"},
-                   {"DELETED", "c@7"}});
+  CHECK(got == std::vector<std::pair<std::string, std::string>>{{"ADDED", "a@1"},
+                                                                {"DELETED", "a@4"},
+                                                                {"ADDED", "c@5"},
+                                                                {"MODIFIED", "c@6"},
+                                                                {"DELETED", "c@7"}});
   w->Cancel();
   CHECK_FALSE(w->Next().has_value());
 }
@@ -451,8 +458,8 @@ TEST_CASE("Bookmarks, server close, broken streams, prompt cancel") {
   auto bm = a->Next();
   REQUIRE(bm);
   CHECK(bm->type == "BOOKMARK");
-  CHECK(bm->object == Json{{"kind", "Node"}, {"apiVersion", "v1"},
-                           {"metadata", {{"resourceVersion", "1"}}}});
+  CHECK(bm->object ==
+        Json{{"kind", "Node"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "1"}}}});
   CHECK(c.OpenWatchCount() == 2);
   c.CloseWatches();
   CHECK_FALSE(a->Next().has_value());

@@ -1,9 +1,9 @@
 // kube/informer.cc
 #include "kube/informer.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace kmt::kube {
 
@@ -89,9 +89,9 @@ bool InformerCore::Project(const Json& object, std::string& key, Entry& entry) {
     for (const auto& [name, func] : index_funcs_) entry.index_values.push_back(func(object));
   } catch (const std::exception& e) {
     if (options_.on_error) {
-      options_.on_error(KubeError(ErrorKind::kInternal,
-                                  fmt::format("projecting {} {}: {}",
-                                              options_.watch.resource.resource, key, e.what())));
+      options_.on_error(KubeError(
+          ErrorKind::kInternal,
+          fmt::format("projecting {} {}: {}", options_.watch.resource.resource, key, e.what())));
     }
     return false;
   }

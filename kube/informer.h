@@ -34,7 +34,7 @@
 namespace kmt::kube {
 
 struct InformerOptions {
-  WatcherConfig watch;  // resource, namespace, selectors, paging, backoff
+  WatcherConfig watch;                         // resource, namespace, selectors, paging, backoff
   std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync
   // Called (on the informer thread) with every error the watcher handled.
   std::function<void(const KubeError&)> on_error;

@@ -1,10 +1,9 @@
 // kube/informer_test.cc
 #include "kube/informer.h"
 
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -30,9 +29,8 @@ std::shared_ptr<const PodView> Project(const Json& pod) {
 }
 
 std::vector<std::string> JobIndex(const Json& pod) {
-  const std::string job = pod.at("metadata")
-                              .value("labels", Json::object())
-                              .value("kubevirt.io/migrationJobUID", "");
+  const std::string job =
+      pod.at("metadata").value("labels", Json::object()).value("kubevirt.io/migrationJobUID", "");
   if (job.empty()) return {};
   return {job};
 }
@@ -102,7 +100,7 @@ TEST_CASE("Step by step: list, watch, handlers, index, projection filter") {
   inf.StepForTest();  // page 1: a, b
   CHECK_FALSE(inf.HasSynced());
   CHECK(inf.Size() == 0);  // nothing is visible before the list completes
-  inf.StepForTest();  // page 2: c (s is projected away) + done
+  inf.StepForTest();       // page 2: c (s is projected away) + done
   CHECK(inf.HasSynced());
   CHECK(inf.Keys() == V{"ns/a", "ns/b", "ns/c"});
   CHECK(rec.Take() == V{"add ns/a n1", "add ns/b ", "add ns/c "});
@@ -114,14 +112,16 @@ TEST_CASE("Step by step: list, watch, handlers, index, projection filter") {
 
   inf.StepForTest();  // open watch
   c.Patch(kPods, "ns", "b", PatchType::kMergePatch,
-          {{"spec", {{"nodeName", "n2"}}}, {"metadata", {{"labels", {{"kubevirt.io/migrationJobUID", "j2"}}}}}});
+          {{"spec", {{"nodeName", "n2"}}},
+           {"metadata", {{"labels", {{"kubevirt.io/migrationJobUID", "j2"}}}}}});
   inf.StepForTest();
   CHECK(rec.Take() == V{"update ns/b ->n2"});
   CHECK(inf.KeysByIndex("job", "j1") == V{"ns/a"});
   CHECK(inf.KeysByIndex("job", "j2") == V{"ns/b", "ns/c"});
 
   // An object whose projection becomes nullptr leaves the cache.
-  c.Patch(kPods, "ns", "c", PatchType::kMergePatch, {{"metadata", {{"labels", {{"skip", "yes"}}}}}});
+  c.Patch(kPods, "ns", "c", PatchType::kMergePatch,
+          {{"metadata", {{"labels", {{"skip", "yes"}}}}}});
   inf.StepForTest();
   CHECK(rec.Take() == V{"delete ns/c "});
   CHECK(inf.KeysByIndex("job", "j2") == V{"ns/b"});
@@ -156,8 +156,8 @@ TEST_CASE("A relist after 410 reconciles the cache: deletions seen while away ar
   c.Delete(kPods, "ns", "a");
   c.Create(kPods, "ns", Pod("c", "j"));
   c.Patch(kPods, "ns", "b", PatchType::kMergePatch, {{"spec", {{"nodeName", "n9"}}}});
-  inf.StepForTest();  // reopen from an rv that is now compacted
-  inf.StepForTest();  // ERROR 410 -> Empty
+  inf.StepForTest();                              // reopen from an rv that is now compacted
+  inf.StepForTest();                              // ERROR 410 -> Empty
   for (int i = 0; i < 2; ++i) inf.StepForTest();  // Init, one page (b c) + done
   CHECK(rec.Take() == V{"delete ns/a ", "update ns/b ->n9", "add ns/c "});
   CHECK(inf.Keys() == V{"ns/b", "ns/c"});

@@ -1,6 +1,9 @@
 // kube/kubeconfig.cc
 #include "kube/kubeconfig.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -8,9 +11,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "kube/error.h"
 
@@ -56,8 +56,8 @@ std::string Str(const Named& n, const std::string& list, const std::string& name
   const YAML::Node v = n.node[field];
   if (!v || v.IsNull()) return "";
   if (!v.IsScalar()) {
-    ConfigError(fmt::format("kubeconfig {}: {}: must be a string", n.file->path,
-                            Field(list, name, field)));
+    ConfigError(
+        fmt::format("kubeconfig {}: {}: must be a string", n.file->path, Field(list, name, field)));
   }
   return v.as<std::string>();
 }
@@ -162,18 +162,19 @@ std::string Join(const std::vector<File>& files) {
 }
 
 ExecConfig ReadExec(const Named& user, const std::string& name) {
-  const std::string where = fmt::format("kubeconfig {}: {}", user.file->path,
-                                        Field("users", name, "exec"));
+  const std::string where =
+      fmt::format("kubeconfig {}: {}", user.file->path, Field("users", name, "exec"));
   const YAML::Node e = user.node["exec"];
   if (!e.IsMap()) ConfigError(where + ": must be a mapping");
   ExecConfig c;
-  c.api_version = e["apiVersion"] && e["apiVersion"].IsScalar() ? e["apiVersion"].as<std::string>()
-                                                                 : "";
+  c.api_version =
+      e["apiVersion"] && e["apiVersion"].IsScalar() ? e["apiVersion"].as<std::string>() : "";
   if (c.api_version != "client.authentication.k8s.io/v1" &&
       c.api_version != "client.authentication.k8s.io/v1beta1") {
-    ConfigError(fmt::format("{}.apiVersion: \"{}\" is not supported (want "
-                            "client.authentication.k8s.io/v1 or v1beta1)",
-                            where, c.api_version));
+    ConfigError(
+        fmt::format("{}.apiVersion: \"{}\" is not supported (want "
+                    "client.authentication.k8s.io/v1 or v1beta1)",
+                    where, c.api_version));
   }
   c.command = e["command"] && e["command"].IsScalar() ? e["command"].as<std::string>() : "";
   if (c.command.empty()) ConfigError(where + ".command: missing");
@@ -244,8 +245,7 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
   bool must_exist = true;
   if (!options.explicit_path.empty()) {
     paths.push_back(options.explicit_path);
-  } else if (std::optional<std::string> env = options.getenv("KUBECONFIG");
-             env && !env->empty()) {
+  } else if (std::optional<std::string> env = options.getenv("KUBECONFIG"); env && !env->empty()) {
     paths = SplitPaths(*env);
     must_exist = false;
   } else {
@@ -285,9 +285,10 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
     }
   }
   if (context_name.empty()) {
-    ConfigError(fmt::format("kubeconfig {}: no context chosen: current-context is not set and "
-                            "--context was not given",
-                            Join(files)));
+    ConfigError(
+        fmt::format("kubeconfig {}: no context chosen: current-context is not set and "
+                    "--context was not given",
+                    Join(files)));
   }
 
   auto ctx = contexts.find(context_name);
@@ -324,15 +325,16 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
   }
   while (!out.server.empty() && out.server.back() == '/') out.server.pop_back();
   out.tls_server_name = Str(cluster, "clusters", cluster_name, "tls-server-name");
-  out.insecure_skip_tls_verify = Bool(cluster, "clusters", cluster_name, "insecure-skip-tls-verify");
+  out.insecure_skip_tls_verify =
+      Bool(cluster, "clusters", cluster_name, "insecure-skip-tls-verify");
   out.ca_pem = FileOrData(cluster, "clusters", cluster_name, "certificate-authority",
                           "certificate-authority-data");
   if (out.insecure_skip_tls_verify && !out.ca_pem.empty()) {
     // As kubectl: trusting a CA and skipping verification contradict each other.
-    ConfigError(fmt::format("kubeconfig {}: {}: specifying a root certificates file with the "
-                            "insecure flag is not allowed",
-                            cluster.file->path,
-                            Field("clusters", cluster_name, "insecure-skip-tls-verify")));
+    ConfigError(fmt::format(
+        "kubeconfig {}: {}: specifying a root certificates file with the "
+        "insecure flag is not allowed",
+        cluster.file->path, Field("clusters", cluster_name, "insecure-skip-tls-verify")));
   }
 
   if (!user_name.empty()) {
@@ -348,10 +350,9 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
     }
     out.token = Str(user, "users", user_name, "token");
     out.token_file = Resolve(*user.file, Str(user, "users", user_name, "tokenFile"));
-    out.client_cert_pem = FileOrData(user, "users", user_name, "client-certificate",
-                                     "client-certificate-data");
-    out.client_key_pem =
-        FileOrData(user, "users", user_name, "client-key", "client-key-data");
+    out.client_cert_pem =
+        FileOrData(user, "users", user_name, "client-certificate", "client-certificate-data");
+    out.client_key_pem = FileOrData(user, "users", user_name, "client-key", "client-key-data");
     if (out.client_cert_pem.empty() != out.client_key_pem.empty()) {
       ConfigError(fmt::format("kubeconfig {}: {}: client certificate and key must be set together",
                               user.file->path, Field("users", user_name, "client-key")));
@@ -375,8 +376,9 @@ ClientConfig InClusterConfig(const InClusterOptions& options) {
   const std::optional<std::string> host = options.getenv("KUBERNETES_SERVICE_HOST");
   const std::optional<std::string> port = options.getenv("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {
-    ConfigError("in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
-                "(not running in a pod?)");
+    ConfigError(
+        "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
+        "(not running in a pod?)");
   }
   ClientConfig out;
   out.source = "in-cluster";

@@ -1,12 +1,11 @@
 // kube/kubeconfig_test.cc
 #include "kube/kubeconfig.h"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-
-#include <catch2/catch.hpp>
 
 #include "kube/error.h"
 
@@ -202,28 +201,37 @@ TEST_CASE("Malformed kubeconfigs name the file and the field") {
        "kubeconfig {}: clusters[\"c\"].server: missing"},
       {head + "clusters: [{name: c, cluster: {server: 'ftp://s'}}]\n",
        "kubeconfig {}: clusters[\"c\"].server: \"ftp://s\" is not an http(s) URL"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority: nope.crt}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority: "
+              "nope.crt}}]\n",
        "kubeconfig {}: clusters[\"c\"].certificate-authority: cannot read {dir}/nope.crt: No such "
        "file or directory"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority-data: '!!'}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority-data: "
+              "'!!'}}]\n",
        "kubeconfig {}: clusters[\"c\"].certificate-authority-data: invalid base64"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority-data: aGVsbG8=, insecure-skip-tls-verify: true}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority-data: "
+              "aGVsbG8=, insecure-skip-tls-verify: true}}]\n",
        "kubeconfig {}: clusters[\"c\"].insecure-skip-tls-verify: specifying a root certificates "
        "file with the insecure flag is not allowed"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s', insecure-skip-tls-verify: maybe}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s', insecure-skip-tls-verify: "
+              "maybe}}]\n",
        "kubeconfig {}: clusters[\"c\"].insecure-skip-tls-verify: must be true or false"},
       {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\n",
        "kubeconfig {}: contexts[\"x\"].user: user \"u\" not found"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: {client-certificate-data: aGVsbG8=}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{client-certificate-data: aGVsbG8=}}]\n",
        "kubeconfig {}: users[\"u\"].client-key: client certificate and key must be set together"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: {token: [1]}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{token: [1]}}]\n",
        "kubeconfig {}: users[\"u\"].token: must be a string"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x}}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: x}}}]\n",
        "kubeconfig {}: users[\"u\"].exec.apiVersion: \"client.authentication.k8s.io/v1alpha1\" is "
        "not supported (want client.authentication.k8s.io/v1 or v1beta1)"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1}}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1}}}]\n",
        "kubeconfig {}: users[\"u\"].exec.command: missing"},
-      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: {auth-provider: {name: gcp}}}]\n",
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{auth-provider: {name: gcp}}}]\n",
        "kubeconfig {}: users[\"u\"].auth-provider: auth providers are not supported; use exec"},
       {"clusters: {c: 1}\n", "kubeconfig {}: clusters: must be a list"},
       {"clusters: [{cluster: {}}]\n", "kubeconfig {}: clusters[0].name: missing"},
@@ -277,15 +285,17 @@ TEST_CASE("In-cluster configuration") {
                     "(not running in a pod?)");
   o.getenv = Env({{"KUBERNETES_SERVICE_HOST", "h"}, {"KUBERNETES_SERVICE_PORT", "1"}});
   o.root = d.path + "/none";
-  CHECK_THROWS_WITH(InClusterConfig(o), "in-cluster: cannot read " + d.path +
-                                            "/none/token: No such file or directory");
+  CHECK_THROWS_WITH(InClusterConfig(o),
+                    "in-cluster: cannot read " + d.path + "/none/token: No such file or directory");
 }
 
 TEST_CASE("LoadClientConfig: --kubeconfig, KUBECONFIG, in-cluster, then home") {
   TempDir d;
   auto file = [&](const std::string& rel, const std::string& server) {
-    return d.Write(rel, "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
-                        "clusters: [{name: c, cluster: {server: '" + server + "'}}]\n");
+    return d.Write(rel,
+                   "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n"
+                   "clusters: [{name: c, cluster: {server: '" +
+                       server + "'}}]\n");
   };
   const std::string flag = file("flag", "https://flag");
   const std::string env = file("env", "https://env");

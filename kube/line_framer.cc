@@ -1,10 +1,10 @@
 // kube/line_framer.cc
 #include "kube/line_framer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "kube/error.h"
 
@@ -52,12 +52,13 @@ WatchEvent ParseWatchEvent(std::string_view line, const std::string& what) {
                     fmt::format("{}: malformed watch event (not JSON): {}", what, Excerpt(line)));
   }
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-    throw KubeError(ErrorKind::kInternal,
-                    fmt::format("{}: malformed watch event (no \"type\"): {}", what, Excerpt(line)));
+    throw KubeError(ErrorKind::kInternal, fmt::format("{}: malformed watch event (no \"type\"): {}",
+                                                      what, Excerpt(line)));
   }
   if (!j.contains("object") || !j["object"].is_object()) {
-    throw KubeError(ErrorKind::kInternal, fmt::format("{}: malformed watch event (no \"object\"): {}",
-                                                      what, Excerpt(line)));
+    throw KubeError(
+        ErrorKind::kInternal,
+        fmt::format("{}: malformed watch event (no \"object\"): {}", what, Excerpt(line)));
   }
   return WatchEvent{j["type"].get<std::string>(), std::move(j["object"])};
 }

@@ -1,10 +1,9 @@
 // kube/line_framer_test.cc — recorded watch streams split at every byte offset.
 #include "kube/line_framer.h"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 #include "kube/error.h"
 
@@ -35,8 +34,8 @@ std::vector<std::string> Frame(std::string_view a, std::string_view b) {
 }
 
 TEST_CASE("A recorded stream decodes the same at every split offset") {
-  const std::string path = GENERATE("kube/testdata/watch_pods.jsonl",
-                                    "kube/testdata/watch_pods_crlf.jsonl");
+  const std::string path =
+      GENERATE("kube/testdata/watch_pods.jsonl", "kube/testdata/watch_pods_crlf.jsonl");
   CAPTURE(path);
   const std::string stream = ReadFile(path);
   const std::vector<WatchEvent> whole = Decode(Frame(stream, ""));
@@ -45,8 +44,8 @@ TEST_CASE("A recorded stream decodes the same at every split offset") {
   CHECK(whole[0].object["metadata"]["annotations"]["note"] ==
         "multi\nline \u00e9 \u2603 \"quoted\" {braces}");
   for (size_t cut = 0; cut <= stream.size(); ++cut) {
-    std::vector<WatchEvent> split = Decode(Frame(std::string_view(stream).substr(0, cut),
-                                                 std::string_view(stream).substr(cut)));
+    std::vector<WatchEvent> split = Decode(
+        Frame(std::string_view(stream).substr(0, cut), std::string_view(stream).substr(cut)));
     REQUIRE(split.size() == whole.size());
     for (size_t i = 0; i < whole.size(); ++i) {
       CAPTURE(cut, i);
@@ -66,8 +65,8 @@ TEST_CASE("The recorded stream carries every event type in order") {
       Decode(Frame(ReadFile("kube/testdata/watch_pods.jsonl"), ""));
   std::vector<std::string> types;
   for (const WatchEvent& e : events) types.push_back(e.type);
-  CHECK(types == std::vector<std::string>{"ADDED", "ADDED", "MODIFIED", "BOOKMARK", "DELETED",
-                                          "ERROR"});
+  CHECK(types ==
+        std::vector<std::string>{"ADDED", "ADDED", "MODIFIED", "BOOKMARK", "DELETED", "ERROR"});
   CHECK(events[3].object["metadata"]["resourceVersion"] == "150");
   CHECK(events[5].object["code"] == 410);
 }
@@ -115,11 +114,15 @@ TEST_CASE("Malformed lines are clear errors") {
     const char* message;
   };
   const Row row = GENERATE(values<Row>({
-      {"{\"type\":\"ADDED\",\"object\":{\"a\":", "watch pods: malformed watch event (not JSON): {\"type\":\"ADDED\",\"object\":{\"a\":"},
+      {"{\"type\":\"ADDED\",\"object\":{\"a\":",
+       "watch pods: malformed watch event (not JSON): {\"type\":\"ADDED\",\"object\":{\"a\":"},
       {"[1,2]", "watch pods: malformed watch event (no \"type\"): [1,2]"},
-      {"{\"type\":7,\"object\":{}}", "watch pods: malformed watch event (no \"type\"): {\"type\":7,\"object\":{}}"},
-      {"{\"type\":\"ADDED\"}", "watch pods: malformed watch event (no \"object\"): {\"type\":\"ADDED\"}"},
-      {"{\"type\":\"ADDED\",\"object\":\"x\"}", "watch pods: malformed watch event (no \"object\"): {\"type\":\"ADDED\",\"object\":\"x\"}"},
+      {"{\"type\":7,\"object\":{}}",
+       "watch pods: malformed watch event (no \"type\"): {\"type\":7,\"object\":{}}"},
+      {"{\"type\":\"ADDED\"}",
+       "watch pods: malformed watch event (no \"object\"): {\"type\":\"ADDED\"}"},
+      {"{\"type\":\"ADDED\",\"object\":\"x\"}",
+       "watch pods: malformed watch event (no \"object\"): {\"type\":\"ADDED\",\"object\":\"x\"}"},
   }));
   CAPTURE(row.line);
   try {

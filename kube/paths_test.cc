@@ -23,7 +23,8 @@ TEST_CASE("ResourcePath builds core, group, namespaced and cluster paths") {
       {&kNodes, "ignored", "n1", "", "/api/v1/nodes/n1"},
       {&kVirtualMachineInstanceMigrations, "vm-ns", "m", "status",
        "/apis/kubevirt.io/v1/namespaces/vm-ns/virtualmachineinstancemigrations/m/status"},
-      {&kLeases, "kube-system", "lead", "", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/lead"},
+      {&kLeases, "kube-system", "lead", "",
+       "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/lead"},
       {&kPods, "ns", "we ird/", "", "/api/v1/namespaces/ns/pods/we%20ird%2F"},
   }));
   CAPTURE(row.want);

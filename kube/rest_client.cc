@@ -1,13 +1,13 @@
 // kube/rest_client.cc
 #include "kube/rest_client.h"
 
+#include <fmt/format.h>
+#include <httplib.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <thread>
-
-#include <fmt/format.h>
-#include <httplib.h>
 
 #include "kube/line_framer.h"
 #include "kube/paths.h"
@@ -139,9 +139,10 @@ class RestWatch : public WatchStream {
       if (auto* ssl = dynamic_cast<httplib::SSLClient*>(conn_.get())) {
         verify = ssl->get_openssl_verify_result();
       }
-      return Finish(KubeError(
-          ErrorKind::kTransport,
-          fmt::format("{}: {}", what_, transport_->DescribeFailure(static_cast<int>(err), verify))));
+      return Finish(
+          KubeError(ErrorKind::kTransport,
+                    fmt::format("{}: {}", what_,
+                                transport_->DescribeFailure(static_cast<int>(err), verify))));
     }
     if (framer.HasPartial()) {
       return Finish(KubeError(ErrorKind::kTransport,

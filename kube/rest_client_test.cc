@@ -2,14 +2,14 @@
 // (httplib::SSLServer with the throwaway certificates in kube/testdata).
 #include "kube/rest_client.h"
 
+#include <httplib.h>
+
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
-#include <httplib.h>
 
 #include "kube/error.h"
 #include "kube/resources.h"
@@ -76,10 +76,11 @@ KubeError Catch(F&& f) {
 TEST_CASE("GET over verified TLS with token, User-Agent and Host") {
   TestServer s;
   httplib::Headers seen;
-  s.srv.Get("/api/v1/namespaces/ns/pods/a", [&](const httplib::Request& req, httplib::Response& res) {
-    seen = req.headers;
-    res.set_content(kPodJson, "application/json");
-  });
+  s.srv.Get("/api/v1/namespaces/ns/pods/a",
+            [&](const httplib::Request& req, httplib::Response& res) {
+              seen = req.headers;
+              res.set_content(kPodJson, "application/json");
+            });
   RestClient c(s.Config());
   Json pod = c.Get(kPods, "ns", "a");
   CHECK(pod["metadata"]["name"] == "a");
@@ -135,8 +136,8 @@ TEST_CASE("Writes: methods, content types, dry run, field validation, preconditi
   };
   std::vector<Seen> seen;
   auto record = [&](const httplib::Request& req, httplib::Response& res) {
-    seen.push_back({req.method, req.path, req.get_header_value("Content-Type"), req.body,
-                    req.params});
+    seen.push_back(
+        {req.method, req.path, req.get_header_value("Content-Type"), req.body, req.params});
     res.set_content(kPodJson, "application/json");
   };
   s.srv.Post("/api/v1/namespaces/ns/pods", record);
@@ -162,8 +163,8 @@ TEST_CASE("Writes: methods, content types, dry run, field validation, preconditi
   c.Delete(kPods, "ns", "a", d);
   REQUIRE(seen.size() == 5);
   CHECK(seen[0].method == "POST");
-  CHECK(seen[0].params == httplib::Params{{"dryRun", "All"}, {"fieldManager", "kmt"},
-                                          {"fieldValidation", "Strict"}});
+  CHECK(seen[0].params ==
+        httplib::Params{{"dryRun", "All"}, {"fieldManager", "kmt"}, {"fieldValidation", "Strict"}});
   CHECK(Json::parse(seen[0].body) == pod);
   CHECK(seen[1].method == "PUT");
   CHECK(seen[1].params.empty());
@@ -197,7 +198,8 @@ TEST_CASE("Non-2xx answers become KubeErrors through ErrorFromResponse") {
   RestClient c(s.Config());
   KubeError nf = Catch([&] { c.Get(kPods, "ns", "missing"); });
   CHECK(nf.kind() == ErrorKind::kNotFound);
-  CHECK(std::string(nf.what()) == "get pods ns/missing: HTTP 404 NotFound: pods \"missing\" not found");
+  CHECK(std::string(nf.what()) ==
+        "get pods ns/missing: HTTP 404 NotFound: pods \"missing\" not found");
   KubeError busy = Catch([&] { c.Get(kPods, "ns", "busy"); });
   CHECK(busy.kind() == ErrorKind::kUnavailable);
   CHECK(busy.retry_after() == std::chrono::seconds(3));
@@ -218,8 +220,9 @@ TEST_CASE("A 401 re-reads a rotated token file and retries once") {
     if (req.get_header_value("Authorization") != "Bearer new") {
       std::ofstream(token_path) << "new";  // the kubelet rotated it meanwhile
       res.status = 401;
-      res.set_content(R"({"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"})",
-                      "application/json");
+      res.set_content(
+          R"({"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"})",
+          "application/json");
       return;
     }
     res.set_content(R"({"kind":"Node"})", "application/json");
@@ -332,14 +335,15 @@ TEST_CASE("A 50 MiB response over the cap is refused without buffering it") {
   const size_t size = size_t{50} << 20;
   s.srv.Get("/api/v1/pods", [&](const httplib::Request& req, httplib::Response& res) {
     if (req.has_param("limit")) {  // chunked: no Content-Length to check up front
-      res.set_chunked_content_provider("application/json", [&](size_t offset, httplib::DataSink& sink) {
-        if (offset >= size || s.stop) {
-          sink.done();
-          return true;
-        }
-        std::string chunk(1 << 20, ' ');
-        return sink.write(chunk.data(), chunk.size());
-      });
+      res.set_chunked_content_provider("application/json",
+                                       [&](size_t offset, httplib::DataSink& sink) {
+                                         if (offset >= size || s.stop) {
+                                           sink.done();
+                                           return true;
+                                         }
+                                         std::string chunk(1 << 20, ' ');
+                                         return sink.write(chunk.data(), chunk.size());
+                                       });
       return;
     }
     res.set_content(std::string(size, ' '), "application/json");
@@ -371,19 +375,19 @@ void ServeWatch(TestServer& s, std::vector<std::string> pieces, bool hold = fals
     CHECK(req.get_param_value("resourceVersion") == "5");
     CHECK(req.get_param_value("timeoutSeconds") == "300");
     auto i = std::make_shared<size_t>(0);
-    res.set_chunked_content_provider("application/json", [&s, pieces, hold, i](
-                                                             size_t, httplib::DataSink& sink) {
-      if (*i < pieces.size()) {
-        const std::string& p = pieces[(*i)++];
-        return sink.write(p.data(), p.size());
-      }
-      if (hold && !s.stop) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // server side only
-        return sink.is_writable();
-      }
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        "application/json", [&s, pieces, hold, i](size_t, httplib::DataSink& sink) {
+          if (*i < pieces.size()) {
+            const std::string& p = pieces[(*i)++];
+            return sink.write(p.data(), p.size());
+          }
+          if (hold && !s.stop) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // server side only
+            return sink.is_writable();
+          }
+          sink.done();
+          return true;
+        });
   });
 }
 
@@ -395,9 +399,9 @@ WatchOptions From5() {
 
 TEST_CASE("Watch streams events split across chunks, then ends cleanly") {
   TestServer s;
-  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"6"}}})" "\n{\"ty",
-                 R"(pe":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})",
-                 "\n"});
+  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"6"}}})"
+                 "\n{\"ty",
+                 R"(pe":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})", "\n"});
   RestClient c(s.Config());
   auto w = c.Watch(kPods, "ns", From5());
   auto e1 = w->Next();
@@ -412,7 +416,8 @@ TEST_CASE("Watch streams events split across chunks, then ends cleanly") {
 
 TEST_CASE("A truncated watch stream is an error after the complete events") {
   TestServer s;
-  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})" "\n",
+  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})"
+                 "\n",
                  R"({"type":"MODIFIED","obj)"});
   RestClient c(s.Config());
   auto w = c.Watch(kPods, "ns", From5());
@@ -438,8 +443,9 @@ TEST_CASE("HTTP 410 on a watch request surfaces as Gone") {
   TestServer s;
   s.srv.Get("/api/v1/namespaces/ns/pods", [](const auto&, httplib::Response& res) {
     res.status = 410;
-    res.set_content(R"J({"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 5 (9)"})J",
-                    "application/json");
+    res.set_content(
+        R"J({"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 5 (9)"})J",
+        "application/json");
   });
   RestClient c(s.Config());
   auto w = c.Watch(kPods, "ns", From5());
@@ -451,7 +457,9 @@ TEST_CASE("HTTP 410 on a watch request surfaces as Gone") {
 
 TEST_CASE("Cancel unblocks a watch waiting on a silent server") {
   TestServer s;
-  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})" "\n"},
+  ServeWatch(s,
+             {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})"
+              "\n"},
              /*hold=*/true);
   RestClient c(s.Config());
   auto w = c.Watch(kPods, "ns", From5());

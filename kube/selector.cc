@@ -1,12 +1,12 @@
 // kube/selector.cc
 #include "kube/selector.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace kmt::kube {
 namespace {
@@ -77,10 +77,9 @@ std::vector<Token> Lex(std::string_view s) {
       out.push_back({Tok::kDoubleEq, "=="});
       i += 2;
     } else if (IsSpecial(c)) {
-      static constexpr std::pair<char, Tok> kSingle[] = {{'!', Tok::kNot},  {'=', Tok::kEq},
-                                                         {'<', Tok::kLt},   {'>', Tok::kGt},
-                                                         {'(', Tok::kOpen}, {')', Tok::kClose},
-                                                         {',', Tok::kComma}};
+      static constexpr std::pair<char, Tok> kSingle[] = {
+          {'!', Tok::kNot},  {'=', Tok::kEq},    {'<', Tok::kLt},   {'>', Tok::kGt},
+          {'(', Tok::kOpen}, {')', Tok::kClose}, {',', Tok::kComma}};
       for (const auto& [ch, t] : kSingle) {
         if (ch == c) out.push_back({t, std::string(1, c)});
       }
@@ -232,15 +231,15 @@ bool RequirementMatches(const LabelRequirement& r, const nlohmann::json& labels)
     case Op::kNotEquals:
       return v == nullptr || v->get_ref<const std::string&>() != r.values[0];
     case Op::kIn:
-      return v != nullptr && std::binary_search(r.values.begin(), r.values.end(),
-                                                v->get_ref<const std::string&>());
+      return v != nullptr &&
+             std::binary_search(r.values.begin(), r.values.end(), v->get_ref<const std::string&>());
     case Op::kNotIn:
       return v == nullptr || !std::binary_search(r.values.begin(), r.values.end(),
                                                  v->get_ref<const std::string&>());
     case Op::kGt:
     case Op::kLt: {
       if (v == nullptr) return false;
-      const std::string& s = v->get_ref<const std::string&>();
+      const auto& s = v->get_ref<const std::string&>();
       int64_t have = 0;
       int64_t want = 0;
       auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), have);
@@ -294,7 +293,7 @@ FieldSelector FieldSelector::Parse(std::string_view text) {
     }
     if (op_pos == std::string_view::npos || op_pos == 0) {
       throw std::invalid_argument(fmt::format(
-          "field selector \"{}\": invalid requirement \"{}\" (want field=value or field!=value)",
+          R"(field selector "{}": invalid requirement "{}" (want field=value or field!=value))",
           text, part));
     }
     r.field = std::string(Trim(part.substr(0, op_pos)));

@@ -9,11 +9,10 @@
 // Field selector grammar: key=v | key==v | key!=v, comma separated, all ANDed.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kmt::kube {
 

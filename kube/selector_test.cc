@@ -9,8 +9,11 @@ namespace {
 using nlohmann::json;
 
 TEST_CASE("Label selectors match like the API server's") {
-  const json labels = {{"app", "web"}, {"tier", "front"}, {"kubevirt.io/migrationJobUID", "u-1"},
-                       {"n", "7"}, {"empty", ""}};
+  const json labels = {{"app", "web"},
+                       {"tier", "front"},
+                       {"kubevirt.io/migrationJobUID", "u-1"},
+                       {"n", "7"},
+                       {"empty", ""}};
   struct Row {
     const char* selector;
     bool match;
@@ -83,7 +86,8 @@ TEST_CASE("Malformed label selectors are rejected with a precise message") {
       {"-a=b", "label selector \"-a=b\": invalid label key \"-a\""},
       {"a=b c", "label selector \"a=b c\": unexpected 'c' after a requirement"},
       {"a=-b", "label selector \"a=-b\": invalid label value \"-b\""},
-      {"Example.COM/a=b", "label selector \"Example.COM/a=b\": invalid label key \"Example.COM/a\""},
+      {"Example.COM/a=b",
+       "label selector \"Example.COM/a=b\": invalid label key \"Example.COM/a\""},
       {"!", "label selector \"!\": missing key"},
   }));
   CAPTURE(row.selector);
@@ -113,7 +117,8 @@ TEST_CASE("Field selectors") {
   const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
                     {"spec", {{"nodeName", "n1"}}},
                     {"status", {{"phase", "Running"}}}};
-  const json unbound = {{"metadata", {{"name", "q"}, {"namespace", "ns"}}}, {"spec", json::object()}};
+  const json unbound = {{"metadata", {{"name", "q"}, {"namespace", "ns"}}},
+                        {"spec", json::object()}};
   struct Row {
     const char* selector;
     bool pod;

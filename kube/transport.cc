@@ -2,19 +2,18 @@
 #include "kube/transport.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
+#include <httplib.h>
 #include <netdb.h>
-#include <poll.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <poll.h>
 
-#include <csignal>
 #include <charconv>
+#include <csignal>
 #include <mutex>
-
-#include <fmt/format.h>
-#include <httplib.h>
 
 namespace kmt::kube {
 namespace {
@@ -113,15 +112,16 @@ Transport::Transport(ClientConfig config, TransportOptions options)
     port_ = 80;
     rest = config_.server.substr(7);
   } else {
-    ConfigError(fmt::format("{}: server \"{}\" is not an http(s) URL", config_.source,
-                            config_.server));
+    ConfigError(
+        fmt::format("{}: server \"{}\" is not an http(s) URL", config_.source, config_.server));
   }
   rest = rest.substr(0, rest.find('/'));
   // [v6]:port, host:port or host.
   if (!rest.empty() && rest[0] == '[') {
     const size_t close = rest.find(']');
     host_ = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':') port_ = std::stoi(rest.substr(close + 2));
+    if (close + 1 < rest.size() && rest[close + 1] == ':')
+      port_ = std::stoi(rest.substr(close + 2));
   } else if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
     host_ = rest.substr(0, colon);
     port_ = std::stoi(rest.substr(colon + 1));
@@ -142,9 +142,8 @@ std::string Transport::DescribeFailure(int httplib_error, long verify_result) co
   switch (err) {
     case httplib::Error::SSLServerVerification:
       return fmt::format("TLS verification of {} failed: {}", config_.server,
-                         verify_result != X509_V_OK
-                             ? X509_verify_cert_error_string(verify_result)
-                             : "certificate does not match the host name");
+                         verify_result != X509_V_OK ? X509_verify_cert_error_string(verify_result)
+                                                    : "certificate does not match the host name");
     case httplib::Error::SSLConnection:
       return fmt::format("TLS handshake with {} failed", config_.server);
     case httplib::Error::Connection:
@@ -172,8 +171,8 @@ std::unique_ptr<httplib::ClientImpl> Transport::Connect(const Credential& cred,
                                 static_cast<int>(cred.client_cert_pem.size()));
       X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
       BIO_free(cb);
-      BIO* kb = BIO_new_mem_buf(cred.client_key_pem.data(),
-                                static_cast<int>(cred.client_key_pem.size()));
+      BIO* kb =
+          BIO_new_mem_buf(cred.client_key_pem.data(), static_cast<int>(cred.client_key_pem.size()));
       EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
       BIO_free(kb);
       if (cert == nullptr || key == nullptr) {
@@ -204,8 +203,8 @@ std::unique_ptr<httplib::ClientImpl> Transport::Connect(const Credential& cred,
   }
   c->set_keep_alive(true);
   c->set_url_encode(false);  // paths and queries are escaped by kube/paths.h
-  c->set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(
-      options_.connect_timeout));
+  c->set_connection_timeout(
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.connect_timeout));
   c->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read_timeout));
   c->set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read_timeout));
   return c;
@@ -318,16 +317,16 @@ HttpResponse Transport::Do(const std::string& method, const std::string& path_an
         std::lock_guard<std::mutex> lock(mu_);
         idle_.clear();  // the server likely went away: its other connections are stale too
       }
-      const bool safe = err == httplib::Error::Write ||
-                        (err == httplib::Error::Read && method != "POST");
+      const bool safe =
+          err == httplib::Error::Write || (err == httplib::Error::Read && method != "POST");
       if (reused && safe && !retried_stale) {
         retried_stale = true;
         continue;
       }
-      const ErrorKind kind = err == httplib::Error::ConnectionTimeout ? ErrorKind::kTimeout
-                                                                       : ErrorKind::kTransport;
-      throw KubeError(kind, fmt::format("{}: {}", what,
-                                        DescribeFailure(static_cast<int>(err), verify)));
+      const ErrorKind kind =
+          err == httplib::Error::ConnectionTimeout ? ErrorKind::kTimeout : ErrorKind::kTransport;
+      throw KubeError(kind,
+                      fmt::format("{}: {}", what, DescribeFailure(static_cast<int>(err), verify)));
     }
     Release(std::move(conn), cred);
     if (res.status == 401 && attempt == 0) {

@@ -98,7 +98,7 @@ class Transport {
   CredentialSource credentials_;
   TokenBucket limiter_;
   bool tls_ = true;
-  std::string host_;        // from the server URL
+  std::string host_;  // from the server URL
   int port_ = 443;
   std::string connect_ip_;  // set when tls-server-name redirects the name
 

@@ -1,9 +1,9 @@
 // kube/watcher.cc
 #include "kube/watcher.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "kube/paths.h"
 
@@ -189,8 +189,8 @@ WatcherStep Watcher::StepWatch() {
   const std::string& type = ev->type;
   if (type == "ERROR") {
     const int code = ev->object.is_object() ? ev->object.value("code", 0) : 0;
-    KubeError err = ErrorFromResponse(code == 0 ? 500 : code, ev->object.dump(), std::nullopt,
-                                      What());
+    KubeError err =
+        ErrorFromResponse(code == 0 ? 500 : code, ev->object.dump(), std::nullopt, What());
     if (err.kind() == ErrorKind::kGone) {
       // Our resourceVersion is older than the server's history: relist, now.
       CloseStream();
@@ -202,8 +202,8 @@ WatcherStep Watcher::StepWatch() {
     Fail(step, std::move(err), State::kInitListed);
     return step;
   }
-  const bool known = type == "ADDED" || type == "MODIFIED" || type == "DELETED" ||
-                     type == "BOOKMARK";
+  const bool known =
+      type == "ADDED" || type == "MODIFIED" || type == "DELETED" || type == "BOOKMARK";
   if (!known) {
     Fail(step,
          KubeError(ErrorKind::kInternal,

@@ -1,12 +1,11 @@
 // kube/watcher_test.cc — the watcher state machine, step by step.
 #include "kube/watcher.h"
 
+#include <catch2/catch.hpp>
 #include <deque>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "kube/fake_client.h"
 #include "kube/line_framer.h"
@@ -297,8 +296,8 @@ TEST_CASE("Unknown event types and malformed events never crash: re-watch from t
   c.scripts.push_back(std::move(malformed));
   auto error_500 = std::make_unique<ScriptedClient::Script>();
   error_500->steps.push_back([] {
-    return std::optional<WatchEvent>(WatchEvent{
-        "ERROR", {{"kind", "Status"}, {"code", 500}, {"message", "etcd unhappy"}}});
+    return std::optional<WatchEvent>(
+        WatchEvent{"ERROR", {{"kind", "Status"}, {"code", 500}, {"message", "etcd unhappy"}}});
   });
   c.scripts.push_back(std::move(error_500));
 
