@@ -1,0 +1,292 @@
+// Gate release latency on the real control plane against a floor measured in the same run
+// (DESIGN.md §6: p99 ≤ 2 × the floor at 200 concurrent migrations).
+//
+// For each N: N VMIMs with a node term, then N gated virt-launcher target pods created at
+// once (as the mutating webhook leaves them); per pod, the time from its create call
+// returning to a watch seeing the gate gone with the term ANDed into its affinity.
+//   operator: //controller:operator out of cluster (--disable-webhook, no leader election,
+//             its default client QPS and workers) does the release;
+//   floor:    a minimal client in this process: one watch on the namespace's pods and, per
+//             gated pod seen, one guarded JSON Patch (api::AndTermIntoPod: the AND + the gate
+//             removal) from 2 threads (the operator's default worker count), no QPS limit.
+// The two never run at once. Needs a cluster without anything else acting on VMIMs
+// (bench/run.sh stops virt-controller, which fails VMIMs whose VMI does not exist).
+//
+//   gate_release_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
+//       [--sizes=1,50,200] [--report=FILE] [--log-dir=DIR] [--timeout=120]
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "api/added_term.h"
+#include "api/term_and.h"
+#include "bench/cluster_ops.h"
+#include "bench/gate_tracker.h"
+#include "bench/kubevirt_objects.h"
+#include "bench/operator_process.h"
+#include "kube/error.h"
+#include "kube/resources.h"
+
+namespace kmt::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kHealthPort = 28781;
+constexpr int kMetricsPort = 28780;
+constexpr const char* kTermNode = "node-a";  // an e2e fake node
+
+api::NodeSelectorTerm TheTerm() {
+  api::AddedTermParse p = api::ParseAddedTerm(NodeTerm(kTermNode));
+  if (!p.term) throw std::runtime_error("bad benchmark term");
+  return *p.term;
+}
+
+// The floor: patch every gated pod the watch shows, once, from `workers` threads.
+class FloorReleaser {
+ public:
+  FloorReleaser(kube::KubeClient& client, std::string ns, api::NodeSelectorTerm term, int workers)
+      : client_(client), ns_(std::move(ns)), term_(std::move(term)) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  ~FloorReleaser() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void OnPod(const Json& pod) {
+    if (Released(pod, term_)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!seen_.insert(pod["metadata"].value("name", "")).second) return;
+    queue_.push_back(pod);
+    cv_.notify_one();
+  }
+  int failures() const { return failures_.load(); }
+
+ private:
+  void Work() {
+    for (;;) {
+      Json pod;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        pod = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      const std::string name = pod["metadata"].value("name", "");
+      for (int attempt = 0; attempt < 5; ++attempt) {
+        try {
+          std::vector<Json> ops = api::AndTermIntoPod(pod, term_, kGateName);
+          if (ops.empty()) break;
+          client_.Patch(kube::kPods, ns_, name, kube::PatchType::kJsonPatch, Json(ops));
+          break;
+        } catch (const kube::KubeError& e) {
+          if (e.kind() != kube::ErrorKind::kConflict) {
+            ++failures_;
+            break;
+          }
+          pod = client_.Get(kube::kPods, ns_, name);  // a guard failed: re-read
+        }
+      }
+    }
+  }
+
+  kube::KubeClient& client_;
+  const std::string ns_;
+  const api::NodeSelectorTerm term_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Json> queue_;
+  std::set<std::string> seen_;
+  bool stop_ = false;
+  std::atomic<int> failures_{0};
+  std::vector<std::thread> threads_;
+};
+
+// Watches the namespace's target pods until cancelled, handing each object to `fn`.
+class PodWatch {
+ public:
+  PodWatch(kube::KubeClient& client, const std::string& ns, std::function<void(const Json&)> fn) {
+    kube::ListOptions lo;
+    lo.label_selector = "kubevirt.io=virt-launcher";
+    Json list = client.List(kube::kPods, ns, lo);
+    kube::WatchOptions wo;
+    wo.label_selector = "kubevirt.io=virt-launcher";
+    wo.resource_version = list["metadata"].value("resourceVersion", "");
+    stream_ = client.Watch(kube::kPods, ns, wo);
+    thread_ = std::thread([this, fn = std::move(fn)] {
+      try {
+        while (auto ev = stream_->Next()) {
+          if (ev->type == "ADDED" || ev->type == "MODIFIED") fn(ev->object);
+        }
+      } catch (const std::exception& e) {
+        if (!cancelled_) std::fprintf(stderr, "watch ended: %s\n", e.what());
+      }
+    });
+  }
+  ~PodWatch() {
+    cancelled_ = true;
+    stream_->Cancel();
+    thread_.join();
+  }
+
+ private:
+  std::unique_ptr<kube::WatchStream> stream_;
+  std::atomic<bool> cancelled_{false};
+  std::thread thread_;
+};
+
+GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const std::string& mode,
+                size_t n, std::chrono::seconds timeout) {
+  const std::string ns = fmt::format("bench-gate-{}-{}-{}", mode, n, getpid());
+  EnsureNamespace(client, ns);
+  const api::NodeSelectorTerm term = TheTerm();
+  std::vector<Json> vmims(n);
+  ParallelFor(n, 16, [&](size_t i) {
+    vmims[i] = client.Create(kube::kVirtualMachineInstanceMigrations, ns,
+                             Vmim(static_cast<int>(i), ns, NodeTerm(kTermNode)));
+  });
+  GateTracker tracker(term, n);
+  std::unique_ptr<kube::KubeClient> floor_client;
+  std::unique_ptr<FloorReleaser> releaser;
+  std::unique_ptr<PodWatch> floor_watch;
+  if (mode == "floor") {
+    floor_client = MakeUnthrottledClient(kubeconfig);
+    releaser = std::make_unique<FloorReleaser>(*floor_client, ns, term, 2);
+    floor_watch = std::make_unique<PodWatch>(*floor_client, ns,
+                                             [&](const Json& pod) { releaser->OnPod(pod); });
+  }
+  PodWatch measure(client, ns, [&](const Json& pod) { tracker.Observe(pod, Clock::now()); });
+  // Every pod at once: one creating thread per pod, up to 64.
+  ParallelFor(n, std::min<size_t>(n, 64), [&](size_t i) {
+    const Json& v = vmims[i];
+    Json pod = TargetPod(static_cast<int>(i), ns, v["metadata"]["name"], v["metadata"]["uid"],
+                         "node-b", /*gated=*/true);
+    Json created = client.Create(kube::kPods, ns, pod);
+    tracker.Created(created["metadata"]["name"], Clock::now());
+  });
+  const bool done = tracker.WaitDone(Clock::now() + timeout);
+  if (!done) {
+    std::fprintf(stderr, "%s N=%zu: only %zu of %zu pods released within %llds\n", mode.c_str(),
+                 n, tracker.released(), n, static_cast<long long>(timeout.count()));
+  }
+  floor_watch.reset();
+  releaser.reset();
+  GateRun run;
+  run.n = n;
+  run.latency = Summarize(tracker.Latencies());
+  run.throughput = tracker.Throughput();
+  run.released = tracker.released();
+  try {
+    client.Delete(kube::kNamespaces, "", ns);
+  } catch (const std::exception&) {
+  }
+  return run;
+}
+
+int Main(int argc, char** argv) {
+  std::string kubeconfig, operator_bin, report, log_dir = "/tmp";
+  std::vector<size_t> sizes = {1, 50, 200};
+  int timeout = 120;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* flag) -> std::optional<std::string> {
+      std::string prefix = std::string(flag) + "=";
+      if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
+      return std::nullopt;
+    };
+    if (auto v = value("--kubeconfig")) {
+      kubeconfig = *v;
+    } else if (auto v = value("--operator")) {
+      operator_bin = *v;
+    } else if (auto v = value("--report")) {
+      report = *v;
+    } else if (auto v = value("--log-dir")) {
+      log_dir = *v;
+    } else if (auto v = value("--timeout")) {
+      timeout = std::stoi(*v);
+    } else if (auto v = value("--sizes")) {
+      sizes.clear();
+      std::string s = *v;
+      for (size_t pos = 0; pos <= s.size();) {
+        size_t comma = std::min(s.find(',', pos), s.size());
+        sizes.push_back(std::stoul(s.substr(pos, comma - pos)));
+        pos = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (kubeconfig.empty() || operator_bin.empty()) {
+    std::fprintf(stderr, "--kubeconfig and --operator are required\n");
+    return 2;
+  }
+  auto client = MakeUnthrottledClient(kubeconfig);
+  std::vector<GateRun> op_runs, floor_runs;
+  {
+    OperatorProcess op(operator_bin,
+                       {"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--disable-webhook",
+                        fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
+                        fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort)},
+                       log_dir + "/gate-release-operator.log");
+    if (!op.WaitReady(kHealthPort, std::chrono::seconds(60))) {
+      std::fprintf(stderr, "the operator did not become ready; see %s/gate-release-operator.log\n",
+                   log_dir.c_str());
+      return 1;
+    }
+    for (size_t n : sizes) {
+      op_runs.push_back(RunOnce(*client, kubeconfig, "operator", n, std::chrono::seconds(timeout)));
+      std::fprintf(stderr, "operator N=%zu: p99 %s\n", n,
+                   FormatSeconds(op_runs.back().latency.p99).c_str());
+    }
+  }
+  for (size_t n : sizes) {
+    floor_runs.push_back(RunOnce(*client, kubeconfig, "floor", n, std::chrono::seconds(timeout)));
+    std::fprintf(stderr, "floor N=%zu: p99 %s\n", n,
+                 FormatSeconds(floor_runs.back().latency.p99).c_str());
+  }
+  std::vector<Row> rows;
+  bool ok = true;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (Row& r : GateRows(op_runs[i], floor_runs[i])) rows.push_back(std::move(r));
+    ok = ok && op_runs[i].released == sizes[i] && floor_runs[i].released == sizes[i];
+  }
+  const std::string table = MarkdownTable(
+      "Gate release latency (real control plane)", rows,
+      {"Per target pod: create call returned → a watch sees the gate gone and the term ANDed "
+       "into its required node affinity. N VMIMs with a node term, then N gated virt-launcher "
+       "target pods created at once (64 creating threads at most), fresh namespace per run. "
+       "Operator: //controller:operator out of cluster, --disable-webhook, "
+       "--leader-elect=false, default --workers=2 and client QPS (50, burst 100). Floor: one "
+       "watch and one guarded JSON Patch per gated pod (api::AndTermIntoPod), 2 patching "
+       "threads, no client QPS limit; same cluster, run after the operator stopped. "
+       "Throughput ratio = floor ÷ operator. virt-controller is stopped during this benchmark "
+       "(it would fail VMIMs whose VMI does not exist, and the operator leaves final VMIMs "
+       "alone)."});
+  std::printf("\n%s", table.c_str());
+  AppendToFile(report, table);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace kmt::bench
+
+int main(int argc, char** argv) {
+  try {
+    return kmt::bench::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gate_release_benchmark: %s\n", e.what());
+    return 1;
+  }
+}

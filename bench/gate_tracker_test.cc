@@ -1,0 +1,82 @@
+// The gate release benchmark's bookkeeping: what counts as released, latencies with the
+// watch racing the create call, throughput, and the rows' budget.
+#include "bench/gate_tracker.h"
+
+#include <catch2/catch.hpp>
+
+#include "api/added_term.h"
+#include "api/term_and.h"
+#include "bench/kubevirt_objects.h"
+
+namespace kmt::bench {
+namespace {
+
+using std::chrono::milliseconds;
+
+api::NodeSelectorTerm Term() { return *api::ParseAddedTerm(NodeTerm("node-a")).term; }
+
+// The pod as the AND patch leaves it.
+Json ReleasedPod(int i) {
+  Json pod = TargetPod(i, "vms", "mig", "uid", "node-b", true);
+  pod["metadata"]["uid"] = "pod-uid";
+  pod["metadata"]["resourceVersion"] = "7";
+  return pod.patch(Json(api::AndTermIntoPod(pod, Term(), kGateName)));
+}
+
+TEST_CASE("Released needs the gate gone and the term in place") {
+  Json gated = TargetPod(1, "vms", "mig", "uid", "node-b", true);
+  Json ungated_without_term = TargetPod(1, "vms", "mig", "uid", "node-b", false);
+  Json released = ReleasedPod(1);
+  Json term_but_gated = released;
+  term_but_gated["spec"]["schedulingGates"] = {{{"name", kGateName}}};
+  Json other_gate_kept = released;
+  other_gate_kept["spec"]["schedulingGates"] = {{{"name", "example.com/other"}}};
+  CHECK_FALSE(Released(gated, Term()));
+  CHECK_FALSE(Released(ungated_without_term, Term()));
+  CHECK_FALSE(Released(term_but_gated, Term()));
+  CHECK(Released(released, Term()));
+  CHECK(Released(other_gate_kept, Term()));
+}
+
+TEST_CASE("GateTracker latencies, a watch racing the create answer, throughput") {
+  GateTracker t(Term(), 2);
+  const SteadyTime t0{};
+  const std::string a = "virt-launcher-vm-1-target", b = "virt-launcher-vm-2-target";
+  t.Created(a, t0 + milliseconds(10));
+  CHECK_FALSE(t.Observe(TargetPod(1, "vms", "mig", "uid", "node-b", true), t0 + milliseconds(20)));
+  CHECK(t.Observe(ReleasedPod(1), t0 + milliseconds(40)));
+  CHECK_FALSE(t.Observe(ReleasedPod(1), t0 + milliseconds(90)));  // only the first counts
+  CHECK_FALSE(t.WaitDone(t0));
+  CHECK(t.Observe(ReleasedPod(2), t0 + milliseconds(50)));  // seen before the create returned
+  t.Created(b, t0 + milliseconds(60));
+  CHECK(t.WaitDone(t0));
+  CHECK(t.released() == 2);
+  std::vector<double> lat = t.Latencies();
+  REQUIRE(lat.size() == 2);
+  CHECK(lat[0] == Approx(0.030));
+  CHECK(lat[1] == 0.0);
+  CHECK(t.Throughput() == Approx(2 / 0.040));  // 10 ms → 50 ms
+}
+
+TEST_CASE("GateRows judge p99 ≤ 2 × floor at N = 200 with every pod released") {
+  GateRun op{200, {200, 0.1, 0.5, 0.6, 0.2}, 100, 200};
+  GateRun floor{200, {200, 0.05, 0.25, 0.3, 0.1}, 400, 200};
+  std::vector<Row> rows = GateRows(op, floor);
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[1].figure == "p99 (N = 200)");
+  CHECK(rows[1].ratio == "2.00×");
+  CHECK(rows[1].pass == true);
+  CHECK(rows[3].ratio == "4.00×");
+  CHECK(rows[4].value == "200 / 200");
+  op.latency.p99 = 0.51;
+  CHECK(GateRows(op, floor)[1].pass == false);
+  op.latency.p99 = 0.5;
+  op.released = 199;
+  CHECK(GateRows(op, floor)[1].pass == false);
+  CHECK(GateRows(op, floor)[4].pass == false);
+  op.n = floor.n = 50;
+  CHECK(GateRows(op, floor)[1].pass == std::nullopt);
+}
+
+}  // namespace
+}  // namespace kmt::bench

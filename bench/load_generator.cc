@@ -1,0 +1,92 @@
+#include "bench/load_generator.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+namespace kmt::bench {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::nanoseconds DueOffset(uint64_t k, double rate) {
+  return std::chrono::nanoseconds(
+      static_cast<int64_t>(std::llround(static_cast<double>(k) * 1e9 / rate)));
+}
+
+uint64_t RequestCount(double rate, std::chrono::milliseconds duration) {
+  return static_cast<uint64_t>(
+      std::ceil(rate * static_cast<double>(duration.count()) / 1000.0 - 1e-9));
+}
+
+LoadResult RunOpenLoop(const LoadOptions& o, const std::function<LoadRequest(uint64_t)>& make,
+                       const std::function<bool(const std::string&)>& ok) {
+  const uint64_t total = RequestCount(o.rate, o.duration);
+  std::atomic<uint64_t> next{0};
+  std::mutex mu;
+  LoadResult result;
+  result.service_seconds.reserve(total);
+  result.response_seconds.reserve(total);
+  Clock::time_point last_answer;
+  // Connect every client before the clock starts, so the first requests do not pay for
+  // handshakes the steady state does not have.
+  std::vector<std::unique_ptr<httplib::SSLClient>> clients;
+  for (int c = 0; c < o.connections; ++c) {
+    auto cli = std::make_unique<httplib::SSLClient>(o.host, o.port);
+    cli->set_ca_cert_path(o.ca_file.c_str());
+    cli->enable_server_certificate_verification(true);
+    cli->set_keep_alive(true);
+    cli->set_connection_timeout(5, 0);
+    cli->set_read_timeout(10, 0);
+    cli->Get("/healthz");
+    clients.push_back(std::move(cli));
+  }
+  const Clock::time_point start = Clock::now() + std::chrono::milliseconds(20);
+  auto worker = [&](httplib::SSLClient& cli) {
+    std::vector<double> service, response;
+    uint64_t errors = 0;
+    std::string first_error;
+    for (;;) {
+      const uint64_t k = next.fetch_add(1);
+      if (k >= total) break;
+      const Clock::time_point due = start + DueOffset(k, o.rate);
+      LoadRequest req = make(k);
+      std::this_thread::sleep_until(due);
+      const Clock::time_point sent = Clock::now();
+      auto res = cli.Post(req.path.c_str(), req.body, "application/json");
+      const Clock::time_point done = Clock::now();
+      if (!res) {
+        ++errors;
+        if (first_error.empty()) first_error = "transport: " + httplib::to_string(res.error());
+        continue;
+      }
+      if (res->status != 200 || !ok(res->body)) {
+        ++errors;
+        if (first_error.empty()) {
+          first_error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
+        }
+        continue;
+      }
+      service.push_back(std::chrono::duration<double>(done - sent).count());
+      response.push_back(std::chrono::duration<double>(done - due).count());
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    result.service_seconds.insert(result.service_seconds.end(), service.begin(), service.end());
+    result.response_seconds.insert(result.response_seconds.end(), response.begin(),
+                                   response.end());
+    result.errors += errors;
+    if (result.first_error.empty()) result.first_error = first_error;
+    last_answer = std::max(last_answer, Clock::now());
+  };
+  std::vector<std::thread> threads;
+  for (auto& cli : clients) threads.emplace_back(worker, std::ref(*cli));
+  for (auto& t : threads) t.join();
+  result.sent = total;
+  result.elapsed_seconds = std::chrono::duration<double>(last_answer - start).count();
+  return result;
+}
+
+}  // namespace kmt::bench

@@ -1,0 +1,56 @@
+// bench/load_generator.h — an open-loop HTTPS load generator.
+//
+// Requests are due at fixed instants (request k at start + k/rate), whether or not earlier
+// ones have been answered, so a slow server shows up as latency and not as a lower offered
+// rate (no coordinated omission). `connections` threads each hold one keep-alive TLS
+// connection (cpp-httplib's SSLClient, verifying the server) and take the next due
+// request; when all are busy, requests wait and their lateness is recorded.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kmt::bench {
+
+struct LoadOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  std::string ca_file;  // PEM the server's certificate verifies against
+  double rate = 1000;   // requests per second
+  std::chrono::milliseconds duration{5000};
+  int connections = 4;
+};
+
+struct LoadRequest {
+  std::string path;
+  std::string body;  // application/json
+};
+
+struct LoadResult {
+  // Per answered request: from writing the request to reading the whole response.
+  std::vector<double> service_seconds;
+  // Per answered request: from the instant it was due to reading the response
+  // (service time plus waiting for a free connection).
+  std::vector<double> response_seconds;
+  uint64_t sent = 0;
+  uint64_t errors = 0;        // transport failures, non-200 answers, or `ok` refusing the body
+  std::string first_error;
+  double elapsed_seconds = 0;  // first due instant to the last answer
+};
+
+// The offset of request k from the start at `rate` requests per second.
+std::chrono::nanoseconds DueOffset(uint64_t k, double rate);
+
+// How many requests a run of `duration` at `rate` offers (the ones due before its end).
+uint64_t RequestCount(double rate, std::chrono::milliseconds duration);
+
+// Runs the load; `make(k)` builds request k (called from the connection threads), `ok`
+// judges a 200 answer's body (e.g. that it allows the request).
+LoadResult RunOpenLoop(const LoadOptions& options,
+                       const std::function<LoadRequest(uint64_t)>& make,
+                       const std::function<bool(const std::string&)>& ok);
+
+}  // namespace kmt::bench

@@ -1,0 +1,101 @@
+#include "bench/operator_process.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace kmt::bench {
+
+OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<std::string>& args,
+                                 const std::string& log_file) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<std::string> all = {binary};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    pid_ = -1;
+    throw std::runtime_error("cannot start " + binary + ": " + std::strerror(rc));
+  }
+}
+
+OperatorProcess::~OperatorProcess() { Stop(); }
+
+bool OperatorProcess::WaitReady(int health_port, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  httplib::Client cli("127.0.0.1", health_port);
+  cli.set_connection_timeout(1, 0);
+  cli.set_read_timeout(2, 0);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    auto res = cli.Get("/readyz");
+    if (res && res->status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::optional<uint64_t> ParseVmRss(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    uint64_t kb = 0;
+    std::string unit;
+    if (fields >> kb >> unit && unit == "kB") return kb * 1024;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> OperatorProcess::RssBytes() const {
+  if (pid_ <= 0) return std::nullopt;
+  std::ifstream f("/proc/" + std::to_string(pid_) + "/status");
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ParseVmRss(ss.str());
+}
+
+void OperatorProcess::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+}  // namespace kmt::bench

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# bench/run.sh [--quick] — runs every benchmark once and writes their tables with the
+# machine and the command: bench/RESULTS.md for the full set, $KMT_BENCH_OUT/RESULTS.md
+# (printed at the end) for --quick.
+#
+#   full:    explainer, webhook at 200/1,000/3,000 req/s for 5 s each, gate release with
+#            N = 1, 50, 200, memory with 5,000 nodes, 10,000 VMIMs, 10,000 target pods
+#            (about 10-15 minutes on 2 cores);
+#   --quick: the same benchmarks, smaller: webhook 1 s per rate, gate release N = 1, 50,
+#            memory 500 nodes, 1,000 VMIMs, 1,000 pods (about 3-4 minutes).
+#
+# The cluster benchmarks start their own control plane with e2e/cluster.sh (run dir
+# $KMT_E2E_DIR, default /tmp/kmt-bench-e2e; ports from $KMT_E2E_PORT_BASE, default 27000,
+# so it does not collide with an e2e run) and stop it on exit. Bazel output base:
+# $KMT_BENCH_OUTPUT_BASE (default ~/.cache/bazel-ob/bench).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+QUICK=0
+case "${1:-}" in
+  --quick) QUICK=1 ;;
+  "") ;;
+  *) echo "usage: bench/run.sh [--quick]" >&2; exit 2 ;;
+esac
+COMMAND="bench/run.sh${1:+ $1}"
+BAZEL=(bazel "--output_base=${KMT_BENCH_OUTPUT_BASE:-$HOME/.cache/bazel-ob/bench}")
+OUT=${KMT_BENCH_OUT:-$(mktemp -d /tmp/kmt-bench.XXXXXX)}
+mkdir -p "$OUT"
+TABLES=$OUT/tables.md
+: >"$TABLES"
+STATUS=0
+START=$SECONDS
+LOAD_BEFORE=$(cut -d" " -f1-3 /proc/loadavg)
+
+log() { echo "bench: $*" >&2; }
+
+"${BAZEL[@]}" build //bench/... //bench:gate_release_benchmark //bench:memory_benchmark \
+  //controller:operator || { log "build failed"; exit 1; }
+BIN=$("${BAZEL[@]}" info bazel-bin 2>/dev/null)
+
+# run NAME CMD...: runs one benchmark; a failure is recorded in the results, the rest go on.
+run() {
+  local name=$1; shift
+  log "running $name"
+  local t0=$SECONDS
+  if "$@" 2> >(tee "$OUT/$name.log" >&2); then
+    log "$name done in $((SECONDS - t0)) s"
+  else
+    local rc=$?
+    STATUS=1
+    log "$name FAILED (exit $rc) after $((SECONDS - t0)) s; log: $OUT/$name.log"
+    printf '### %s\n\n**Failed** (exit %s); last lines of its log:\n\n```\n%s\n```\n\n' \
+      "$name" "$rc" "$(tail -n 15 "$OUT/$name.log")" >>"$TABLES"
+  fi
+}
+
+if ((QUICK)); then
+  run explainer "$BIN/bench/explain_benchmark" --report="$TABLES" --benchmark_min_time=0.2
+  run webhook "$BIN/bench/webhook_benchmark" --quick --report="$TABLES"
+  GATE_SIZES=1,50
+  MEMORY_ARGS=(--nodes=500 --vmims=1000 --pods=1000)
+else
+  run explainer "$BIN/bench/explain_benchmark" --report="$TABLES"
+  run webhook "$BIN/bench/webhook_benchmark" --report="$TABLES"
+  GATE_SIZES=1,50,200
+  MEMORY_ARGS=(--nodes=5000 --vmims=10000 --pods=10000)
+fi
+
+export KMT_E2E_DIR=${KMT_E2E_DIR:-/tmp/kmt-bench-e2e}
+export KMT_E2E_PORT_BASE=${KMT_E2E_PORT_BASE:-27000}
+log "starting the control plane ($KMT_E2E_DIR, port base $KMT_E2E_PORT_BASE)"
+if e2e/cluster.sh up >"$OUT/cluster.log" 2>&1; then
+  trap 'e2e/cluster.sh down >>"$OUT/cluster.log" 2>&1' EXIT
+  # virt-controller fails VMIMs whose VMI does not exist, and the operator leaves failed
+  # VMIMs alone: stop it (its restart loop is a process group `up` started) for these runs.
+  if [[ -f $KMT_E2E_DIR/pids/virt-controller.pid ]]; then
+    kill -TERM -- "-$(cat "$KMT_E2E_DIR/pids/virt-controller.pid")" 2>/dev/null || true
+  fi
+  KUBECONFIG_ADMIN=$KMT_E2E_DIR/admin.kubeconfig
+  run gate-release "$BIN/bench/gate_release_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
+    --operator="$BIN/controller/operator" --sizes="$GATE_SIZES" --log-dir="$OUT" \
+    --report="$TABLES"
+  run memory "$BIN/bench/memory_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
+    --operator="$BIN/controller/operator" "${MEMORY_ARGS[@]}" --log-dir="$OUT" \
+    --report="$TABLES"
+else
+  STATUS=1
+  log "the control plane did not start; see $OUT/cluster.log"
+  printf '### Cluster benchmarks\n\n**Not run**: `e2e/cluster.sh up` failed; last lines:\n\n```\n%s\n```\n\n' \
+    "$(tail -n 15 "$OUT/cluster.log")" >>"$TABLES"
+fi
+
+if ((QUICK)); then RESULTS=$OUT/RESULTS.md; else RESULTS=$ROOT/bench/RESULTS.md; fi
+{
+  echo "# Benchmark results"
+  echo
+  echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "- Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(free -g | awk '/^Mem:/ {print $2}') GiB memory; load average before the run: $LOAD_BEFORE"
+  echo "- Commit: $(git rev-parse --short HEAD)"
+  echo "- Command: \`$COMMAND\` ($((SECONDS - START)) s)"
+  echo
+  echo "Every figure is next to a floor measured in the same run; ratio = figure ÷ floor"
+  echo "(for rates: the floor's rate ÷ the figure's, i.e. how many times the floor's cost)."
+  echo "Budgets: DESIGN.md §6."
+  echo
+  cat "$TABLES"
+} >"$RESULTS"
+log "results: $RESULTS ($((SECONDS - START)) s)"
+exit $STATUS

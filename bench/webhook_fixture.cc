@@ -1,0 +1,176 @@
+#include "bench/webhook_fixture.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "bench/kubevirt_objects.h"
+#include "kube/resources.h"
+#include "webhook/admission.h"
+
+namespace kmt::bench {
+
+namespace {
+constexpr const char* kTermAnnotation = "migration-target.kubevirt.io/added-node-selector-term";
+
+Json Review(const std::string& uid, Json resource, const std::string& user, Json groups,
+            Json object) {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", resource["group"]}, {"version", resource["version"]},
+                      {"kind", object["kind"]}}},
+            {"resource", resource},
+            {"requestKind", {{"group", resource["group"]}, {"version", resource["version"]},
+                             {"kind", object["kind"]}}},
+            {"requestResource", resource},
+            {"namespace", "vms"},
+            {"operation", "CREATE"},
+            {"userInfo", {{"username", user}, {"uid", "u-" + user}, {"groups", groups}}},
+            {"object", object},
+            {"oldObject", nullptr},
+            {"dryRun", false},
+            {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", "CreateOptions"}}}}}};
+}
+}  // namespace
+
+FakeApi::FakeApi(int vmims, int nodes) {
+  client_.SetCreateHandler(kube::kSubjectAccessReviews, [](const Json& sar) {
+    const Json& spec = sar["spec"];
+    const Json& a = spec["resourceAttributes"];
+    const bool allowed = spec.value("user", "") == "admin" && a.value("verb", "") == "use" &&
+                         a.value("group", "") == "migration-target.kubevirt.io" &&
+                         a.value("resource", "") == "addednodeselectorterms";
+    Json answer = sar;
+    answer["status"] = {{"allowed", allowed}};
+    return answer;
+  });
+  for (int i = 0; i < nodes; ++i) client_.Create(kube::kNodes, "", KwokNode(i));
+  for (int i = 0; i < vmims; ++i) {
+    vmims_.push_back(client_.Create(kube::kVirtualMachineInstanceMigrations, "vms",
+                                    Vmim(i, "vms", NodeTerm(NodeName(i % std::max(nodes, 1))))));
+  }
+}
+
+std::string VmimCreateReview(int i, const std::string& uid) {
+  Json vmim = Vmim(i, "vms", NodeTerm(NodeName(i % 100)));
+  vmim["metadata"]["uid"] = fmt::format("{:08x}-0000-4000-8000-000000000000", i);
+  vmim["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+  return Review(uid,
+                {{"group", "kubevirt.io"}, {"version", "v1"},
+                 {"resource", "virtualmachineinstancemigrations"}},
+                "admin", {"system:masters", "system:authenticated"}, vmim)
+      .dump();
+}
+
+std::string TargetPodCreateReview(int i, const Json& vmim, const std::string& uid) {
+  Json pod = TargetPod(i, "vms", vmim["metadata"]["name"], vmim["metadata"]["uid"],
+                       NodeName(i % 100), /*gated=*/false);
+  pod["metadata"].erase("name");
+  pod["metadata"]["generateName"] = fmt::format("virt-launcher-vm-{}-", i);
+  return Review(uid, {{"group", ""}, {"version", "v1"}, {"resource", "pods"}},
+                "system:serviceaccount:kubevirt:kubevirt-controller",
+                {"system:serviceaccounts", "system:serviceaccounts:kubevirt",
+                 "system:authenticated"},
+                pod)
+      .dump();
+}
+
+MixedLoad::MixedLoad(const FakeApi& api, int count) {
+  for (int i = 0; i < count; ++i) {
+    vmim_bodies_.push_back(VmimCreateReview(i, fmt::format("req-vmim-{}", i)));
+    pod_bodies_.push_back(
+        TargetPodCreateReview(i, api.vmim(i % api.vmim_count()), fmt::format("req-pod-{}", i)));
+  }
+}
+
+LoadRequest MixedLoad::operator()(uint64_t k) const {
+  const size_t i = static_cast<size_t>(k / 2) % vmim_bodies_.size();
+  if (k % 2 == 0) return {"/validate-vmim", vmim_bodies_[i]};
+  return {"/mutate-pod", pod_bodies_[i]};
+}
+
+bool Allows(const std::string& body) {
+  return body.find("\"allowed\":true") != std::string::npos;
+}
+
+webhook::ServerOptions BenchServerOptions(const std::string& cert_file,
+                                          const std::string& key_file) {
+  webhook::ServerOptions o;
+  o.address = "127.0.0.1";
+  o.port = 0;
+  o.cert_file = cert_file;
+  o.key_file = key_file;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+std::vector<webhook::Route> ConstantRoutes() {
+  auto allow = [](const webhook::AdmissionRequest&) { return webhook::Allowed(); };
+  return {{"/validate-vmim", allow}, {"/mutate-pod", allow}};
+}
+
+struct AdmitTimer::State {
+  std::mutex mu;
+  std::vector<double> durations;
+};
+
+std::shared_ptr<AdmitTimer::State> AdmitTimer::MakeState() { return std::make_shared<State>(); }
+
+std::vector<webhook::Route> AdmitTimer::Wrap(std::vector<webhook::Route> routes) {
+  for (webhook::Route& r : routes) {
+    r.admit = [state = state_, inner = std::move(r.admit)](const webhook::AdmissionRequest& req) {
+      const auto start = std::chrono::steady_clock::now();
+      webhook::AdmissionResponse resp = inner(req);
+      const double d =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->durations.push_back(d);
+      return resp;
+    };
+  }
+  return routes;
+}
+
+std::vector<double> AdmitTimer::Take() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::vector<double> out;
+  out.swap(state_->durations);
+  return out;
+}
+
+std::vector<Row> WebhookRows(const WebhookPhase& p) {
+  const Summary real = Summarize(p.real.service_seconds);
+  const Summary floor = Summarize(p.floor.service_seconds);
+  const Summary real_resp = Summarize(p.real.response_seconds);
+  const Summary floor_resp = Summarize(p.floor.response_seconds);
+  const std::string at = fmt::format(" at {:.0f} req/s", p.rate);
+  const bool budgeted = p.rate == kWebhookBudgetRate;
+  std::vector<Row> rows = {
+      {"p50" + at, FormatSeconds(real.p50), FormatSeconds(floor.p50),
+       FormatRatio(Ratio(real.p50, floor.p50)), "", std::nullopt},
+      {"p99" + at, FormatSeconds(real.p99), FormatSeconds(floor.p99),
+       FormatRatio(Ratio(real.p99, floor.p99)), budgeted ? "≤ 1 ms" : "",
+       budgeted ? std::optional<bool>(real.p99 <= kWebhookBudgetSeconds && p.real.errors == 0)
+                : std::nullopt},
+      {"max" + at, FormatSeconds(real.max), FormatSeconds(floor.max),
+       FormatRatio(Ratio(real.max, floor.max)), "", std::nullopt},
+      {"p99 from due time (incl. waiting for a connection)" + at, FormatSeconds(real_resp.p99),
+       FormatSeconds(floor_resp.p99), FormatRatio(Ratio(real_resp.p99, floor_resp.p99)), "",
+       std::nullopt},
+      {"admitter only p99 (in server, excl. TLS/HTTP)" + at,
+       FormatSeconds(Percentile(p.real_admit, 0.99)), FormatSeconds(Percentile(p.floor_admit, 0.99)),
+       FormatRatio(Ratio(Percentile(p.real_admit, 0.99), Percentile(p.floor_admit, 0.99))), "",
+       std::nullopt},
+      {"errors / sent" + at,
+       fmt::format("{} / {}", p.real.errors, p.real.sent),
+       fmt::format("{} / {}", p.floor.errors, p.floor.sent), "", budgeted ? "0" : "",
+       budgeted ? std::optional<bool>(p.real.errors == 0) : std::nullopt},
+  };
+  return rows;
+}
+
+}  // namespace kmt::bench

@@ -1,0 +1,98 @@
+// bench/webhook_fixture.h — what the webhook latency benchmark serves and sends.
+//
+// The measured stack is the operator's own: AdmissionServer (TLS, worker pool, shell) with
+// AdmissionRoutes, whose SubjectAccessReviewer and KubeClusterView talk to a
+// kube::FakeClient in the same process. The SubjectAccessReview is therefore in the
+// measured path but answered in memory: the figures exclude the API server round trips
+// (one SAR per VMIM review, a VMIM GET per target pod review, a node LIST per VMIM review
+// for the placement warnings).
+//
+// The floor is the same AdmissionServer (same options, TLS, workers) whose admitter on both
+// paths answers a constant "allowed".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/kubevirt_objects.h"
+#include "bench/load_generator.h"
+#include "bench/report.h"
+#include "bench/stats.h"
+#include "kube/fake_client.h"
+#include "webhook/server.h"
+
+namespace kmt::bench {
+
+// The in-memory API the routes read: `vmims` VMIMs "mig-<i>" with a node term in namespace
+// "vms", `nodes` KWOK-like nodes, and a SubjectAccessReview answer that allows user
+// "admin" to `use` addednodeselectorterms.migration-target.kubevirt.io.
+class FakeApi {
+ public:
+  FakeApi(int vmims, int nodes);
+  kube::FakeClient& client() { return client_; }
+  const Json& vmim(int i) const { return vmims_[static_cast<size_t>(i)]; }
+  int vmim_count() const { return static_cast<int>(vmims_.size()); }
+
+ private:
+  kube::FakeClient client_;
+  std::vector<Json> vmims_;  // as stored (with uid)
+};
+
+// AdmissionReview bodies as kube-apiserver sends them.
+// VMIM CREATE by "admin" carrying a node term (→ /validate-vmim).
+std::string VmimCreateReview(int i, const std::string& uid);
+// Target pod CREATE by virt-controller for `vmim` (→ /mutate-pod).
+std::string TargetPodCreateReview(int i, const Json& vmim, const std::string& uid);
+
+// Request k of the mixed load: even k validate a VMIM, odd k mutate a target pod.
+// Bodies are pre-rendered (`count` of each, cycled) so the client spends no time on JSON.
+class MixedLoad {
+ public:
+  MixedLoad(const FakeApi& api, int count);
+  LoadRequest operator()(uint64_t k) const;
+
+ private:
+  std::vector<std::string> vmim_bodies_, pod_bodies_;
+};
+
+// True when an AdmissionReview answer allows the request.
+bool Allows(const std::string& body);
+
+// The operator's AdmissionServer options (only address, port 0 and the certificate set),
+// with logging off.
+webhook::ServerOptions BenchServerOptions(const std::string& cert_file,
+                                          const std::string& key_file);
+
+// Routes answering a constant "allowed" on both paths.
+std::vector<webhook::Route> ConstantRoutes();
+
+// Wraps each route's admitter to record its duration (the in-server part of the latency
+// that excludes TLS and HTTP parsing). Thread-safe.
+class AdmitTimer {
+ public:
+  std::vector<webhook::Route> Wrap(std::vector<webhook::Route> routes);
+  std::vector<double> Take();  // the durations recorded since the last Take()
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_ = MakeState();
+  static std::shared_ptr<State> MakeState();
+};
+
+inline constexpr double kWebhookBudgetSeconds = 1e-3;  // p99 at 1,000 req/s, DESIGN.md §6
+inline constexpr double kWebhookBudgetRate = 1000;
+
+struct WebhookPhase {
+  double rate = 0;
+  LoadResult real, floor;
+  std::vector<double> real_admit, floor_admit;  // AdmitTimer durations
+};
+
+// Rows of one rate: client-measured p50/p99/max of the real stack and of the floor, their
+// p99 ratio, errors, the admitters' own p99, and the budget (judged at 1,000 req/s on the
+// client-measured p99, an upper bound of the server-side time, with zero errors).
+std::vector<Row> WebhookRows(const WebhookPhase& phase);
+
+}  // namespace kmt::bench
