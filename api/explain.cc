@@ -392,8 +392,12 @@ NodeExplanation Explainer::Explain(size_t i) const {
     const auto& [key, value] = m.node_selector[k];
     if (value != kNoIntern && n.labels.FindId(key) == value) continue;
     const auto& [ktext, vtext] = m.node_selector_text[k];
-    add(ReasonKind::kNodeSelectorMismatch,
-        "VM's own nodeSelector `" + ktext + "=" + vtext + "` not matched");
+    std::string text = "VM's own nodeSelector `";
+    text += ktext;
+    text += '=';
+    text += vtext;
+    text += "` not matched";
+    add(ReasonKind::kNodeSelectorMismatch, std::move(text));
   }
   if (mask & Bit(ReasonKind::kOwnAffinityExcludes)) {
     std::string text;
@@ -507,6 +511,7 @@ std::string Explainer::Summarize(size_t max_nodes) const {
   explained.reserve(shown);
   for (size_t k = 0; k < shown; ++k) explained.push_back(Explain(allowed[k]));
   std::vector<const NodeExplanation*> ptrs;
+  ptrs.reserve(explained.size());
   for (const auto& e : explained) ptrs.push_back(&e);
   return FormatSummary(ptrs, allowed.size());
 }

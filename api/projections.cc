@@ -103,7 +103,7 @@ void Resources::AddList(const json& list) {
   if (!list.is_object()) return;
   for (const auto& [name, amount] : list.items()) {
     if (!amount.is_string()) continue;
-    const std::string& text = amount.get_ref<const std::string&>();
+    const auto& text = amount.get_ref<const std::string&>();
     if (name == "cpu") {
       if (auto v = ParseQuantityMilli(text)) cpu_milli += *v;
     } else if (auto v = ParseQuantityValue(text)) {

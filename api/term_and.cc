@@ -150,8 +150,8 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
     // Remove the gate by index, highest index first so earlier indices stay valid.
     if (const json* gates = Member(*spec, "schedulingGates")) {
       if (!gates->is_array()) return {};
-      std::vector<size_t> hits;
-      for (size_t i = 0; i < gates->size(); ++i) {
+      std::vector<size_t> hits;  // descending, so earlier indices stay valid
+      for (size_t i = gates->size(); i-- > 0;) {
         const json* name = Member((*gates)[i], "name");
         if (name != nullptr && name->is_string() && name->get_ref<const std::string&>() == gate) {
           hits.push_back(i);
@@ -159,9 +159,9 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
       }
       if (!hits.empty()) {
         tests.push_back(Op("test", "/spec/schedulingGates", *gates));
-        for (auto it = hits.rbegin(); it != hits.rend(); ++it) {
+        for (size_t i : hits) {
           changes.push_back(
-              {{"op", "remove"}, {"path", "/spec/schedulingGates/" + std::to_string(*it)}});
+              {{"op", "remove"}, {"path", "/spec/schedulingGates/" + std::to_string(i)}});
         }
       }
     }

@@ -27,7 +27,10 @@ NodeSelectorTerm ReadTerm(const std::string& path) {
 
 const std::string kGate(kSchedulingGate);
 
-json Patch(const std::vector<json>& ops) { return json(ops); }
+json Patch(const std::vector<json>& ops) {
+  json array = ops;
+  return array;
+}
 
 bool IsTest(const json& op) { return op["op"] == "test"; }
 
