@@ -1,6 +1,7 @@
 // kubectl-migrate — the kubectl plugin (kubectl discovers `kubectl-migrate` on PATH).
 // Exit codes: 0 success, 1 failure (API error, failed or timed-out migration,
 // nothing fits), 2 usage error.
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -95,6 +96,8 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that closes a kept-alive connection must surface as an error, not kill us.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return Run(argc, argv);
   } catch (const kmt::kube::KubeError& e) {

@@ -53,10 +53,10 @@ webhooks() {
       local ca url
       ca=$(base64 -w0 <"$RUN/pki/ca.crt")
       url="https://127.0.0.1:$(port_webhook 0)"
-      /usr/bin/python3 - "$ca" "$url" <manifests/default/webhooks.yaml <<'PY' | "$KUBECTL" apply -f - >/dev/null
+      /usr/bin/python3 - "$ca" "$url" manifests/default/webhooks.yaml <<'PY' | "$KUBECTL" apply -f - >/dev/null
 import sys, yaml
-ca, url = sys.argv[1], sys.argv[2]
-docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+ca, url, path = sys.argv[1], sys.argv[2], sys.argv[3]
+docs = [d for d in yaml.safe_load_all(open(path)) if d]
 for d in docs:
     for wh in d["webhooks"]:
         path = wh["clientConfig"]["service"]["path"]
@@ -68,12 +68,35 @@ PY
   esac
 }
 
+# A kubeconfig carrying a real ServiceAccount token (TokenRequest), as in a pod.
+sa_kubeconfig() {
+  local kc=$RUN/operator-sa.kubeconfig token
+  if [[ ! -s $kc ]]; then
+    token=$("$KUBECTL" -n "$NS" create token migration-target-operator --duration=24h)
+    cat >"$kc" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kmt-e2e
+  cluster: {server: "$KMT_E2E_APISERVER", certificate-authority: "$RUN/pki/ca.crt"}
+users:
+- name: $SA_USER
+  user: {token: "$token"}
+contexts:
+- name: operator
+  context: {cluster: kmt-e2e, user: "$SA_USER"}
+current-context: operator
+KC
+  fi
+  echo "$kc"
+}
+
 start_replica() {
   local name=$1 index=${2:-0}; shift 2 || shift $#
   local bin kc crt key dir
   bin=$(binary)
   [[ -x $bin ]] || { kmt_log "operator: no binary at $bin"; return 1; }
-  kc=$(e2e/cluster.sh kubeconfig "$SA_USER" system:serviceaccounts "system:serviceaccounts:$NS")
+  kc=$(sa_kubeconfig)
   read -r crt key < <(e2e/cluster.sh serving-cert "operator-$name")
   dir=$RUN/operator-$name-certs
   mkdir -p "$dir" && cp "$crt" "$dir/tls.crt" && cp "$key" "$dir/tls.key"
