@@ -54,8 +54,8 @@ std::vector<api::TargetPod> ApiView::TargetPods(const std::string& ns,
                                                 const std::string& vmim_uid) {
   std::vector<api::TargetPod> out;
   kube::ListOptions opts;
-  opts.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) +
-                        "," + std::string(api::kLabelMigrationJobUID) + "=" + vmim_uid;
+  opts.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
+                        std::string(api::kLabelMigrationJobUID) + "=" + vmim_uid;
   ListAll(client_, kube::kPods, ns, opts,
           [&](const nlohmann::json& p) { out.push_back(api::TargetPod::FromJson(p)); });
   return out;

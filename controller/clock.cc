@@ -1,17 +1,17 @@
 // controller/clock.cc — RealClock on Boost.Asio, and Kubernetes timestamps.
 #include "controller/clock.h"
 
-#include <cctype>
-#include <ctime>
-#include <map>
-#include <mutex>
-#include <thread>
+#include <fmt/format.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
+#include <cctype>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <thread>
 
 namespace kmt::controller {
 
@@ -130,8 +130,8 @@ std::string FormatRfc3339(WallTime t) {
 std::string FormatMicroTime(WallTime t) {
   int64_t micros;
   std::tm tm = UtcTm(t, &micros);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
 }
 
 bool ParseRfc3339(const std::string& s, WallTime* out) {

@@ -1,12 +1,11 @@
 // controller/clock_test.cc
 #include "controller/clock.h"
 
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "controller/fake_clock.h"
 

@@ -41,8 +41,8 @@ nlohmann::json ConditionsToJson(const std::vector<api::MigrationCondition>& list
     nlohmann::json j = {{"type", c.type}, {"status", c.status}};
     if (!c.reason.empty()) j["reason"] = c.reason;
     if (!c.message.empty()) j["message"] = c.message;
-    j["lastProbeTime"] = c.last_probe_time.empty() ? nlohmann::json(nullptr)
-                                                   : nlohmann::json(c.last_probe_time);
+    j["lastProbeTime"] =
+        c.last_probe_time.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.last_probe_time);
     j["lastTransitionTime"] = c.last_transition_time.empty()
                                   ? nlohmann::json(nullptr)
                                   : nlohmann::json(c.last_transition_time);

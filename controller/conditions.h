@@ -10,10 +10,9 @@
 //     condition is new); lastProbeTime is the time of our last write of it.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/projections.h"
 #include "controller/clock.h"

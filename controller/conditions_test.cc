@@ -19,14 +19,22 @@ TEST_CASE("SetCondition adds, updates and keeps transition times as KubeVirt doe
   };
   const api::MigrationCondition existing{"t", "True", "R", "m", kOld, kOld};
   auto row = GENERATE_COPY(values<Row>({
-      {"identical: nothing", {"t", "True", "R", "m"}, ConditionChange::kNone,
+      {"identical: nothing",
+       {"t", "True", "R", "m"},
+       ConditionChange::kNone,
        {"t", "True", "R", "m", kOld, kOld}},
-      {"new message: probe time only", {"t", "True", "R", "m2"}, ConditionChange::kMessage,
+      {"new message: probe time only",
+       {"t", "True", "R", "m2"},
+       ConditionChange::kMessage,
        {"t", "True", "R", "m2", kNowText, kOld}},
-      {"new reason, same status: a transition, time kept", {"t", "True", "R2", "m"},
-       ConditionChange::kTransitioned, {"t", "True", "R2", "m", kNowText, kOld}},
-      {"new status: transition time moves", {"t", "False", "R", "m"},
-       ConditionChange::kTransitioned, {"t", "False", "R", "m", kNowText, kNowText}},
+      {"new reason, same status: a transition, time kept",
+       {"t", "True", "R2", "m"},
+       ConditionChange::kTransitioned,
+       {"t", "True", "R2", "m", kNowText, kOld}},
+      {"new status: transition time moves",
+       {"t", "False", "R", "m"},
+       ConditionChange::kTransitioned,
+       {"t", "False", "R", "m", kNowText, kNowText}},
   }));
   CAPTURE(row.name);
   std::vector<api::MigrationCondition> list = {{"kubevirt", "True", "", "", "", ""}, existing};
@@ -39,7 +47,8 @@ TEST_CASE("SetCondition adds, updates and keeps transition times as KubeVirt doe
 TEST_CASE("SetCondition appends a condition that is not there yet") {
   std::vector<api::MigrationCondition> list;
   REQUIRE(SetCondition(list, {"t", "True", "R", "m"}, kNow) == ConditionChange::kTransitioned);
-  REQUIRE(list == std::vector<api::MigrationCondition>{{"t", "True", "R", "m", kNowText, kNowText}});
+  REQUIRE(list ==
+          std::vector<api::MigrationCondition>{{"t", "True", "R", "m", kNowText, kNowText}});
   REQUIRE(FindCondition(list, "t") == &list[0]);
   REQUIRE(FindCondition(list, "u") == nullptr);
 }

@@ -53,7 +53,8 @@ void Controller::OnNodeChange(const std::vector<api::TargetPod>& targets) {
 void Controller::Start() {
   if (started_.exchange(true)) return;
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
-  log_.Info("Started workers", {{"controller", "vmim"}, {"count", std::to_string(options_.workers)}});
+  log_.Info("Started workers",
+            {{"controller", "vmim"}, {"count", std::to_string(options_.workers)}});
 }
 
 void Controller::Stop() {

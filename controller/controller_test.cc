@@ -92,7 +92,8 @@ TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff r
   w.SeedNodes();
   w.SeedVmim({NodeTerm("node-3")});
   w.SeedPod({.gated = false,
-             .affinity = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+             .affinity =
+                 json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                  {"nodeSelectorTerms": [{"matchFields": [
                    {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"),
              .scheduled_reason = "Unschedulable",
@@ -223,8 +224,8 @@ TEST_CASE("SourceNode prefers the VMIM's migrationState, else the VMI's running 
   other.labels = api::Labels({{"kubevirt.io/created-by", "another-vmi"}});
   api::BoundPod own_target;
   own_target.node_name = "node-t";
-  own_target.labels =
-      api::Labels({{"kubevirt.io/created-by", "vmi-uid"}, {"kubevirt.io/migrationJobUID", "m-uid"}});
+  own_target.labels = api::Labels(
+      {{"kubevirt.io/created-by", "vmi-uid"}, {"kubevirt.io/migrationJobUID", "m-uid"}});
   api::BoundPod source;
   source.node_name = "node-src";
   source.labels =

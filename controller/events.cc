@@ -45,13 +45,13 @@ nlohmann::json KubeEventRecorder::Build(const ObjectRef& about, const EventSpec&
 void KubeEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
   try {
     client_.Create(kube::kEvents, about.ns, Build(about, event));
-    log_.Debug("Recorded event", {{"vmim", about.ns + "/" + about.name},
-                                  {"reason", event.reason},
-                                  {"type", event.type}});
+    log_.Debug(
+        "Recorded event",
+        {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}, {"type", event.type}});
   } catch (const kube::KubeError& e) {
-    log_.Error("Failed to record event", {{"vmim", about.ns + "/" + about.name},
-                                          {"reason", event.reason},
-                                          {"error", e.what()}});
+    log_.Error(
+        "Failed to record event",
+        {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}, {"error", e.what()}});
   }
 }
 

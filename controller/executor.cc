@@ -58,10 +58,12 @@ nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& 
   }
   if (status != nullptr) {
     // `add` on an existing member replaces it (RFC 6902 section 4.1).
-    ops.push_back({{"op", "add"}, {"path", "/status/conditions"},
+    ops.push_back({{"op", "add"},
+                   {"path", "/status/conditions"},
                    {"value", ConditionsToJson(plan.conditions)}});
   } else {
-    ops.push_back({{"op", "add"}, {"path", "/status"},
+    ops.push_back({{"op", "add"},
+                   {"path", "/status"},
                    {"value", {{"conditions", ConditionsToJson(plan.conditions)}}}});
   }
   return ops;
@@ -73,12 +75,11 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
 
   for (const PodPatch& p : plan.pod_patches) {
     try {
-      client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch,
-                    nlohmann::json(p.ops));
+      client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch, nlohmann::json(p.ops));
     } catch (const kube::KubeError& e) {
       ExecResult r = Failed(e, /*not_found_is_replan=*/true);
-      log_.Info("Failed to release gate", {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref},
-                                           {"error", r.error}});
+      log_.Info("Failed to release gate",
+                {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}, {"error", r.error}});
       r.released_pods = result.released_pods;
       return r;
     }
@@ -140,8 +141,9 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     }
   }
 
-  ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration", vmim.ns, vmim.name,
-                  vmim.uid, vmim.resource_version};
+  ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration",
+                  vmim.ns,          vmim.name,
+                  vmim.uid,         vmim.resource_version};
   for (const EventSpec& e : plan.events) events_.Record(about, e);
   return result;
 }

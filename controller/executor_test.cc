@@ -133,12 +133,13 @@ TEST_CASE("Executor releases the gate, writes the condition, records the Event")
   CHECK(e["message"] ==
         "Released scheduling gate of target pod vms/virt-launcher-vm-1-target with the added term "
         "metadata.name In [node-3] ANDed into its required node affinity");
-  CHECK(e["involvedObject"] == json{{"apiVersion", "kubevirt.io/v1"},
-                                    {"kind", "VirtualMachineInstanceMigration"},
-                                    {"namespace", kNs},
-                                    {"name", kVmimName},
-                                    {"uid", w.vmim_uid},
-                                    {"resourceVersion", vmim_before["metadata"]["resourceVersion"]}});
+  CHECK(e["involvedObject"] ==
+        json{{"apiVersion", "kubevirt.io/v1"},
+             {"kind", "VirtualMachineInstanceMigration"},
+             {"namespace", kNs},
+             {"name", kVmimName},
+             {"uid", w.vmim_uid},
+             {"resourceVersion", vmim_before["metadata"]["resourceVersion"]}});
   CHECK(e["source"] == json{{"component", "migration-target-operator"}, {"host", "operator-0"}});
   CHECK(e["count"] == 1);
   CHECK(e["firstTimestamp"] == "2026-01-01T00:00:03Z");
@@ -204,8 +205,10 @@ TEST_CASE("KubeVirt's own status writes meanwhile do not conflict with ours") {
 TEST_CASE("Conditions someone else changed after planning are not overwritten: re-plan") {
   World w;
   w.SeedVmim({NodeTerm("node-3"), nullptr, "Scheduling",
-              json::array({{{"type", "kubevirtOwn"}, {"status", "False"},
-                            {"lastProbeTime", nullptr}, {"lastTransitionTime", nullptr}}})});
+              json::array({{{"type", "kubevirtOwn"},
+                            {"status", "False"},
+                            {"lastProbeTime", nullptr},
+                            {"lastTransitionTime", nullptr}}})});
   w.SeedPod({});
   Observed o = w.Observe();
   Plan plan = Reconcile(o, w.clock.WallNow());
@@ -226,8 +229,9 @@ TEST_CASE("Conditions someone else changed after planning are not overwritten: r
   CHECK(after["status"]["conditions"][0] == vmim["status"]["conditions"][0]);
   CHECK(after["status"]["conditions"][1]["type"] == "addedNodeSelectorTermApplied");
   REQUIRE(w.Events().size() == 1);
-  CHECK(w.Events()[0]["message"] ==
-        "Target pod vms/virt-launcher-vm-1-target carries the added term metadata.name In [node-3]");
+  CHECK(
+      w.Events()[0]["message"] ==
+      "Target pod vms/virt-launcher-vm-1-target carries the added term metadata.name In [node-3]");
 }
 
 TEST_CASE("A phase write racing between the read and the patch is retried at once") {
@@ -257,8 +261,10 @@ TEST_CASE("A phase write racing between the read and the patch is retried at onc
 TEST_CASE("A conditions write racing between the read and the patch fails its test op") {
   World w;
   w.SeedVmim({NodeTerm("node-3"), nullptr, "Scheduling",
-              json::array({{{"type", "kubevirtOwn"}, {"status", "False"},
-                            {"lastProbeTime", nullptr}, {"lastTransitionTime", nullptr}}})});
+              json::array({{{"type", "kubevirtOwn"},
+                            {"status", "False"},
+                            {"lastProbeTime", nullptr},
+                            {"lastTransitionTime", nullptr}}})});
   w.SeedPod({});
   Observed o = w.Observe();
   Plan plan = Reconcile(o, w.clock.WallNow());
@@ -296,8 +302,9 @@ TEST_CASE("An escaped pod is deleted by uid; a replacement of the same name is n
     REQUIRE(w.Events().size() == 1);
     CHECK(w.Events()[0]["type"] == "Warning");
     // Deleting again (the pod still in a stale cache) is harmless.
-    REQUIRE(w.executor.Apply(api::MigrationInfo::FromJson(w.GetVmim()), Plan{plan.pod_patches,
-                                                                           plan.pod_deletions})
+    REQUIRE(w.executor
+                .Apply(api::MigrationInfo::FromJson(w.GetVmim()),
+                       Plan{plan.pod_patches, plan.pod_deletions})
                 .outcome == ExecOutcome::kDone);
   }
   SECTION("replaced meanwhile: kept, re-plan") {
@@ -357,7 +364,8 @@ TEST_CASE("A failed Event is logged and does not fail the reconcile") {
   CHECK(w.Events().empty());
   CHECK(w.GetVmim()["status"]["conditions"][0]["status"] == "True");
   bool logged = false;
-  for (const auto& l : w.lines) logged = logged || l.find("msg=\"Failed to record event\"") != std::string::npos;
+  for (const auto& l : w.lines)
+    logged = logged || l.find("msg=\"Failed to record event\"") != std::string::npos;
   CHECK(logged);
 }
 
@@ -367,10 +375,12 @@ TEST_CASE("The status patch tests what it replaces") {
   const json written = json::parse(R"([{"type": "a", "status": "True", "reason": "R",
       "message": "m", "lastProbeTime": null, "lastTransitionTime": null}])");
   json with_list = {{"metadata", {{"resourceVersion", "42"}}},
-                    {"status", {{"phase", "Scheduling"},
-                                {"conditions", json::array({{{"type", "x"}, {"status", "True"}}})}}}};
+                    {"status",
+                     {{"phase", "Scheduling"},
+                      {"conditions", json::array({{{"type", "x"}, {"status", "True"}}})}}}};
   CHECK(Executor::StatusPatch(with_list, plan) ==
-        json::array({{{"op", "test"}, {"path", "/status/conditions"},
+        json::array({{{"op", "test"},
+                      {"path", "/status/conditions"},
                       {"value", with_list["status"]["conditions"]}},
                      {{"op", "add"}, {"path", "/status/conditions"}, {"value", written}}}));
   json without_list = {{"metadata", {{"resourceVersion", "42"}}},

@@ -8,12 +8,14 @@
 namespace kmt::controller {
 
 FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags* f) {
-  CLI::App app{"The kubevirt-migration-target operator: the reconcile loop (on the leader) and "
-               "the admission webhook (on every replica).",
-               "operator"};
+  CLI::App app{
+      "The kubevirt-migration-target operator: the reconcile loop (on the leader) and "
+      "the admission webhook (on every replica).",
+      "operator"};
   app.option_defaults()->always_capture_default();
-  app.add_option("--kubeconfig", f->kubeconfig,
-                 "Path to a kubeconfig; default $KUBECONFIG, then the in-cluster config, then ~/.kube/config");
+  app.add_option(
+      "--kubeconfig", f->kubeconfig,
+      "Path to a kubeconfig; default $KUBECONFIG, then the in-cluster config, then ~/.kube/config");
   app.add_option("--context", f->context, "The kubeconfig context to use");
   app.add_option("--leader-elect", f->leader_elect,
                  "Elect a leader with a Lease; only the leader reconciles")

@@ -28,8 +28,8 @@ struct OperatorFlags {
 };
 
 struct FlagParse {
-  int exit_code = -1;   // >= 0: exit now with this code (help: 0, usage error: 2)
-  std::string output;   // what to print (help text or the error with usage hint)
+  int exit_code = -1;  // >= 0: exit now with this code (help: 0, usage error: 2)
+  std::string output;  // what to print (help text or the error with usage hint)
 };
 
 // Parses argv into *flags. Unknown flags, bad values and conflicting

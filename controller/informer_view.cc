@@ -54,10 +54,11 @@ InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
                Projected<api::TargetPod>),
       nodes_(client, Options(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
              Projected<api::NodeInfo>),
-      bound_(client,
-             Options(kube::kPods, "", "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
-                     std::chrono::milliseconds(0), options),
-             Projected<api::BoundPod>) {
+      bound_(
+          client,
+          Options(kube::kPods, "", "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+                  std::chrono::milliseconds(0), options),
+          Projected<api::BoundPod>) {
   targets_.AddIndex(kJobIndex, [](const nlohmann::json& pod) -> std::vector<std::string> {
     const auto& labels = pod["metadata"].value("labels", nlohmann::json::object());
     auto it = labels.find(api::kLabelMigrationJobUID);
@@ -72,32 +73,30 @@ void InformerView::Connect(Controller& controller) {
   using VmimPtr = kube::Informer<api::MigrationInfo>::Ptr;
   using PodPtr = kube::Informer<api::TargetPod>::Ptr;
   using NodePtr = kube::Informer<api::NodeInfo>::Ptr;
-  vmims_.AddHandlers(
-      {[&controller](const std::string&, const VmimPtr& v) {
-         if (WantsReconcile(*v)) controller.OnMigration(*v);
-       },
-       [&controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
-         if (WantsReconcile(*v)) controller.OnMigration(*v);
-       },
-       nullptr});
-  targets_.AddHandlers(
-      {[this, &controller](const std::string&, const PodPtr& p) {
-         {
-           std::lock_guard<std::mutex> lock(seen_mu_);
-           seen_.emplace(p->uid, clock_.Now());
-         }
-         controller.OnTargetPod(*p);
-       },
-       [&controller](const std::string&, const PodPtr&, const PodPtr& p) {
-         controller.OnTargetPod(*p);
-       },
-       [this, &controller](const std::string&, const PodPtr& p) {
-         {
-           std::lock_guard<std::mutex> lock(seen_mu_);
-           seen_.erase(p->uid);
-         }
-         controller.OnTargetPod(*p);
-       }});
+  vmims_.AddHandlers({[&controller](const std::string&, const VmimPtr& v) {
+                        if (WantsReconcile(*v)) controller.OnMigration(*v);
+                      },
+                      [&controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
+                        if (WantsReconcile(*v)) controller.OnMigration(*v);
+                      },
+                      nullptr});
+  targets_.AddHandlers({[this, &controller](const std::string&, const PodPtr& p) {
+                          {
+                            std::lock_guard<std::mutex> lock(seen_mu_);
+                            seen_.emplace(p->uid, clock_.Now());
+                          }
+                          controller.OnTargetPod(*p);
+                        },
+                        [&controller](const std::string&, const PodPtr&, const PodPtr& p) {
+                          controller.OnTargetPod(*p);
+                        },
+                        [this, &controller](const std::string&, const PodPtr& p) {
+                          {
+                            std::lock_guard<std::mutex> lock(seen_mu_);
+                            seen_.erase(p->uid);
+                          }
+                          controller.OnTargetPod(*p);
+                        }});
   nodes_.AddHandlers(
       {[this, &controller](const std::string&, const NodePtr&) {
          controller.OnNodeChange(UnschedulableTargets());
@@ -138,8 +137,8 @@ bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
                     std::chrono::duration_cast<std::chrono::milliseconds>(
                         deadline - std::chrono::steady_clock::now()));
   };
-  return vmims_.WaitForSync(left()) && targets_.WaitForSync(left()) &&
-         nodes_.WaitForSync(left()) && bound_.WaitForSync(left());
+  return vmims_.WaitForSync(left()) && targets_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
+         bound_.WaitForSync(left());
 }
 
 std::optional<api::MigrationInfo> InformerView::Migration(const std::string& ns,

@@ -3,9 +3,8 @@
 // polls on state, never fixed sleeps.
 #include "controller/informer_view.h"
 
-#include <thread>
-
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "controller/fake_clock.h"
 #include "controller/testing/objects.h"
@@ -111,7 +110,9 @@ TEST_CASE("Only node changes that matter to scheduling count") {
       {"label", Node({"node-1", {{"zone", "b"}}}), true},
       {"cordon", Node({"node-1", {{"zone", "a"}}, true}), true},
       {"taint",
-       Node({"node-1", {{"zone", "a"}}, false,
+       Node({"node-1",
+             {{"zone", "a"}},
+             false,
              json::array({{{"key", "k"}, {"value", "v"}, {"effect", "NoSchedule"}}})}),
        true},
       {"allocatable", Node({"node-1", {{"zone", "a"}}, false, nullptr, "4"}), true},

@@ -99,10 +99,10 @@ void LeaderElector::Observe(const LeaseRecord& record) {
 
 bool LeaderElector::TryAcquireOrRenew() {
   const std::string now = FormatMicroTime(clock_.WallNow());
-  LeaseRecord desired{config_.identity,
-                      std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration)
-                          .count(),
-                      now, now, 0};
+  LeaseRecord desired{
+      config_.identity,
+      std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count(), now, now,
+      0};
   nlohmann::json lease;
   try {
     lease = client_.Get(kube::kLeases, config_.lease_namespace, config_.lease_name);

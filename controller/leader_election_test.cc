@@ -2,10 +2,9 @@
 // against the in-memory API server.
 #include "controller/leader_election.h"
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "controller/fake_clock.h"
 #include "kube/fake_client.h"
@@ -113,13 +112,14 @@ TEST_CASE("When the leader dies, the other takes over once the lease expired on 
 TEST_CASE("Expiry is judged by when we saw the record change, not its renewTime") {
   World w;
   // A lease written long ago by someone else, with a renewTime far in the past.
-  w.client.Create(kube::kLeases, "kmt-system",
-                  {{"apiVersion", "coordination.k8s.io/v1"},
-                   {"kind", "Lease"},
-                   {"metadata", {{"name", "migration-target-operator"}, {"namespace", "kmt-system"}}},
-                   {"spec", LeaseRecord{"old", 15, "2020-01-01T00:00:00.000000Z",
-                                        "2020-01-01T00:00:00.000000Z", 4}
-                                .ToSpec()}});
+  w.client.Create(
+      kube::kLeases, "kmt-system",
+      {{"apiVersion", "coordination.k8s.io/v1"},
+       {"kind", "Lease"},
+       {"metadata", {{"name", "migration-target-operator"}, {"namespace", "kmt-system"}}},
+       {"spec",
+        LeaseRecord{"old", 15, "2020-01-01T00:00:00.000000Z", "2020-01-01T00:00:00.000000Z", 4}
+            .ToSpec()}});
   auto b = w.Make("b");
   b->elector->Start();
   w.clock.Advance(seconds(14));
@@ -134,7 +134,8 @@ TEST_CASE("A conflict on renew is retried; the leader keeps the lease") {
   auto a = w.Make("a");
   a->elector->Start();
   w.clock.Advance(Duration::zero());
-  w.client.FailNext(kube::Verb::kUpdate, 2, kube::ErrorKind::kConflict, "leases.coordination.k8s.io");
+  w.client.FailNext(kube::Verb::kUpdate, 2, kube::ErrorKind::kConflict,
+                    "leases.coordination.k8s.io");
   w.clock.Advance(seconds(4));  // renewals at 2 and 4 fail
   REQUIRE(a->elector->IsLeader());
   REQUIRE(w.Lease().renew_time == w.At(seconds(0)));

@@ -2,7 +2,6 @@
 #include "controller/log.h"
 
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 namespace kmt::controller {

@@ -1,9 +1,8 @@
 // controller/log_test.cc
 #include "controller/log.h"
 
-#include <vector>
-
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "controller/fake_clock.h"
 

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<kmt::kube::RestClient> client;
   try {
     kmt::kube::ClientConfig config = LoadConfig(flags);
-    log.Info("Loaded API server configuration", {{"server", config.server}, {"source", config.source}});
+    log.Info("Loaded API server configuration",
+             {{"server", config.server}, {"source", config.source}});
     client = std::make_unique<kmt::kube::RestClient>(std::move(config));
   } catch (const std::exception& e) {
     log.Error("Failed to load the API server configuration", {{"error", e.what()}});

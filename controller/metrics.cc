@@ -1,13 +1,13 @@
 // controller/metrics.cc
 #include "controller/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace kmt::controller {
 
@@ -184,7 +184,8 @@ std::string LabelSet(const std::vector<std::string>& names, const std::vector<st
                      const std::string& extra_name = {}, const std::string& extra_value = {}) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
-    out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", names[i], EscapeLabelValue(values[i]));
+    out +=
+        fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", names[i], EscapeLabelValue(values[i]));
   }
   if (!extra_name.empty()) {
     out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", extra_name, extra_value);
@@ -226,8 +227,8 @@ std::string Registry::Render() const {
                             LabelSet(f->label_names_, values, "le", FormatPromFloat(f->bounds_[i])),
                             s.cumulative[i]);
       }
-      text += fmt::format("{}_bucket{} {}\n", name,
-                          LabelSet(f->label_names_, values, "le", "+Inf"), s.count);
+      text += fmt::format("{}_bucket{} {}\n", name, LabelSet(f->label_names_, values, "le", "+Inf"),
+                          s.count);
       text += fmt::format("{}_sum{} {}\n", name, LabelSet(f->label_names_, values),
                           FormatPromFloat(s.sum));
       text += fmt::format("{}_count{} {}\n", name, LabelSet(f->label_names_, values), s.count);

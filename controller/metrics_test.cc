@@ -1,9 +1,8 @@
 // controller/metrics_test.cc — the exact text exposition format.
 #include "controller/metrics.h"
 
-#include <stdexcept>
-
 #include <catch2/catch.hpp>
+#include <stdexcept>
 
 namespace kmt::controller {
 namespace {

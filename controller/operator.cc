@@ -1,14 +1,13 @@
 // controller/operator.cc
 #include "controller/operator.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <random>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "controller/clock.h"
 #include "controller/controller.h"
@@ -39,7 +38,8 @@ OperatorIdentity DefaultIdentity() {
     size_t n = std::fread(buf, 1, sizeof buf - 1, f);
     std::fclose(f);
     id.pod_namespace.assign(buf, n);
-    while (!id.pod_namespace.empty() && std::isspace(static_cast<unsigned char>(id.pod_namespace.back()))) {
+    while (!id.pod_namespace.empty() &&
+           std::isspace(static_cast<unsigned char>(id.pod_namespace.back()))) {
       id.pod_namespace.pop_back();
     }
   }
@@ -90,9 +90,9 @@ struct Operator::Impl {
       while (!stopping.load()) {
         if (view->WaitForSync(std::chrono::milliseconds(500))) {
           log.Info("Synced caches", {{"vmims", std::to_string(view->sizes().vmims)},
-                                      {"targetPods", std::to_string(view->sizes().target_pods)},
-                                      {"nodes", std::to_string(view->sizes().nodes)},
-                                      {"boundPods", std::to_string(view->sizes().bound_pods)}});
+                                     {"targetPods", std::to_string(view->sizes().target_pods)},
+                                     {"nodes", std::to_string(view->sizes().nodes)},
+                                     {"boundPods", std::to_string(view->sizes().bound_pods)}});
           if (!stopping.load()) controller->Start();
           return;
         }
@@ -180,9 +180,9 @@ void Operator::Start() {
   }
   if (ParseBindAddress(f.metrics_bind_address, &host, &port)) {
     s.metrics_server = std::make_unique<ProbeServer>(
-        host, port,
-        std::vector<ProbeServer::Route>{
-            {"/metrics", [&s](bool) { return AnswerMetrics(s.registry); }}});
+        host, port, std::vector<ProbeServer::Route>{{"/metrics", [&s](bool) {
+                                                       return AnswerMetrics(s.registry);
+                                                     }}});
   }
 
   if (!f.disable_webhook) {
@@ -192,7 +192,9 @@ void Operator::Start() {
     wo.port = f.webhook_port;
     wo.cert_file = f.webhook_cert_dir + "/tls.crt";
     wo.key_file = f.webhook_cert_dir + "/tls.key";
-    wo.log = [&s](std::string_view line) { s.log.Info("Webhook", {{"detail", std::string(line)}}); };
+    wo.log = [&s](std::string_view line) {
+      s.log.Info("Webhook", {{"detail", std::string(line)}});
+    };
     s.webhook = std::make_unique<webhook::AdmissionServer>(
         wo, webhook::AdmissionRoutes(*s.access, *s.cluster, f.check_kubevirt_added_node_selector));
     if (f.webhook_cert_mode == "self") {
@@ -213,8 +215,8 @@ void Operator::Start() {
     s.view = std::make_unique<InformerView>(s.client, s.clock, vo);
     ControllerOptions co;
     co.workers = f.workers;
-    s.controller = std::make_unique<Controller>(*s.view, s.client, s.clock, s.log, s.metrics,
-                                                *s.events, co);
+    s.controller =
+        std::make_unique<Controller>(*s.view, s.client, s.clock, s.log, s.metrics, *s.events, co);
     s.view->Connect(*s.controller);
   }
 
@@ -240,8 +242,8 @@ void Operator::Start() {
       lc.identity = s.identity.id;
       lc.on_started_leading = [&s] {
         s.leading = true;
-        s.log.Info("Acquired lease", {{"lease", s.flags.leader_election_id},
-                                      {"identity", s.identity.id}});
+        s.log.Info("Acquired lease",
+                   {{"lease", s.flags.leader_election_id}, {"identity", s.identity.id}});
         s.StartWorkersWhenSynced();
       };
       lc.on_stopped_leading = [&s] {
@@ -255,8 +257,8 @@ void Operator::Start() {
         if (holder != s.identity.id) s.log.Info("Observed new leader", {{"holder", holder}});
       };
       s.elector = std::make_unique<LeaderElector>(s.client, s.election_clock, lc);
-      s.log.Info("Started leader election", {{"lease", ns + "/" + f.leader_election_id},
-                                              {"identity", s.identity.id}});
+      s.log.Info("Started leader election",
+                 {{"lease", ns + "/" + f.leader_election_id}, {"identity", s.identity.id}});
       s.elector->Start();
     } else {
       s.leading = true;

@@ -28,8 +28,8 @@
 namespace kmt::controller {
 
 struct OperatorIdentity {
-  std::string id;              // unique per process: "<hostname>_<random hex>"
-  std::string pod_namespace;   // the namespace we run in ("" out of cluster)
+  std::string id;             // unique per process: "<hostname>_<random hex>"
+  std::string pod_namespace;  // the namespace we run in ("" out of cluster)
 };
 
 // "<hostname>_<16 random hex digits>", as client-go's leader election ids.

@@ -10,9 +10,9 @@ std::vector<double> QueueBuckets() { return ExponentialBuckets(10e-9, 10, 12); }
 
 // controller-runtime pkg/internal/controller/metrics: reconcile time buckets.
 std::vector<double> ReconcileBuckets() {
-  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
-          0.7,   0.8,  0.9,   1.0,  1.25, 1.5, 1.75, 2.0, 2.5, 3.0,  3.5, 4.0,  4.5, 5,
-          6,     7,    8,     9,    10,   15,  20,   25,  30,  40,   50,  60};
+  return {0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+          0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+          6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
 }
 
 // Gate release is one watch event plus one PATCH: milliseconds when healthy.
@@ -37,8 +37,8 @@ const char* ReconcileResultName(ReconcileResult r) {
 }
 
 OperatorMetrics::QueueHooks::QueueHooks(Registry& r, const std::string& name)
-    : depth_(r.AddGauge("workqueue_depth", "Current depth of workqueue", {"name"})
-                 .WithLabels({name})),
+    : depth_(
+          r.AddGauge("workqueue_depth", "Current depth of workqueue", {"name"}).WithLabels({name})),
       adds_(r.AddCounter("workqueue_adds_total", "Total number of adds handled by workqueue",
                          {"name"})
                 .WithLabels({name})),
@@ -51,8 +51,8 @@ OperatorMetrics::QueueHooks::QueueHooks(Registry& r, const std::string& name)
                               {"name"}, QueueBuckets())
                    .WithLabels({name})),
       work_(r.AddHistogram("workqueue_work_duration_seconds",
-                           "How long in seconds processing an item from workqueue takes",
-                           {"name"}, QueueBuckets())
+                           "How long in seconds processing an item from workqueue takes", {"name"},
+                           QueueBuckets())
                 .WithLabels({name})) {}
 
 void OperatorMetrics::QueueHooks::Depth(int64_t depth) { depth_.Set(static_cast<double>(depth)); }

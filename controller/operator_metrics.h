@@ -6,8 +6,8 @@
 //   workqueue_retries_total{name}                 counter
 //   workqueue_queue_duration_seconds{name}        histogram (1e-8 s … 1000 s, x10)
 //   workqueue_work_duration_seconds{name}         histogram (same buckets)
-//   controller_runtime_reconcile_total{controller,result}  result = success|error|requeue|requeue_after
-//   controller_runtime_reconcile_errors_total{controller}
+//   controller_runtime_reconcile_total{controller,result}  result =
+//   success|error|requeue|requeue_after controller_runtime_reconcile_errors_total{controller}
 //   controller_runtime_terminal_reconcile_errors_total{controller}
 //   controller_runtime_reconcile_time_seconds{controller}  histogram (5 ms … 60 s)
 //   kmt_gate_release_seconds                      histogram: target pod created → gate released

@@ -5,9 +5,8 @@
 
 #include <httplib.h>
 
-#include <thread>
-
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "controller/clock.h"
 #include "controller/testing/objects.h"
@@ -74,8 +73,9 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   httplib::Client metrics("127.0.0.1", op.metrics_port());
   auto m = metrics.Get("/metrics");
   REQUIRE(m);
-  CHECK(m->body.find("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"}") !=
-        std::string::npos);
+  CHECK(
+      m->body.find("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"}") !=
+      std::string::npos);
   CHECK(m->body.find("kmt_gate_release_seconds_count 1\n") != std::string::npos);
 
   op.RequestStop();
@@ -86,8 +86,9 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   std::lock_guard<std::mutex> lock(mu);
   bool released = false;
   for (const auto& l : lines) {
-    released = released || (l.find("\"msg\":\"Released gate\"") != std::string::npos &&
-                            l.find("\"pod\":\"vms/virt-launcher-vm-1-target\"") != std::string::npos);
+    released =
+        released || (l.find("\"msg\":\"Released gate\"") != std::string::npos &&
+                     l.find("\"pod\":\"vms/virt-launcher-vm-1-target\"") != std::string::npos);
   }
   CHECK(released);
 }

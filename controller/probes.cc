@@ -1,10 +1,10 @@
 // controller/probes.cc
 #include "controller/probes.h"
 
+#include <httplib.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <httplib.h>
 
 namespace kmt::controller {
 
@@ -79,10 +79,9 @@ void ProbeServer::Start() {
       res.set_content(a.body, a.content_type.c_str());
     });
   }
-  int bound = requested_port_ == 0 ? http_->bind_to_any_port(host_)
-                                   : (http_->bind_to_port(host_, requested_port_)
-                                          ? requested_port_
-                                          : -1);
+  int bound = requested_port_ == 0
+                  ? http_->bind_to_any_port(host_)
+                  : (http_->bind_to_port(host_, requested_port_) ? requested_port_ : -1);
   if (bound < 0) {
     throw std::runtime_error("cannot listen on " + host_ + ":" + std::to_string(requested_port_));
   }

@@ -4,7 +4,6 @@
 #include <httplib.h>
 
 #include <atomic>
-
 #include <catch2/catch.hpp>
 
 namespace kmt::controller {
@@ -69,7 +68,10 @@ TEST_CASE("The server serves /healthz, /readyz and /metrics over HTTP") {
   std::atomic<bool> ready{false};
   ProbeServer server("127.0.0.1", 0,
                      {{"/healthz", [](bool v) { return AnswerChecks({}, v); }},
-                      {"/readyz", [&](bool v) { return AnswerChecks({{"synced", [&] { return ready.load(); }}}, v); }},
+                      {"/readyz",
+                       [&](bool v) {
+                         return AnswerChecks({{"synced", [&] { return ready.load(); }}}, v);
+                       }},
                       {"/metrics", [&](bool) { return AnswerMetrics(registry); }}});
   server.Start();
   REQUIRE(server.port() > 0);

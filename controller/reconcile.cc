@@ -1,9 +1,9 @@
 // controller/reconcile.cc
 #include "controller/reconcile.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "api/added_term.h"
 #include "api/explain.h"
@@ -73,19 +73,22 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
     if (ops.empty()) return out;  // a shape no valid pod has: leave it to the scheduler's gate
     plan.pod_patches.push_back({pod.ns, pod.name, pod.uid, std::move(ops)});
     out.state = TermState::kApplied;
-    out.condition = {kApplied, "True", kReasonTermApplied,
-                     fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
-    out.event_message =
-        fmt::format("Released scheduling gate of target pod {} with the added term {} ANDed into "
-                    "its required node affinity",
-                    PodRef(pod), term_text);
+    out.condition = {
+        kApplied, "True", kReasonTermApplied,
+        fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
+    out.event_message = fmt::format(
+        "Released scheduling gate of target pod {} with the added term {} ANDed into "
+        "its required node affinity",
+        PodRef(pod), term_text);
     return out;
   }
   if (pod.required_affinity && api::SelectorCarriesTerm(*pod.required_affinity, term)) {
     out.state = TermState::kApplied;
-    out.condition = {kApplied, "True", kReasonTermApplied,
-                     fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
-    out.event_message = fmt::format("Target pod {} carries the added term {}", PodRef(pod), term_text);
+    out.condition = {
+        kApplied, "True", kReasonTermApplied,
+        fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
+    out.event_message =
+        fmt::format("Target pod {} carries the added term {}", PodRef(pod), term_text);
     return out;
   }
   // Escaped the gate: the webhook did not see it (bypassed or down with a
@@ -214,8 +217,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
   if (unschedulable) {
     api::TargetPod own = *unschedulable;
     if (term) own.required_affinity = OwnAffinity(own.required_affinity, *term);
-    api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes,
-                             in.bound_pods);
+    api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods);
     std::string summary = api::SummarizeExplanation(explainer.ExplainAll());
     std::string message = fmt::format("Target pod {} is unschedulable: {} Per node{}: {}",
                                       PodRef(*unschedulable), unschedulable->scheduled_message,

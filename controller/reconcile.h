@@ -31,12 +31,11 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/projections.h"
 #include "controller/clock.h"
@@ -103,8 +102,8 @@ struct Plan {
   bool needs_nodes = false;
 
   bool Empty() const {
-    return pod_patches.empty() && pod_deletions.empty() && !conditions_changed &&
-           events.empty() && !requeue_after;
+    return pod_patches.empty() && pod_deletions.empty() && !conditions_changed && events.empty() &&
+           !requeue_after;
   }
 };
 

@@ -27,7 +27,7 @@ json MergedAffinity() {
 
 json Cond(const std::string& type, const std::string& status, const std::string& reason,
           const std::string& message, const std::string& time = kThen) {
-  return {{"type", type}, {"status", status},   {"reason", reason},
+  return {{"type", type},       {"status", status},      {"reason", reason},
           {"message", message}, {"lastProbeTime", time}, {"lastTransitionTime", time}};
 }
 
@@ -88,14 +88,13 @@ std::vector<Row> Rows() {
   std::vector<Row> rows;
   rows.push_back({"final phase Succeeded: nothing", {term3, nullptr, "Succeeded"}, {{}}, {}});
   rows.push_back({"final phase Failed: nothing", {term3, nullptr, "Failed"}, {{}}, {}});
-  rows.push_back({"no constraint: never touched",
-                  {},
-                  {{.gated = false, .scheduled_reason = "Unschedulable", .scheduled_message = kSchedMsg}},
-                  ThreeNodes()});
-  rows.push_back({"another migration's pod is ignored",
-                  {term3},
-                  {{.job_uid = "other-uid"}},
-                  ThreeNodes()});
+  rows.push_back(
+      {"no constraint: never touched",
+       {},
+       {{.gated = false, .scheduled_reason = "Unschedulable", .scheduled_message = kSchedMsg}},
+       ThreeNodes()});
+  rows.push_back(
+      {"another migration's pod is ignored", {term3}, {{.job_uid = "other-uid"}}, ThreeNodes()});
   rows.push_back({"no target pod yet: nothing", {term3}, {}, ThreeNodes()});
   {
     Row r{"gated pod: AND + release, Applied=True, Normal event",
@@ -104,9 +103,9 @@ std::vector<Row> Rows() {
           {{}},
           ThreeNodes()};
     r.patched = {kPodName};
-    r.conditions = {MC("migrationRejectedByResourceQuota", "False", "", "", kThen, kThen),
-                    MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText,
-                       kNowText)};
+    r.conditions = {
+        MC("migrationRejectedByResourceQuota", "False", "", "", kThen, kThen),
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText, kNowText)};
     r.changed = true;
     r.events = {{"Normal", "TermApplied",
                  "Released scheduling gate of target pod " + kPodRef + " with the added term " +
@@ -119,8 +118,8 @@ std::vector<Row> Rows() {
            json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
           {{.gated = false, .affinity = MergedAffinity()}},
           ThreeNodes()};
-    r.conditions = {MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen,
-                       kThen)};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen)};
     rows.push_back(r);
   }
   {
@@ -128,11 +127,11 @@ std::vector<Row> Rows() {
           {term3},
           {{.gated = false, .affinity = MergedAffinity()}},
           ThreeNodes()};
-    r.conditions = {MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText,
-                       kNowText)};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText, kNowText)};
     r.changed = true;
-    r.events = {{"Normal", "TermApplied",
-                 "Target pod " + kPodRef + " carries the added term " + kTerm3}};
+    r.events = {
+        {"Normal", "TermApplied", "Target pod " + kPodRef + " carries the added term " + kTerm3}};
     rows.push_back(r);
   }
   {
@@ -195,8 +194,10 @@ std::vector<Row> Rows() {
            {.name = "b-escaped", .uid = "uid-b", .gated = false}},
           ThreeNodes()};
     r.deleted = {"b-escaped"};
-    std::string msg = "Target pod vms/b-escaped was created without the scheduling gate and does "
-                      "not carry the added term " + kTerm3 + "; deleted it while unscheduled";
+    std::string msg =
+        "Target pod vms/b-escaped was created without the scheduling gate and does "
+        "not carry the added term " +
+        kTerm3 + "; deleted it while unscheduled";
     r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
                        kNowText, kNowText)};
     r.changed = true;
@@ -211,12 +212,13 @@ std::vector<Row> Rows() {
     }
     Row r{"invalid term: gate kept, escaped unscheduled pod deleted, Applied=False",
           {bad},
-          {{.name = "a-gated", .uid = "uid-a"}, {.name = "b-escaped", .uid = "uid-b", .gated = false}},
+          {{.name = "a-gated", .uid = "uid-a"},
+           {.name = "b-escaped", .uid = "uid-b", .gated = false}},
           ThreeNodes()};
     r.deleted = {"b-escaped"};
     std::string msg = "The added term is invalid: " + causes;
-    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "InvalidAddedTerm", msg, kNowText,
-                       kNowText)};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "False", "InvalidAddedTerm", msg, kNowText, kNowText)};
     r.changed = true;
     r.events = {{"Warning", "InvalidAddedTerm", msg}};
     rows.push_back(r);
@@ -225,7 +227,9 @@ std::vector<Row> Rows() {
     Row r{"unschedulable after release: targetPodUnschedulable=True with the per-node reasons",
           {term3, nullptr, "Scheduling",
            json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
-          {{.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+          {{.gated = false,
+            .affinity = MergedAffinity(),
+            .scheduled_reason = "Unschedulable",
             .scheduled_message = kSchedMsg}},
           ThreeNodes()};
     r.conditions = {
@@ -241,7 +245,9 @@ std::vector<Row> Rows() {
           {term3, nullptr, "Scheduling",
            json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
                         Cond("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg)})},
-          {{.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+          {{.gated = false,
+            .affinity = MergedAffinity(),
+            .scheduled_reason = "Unschedulable",
             .scheduled_message = kSchedMsg}},
           ThreeNodes()};
     r.conditions = {
@@ -255,7 +261,9 @@ std::vector<Row> Rows() {
           {term3, nullptr, "Scheduling",
            json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
                         Cond("targetPodUnschedulable", "True", "Unschedulable", "old reasons")})},
-          {{.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+          {{.gated = false,
+            .affinity = MergedAffinity(),
+            .scheduled_reason = "Unschedulable",
             .scheduled_message = kSchedMsg}},
           ThreeNodes()};
     r.conditions = {
@@ -281,11 +289,13 @@ std::vector<Row> Rows() {
     rows.push_back(r);
   }
   {
-    std::string msg = "Target pod " + kPodRef + " is unschedulable: " + kSchedMsg +
-                      " Per node: node-1: cordoned";
+    std::string msg =
+        "Target pod " + kPodRef + " is unschedulable: " + kSchedMsg + " Per node: node-1: cordoned";
     Row r{"spec.addedNodeSelector only: scheduling reported, pod never patched",
           {std::nullopt, {{"zone", "c"}}},
-          {{.gated = false, .node_selector = {{"zone", "c"}}, .scheduled_reason = "Unschedulable",
+          {{.gated = false,
+            .node_selector = {{"zone", "c"}},
+            .scheduled_reason = "Unschedulable",
             .scheduled_message = kSchedMsg}},
           {{"node-1", {{"zone", "c"}}, /*cordoned=*/true}}};
     r.conditions = {MC("targetPodUnschedulable", "True", "Unschedulable", msg, kNowText, kNowText)};
@@ -333,7 +343,8 @@ TEST_CASE("Reconcile plans exactly what each situation needs") {
 
 TEST_CASE("The planned pod patch is guarded, ANDs the term and releases only our gate") {
   std::vector<api::NodeInfo> nodes;
-  json own_affinity = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+  json own_affinity =
+      json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
       {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
         {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}}})");
@@ -351,11 +362,13 @@ TEST_CASE("The planned pod patch is guarded, ANDs the term and releases only our
 
   json patched = pod.patch(json(patch.ops));
   json field = {{"key", "metadata.name"}, {"operator", "In"}, {"values", {"node-3"}}};
-  json expected_terms = own_affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                                    ["nodeSelectorTerms"];
+  json expected_terms =
+      own_affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                  ["nodeSelectorTerms"];
   for (auto& t : expected_terms) t["matchFields"] = json::array({field});
-  CHECK(patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-               ["nodeSelectorTerms"] == expected_terms);
+  CHECK(patched["spec"]["affinity"]["nodeAffinity"]
+               ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] ==
+        expected_terms);
   CHECK(patched["spec"]["schedulingGates"] == json::array({{{"name", "other.example.com/gate"}}}));
   // Everything else byte for byte.
   json rest = patched;
@@ -424,11 +437,14 @@ TEST_CASE("Without the nodes, a VMIM that needs them asks for them and plans not
   auto row = GENERATE(values<NRow>({
       {"gated", {}, false},
       {"escaped, unscheduled", {.gated = false}, false},
-      {"carries the term, bound", {.gated = false, .affinity = MergedAffinity(), .node = "node-3"},
+      {"carries the term, bound",
+       {.gated = false, .affinity = MergedAffinity(), .node = "node-3"},
        false},
       {"escaped, bound", {.gated = false, .node = "node-1"}, true},
       {"unschedulable",
-       {.gated = false, .affinity = MergedAffinity(), .scheduled_reason = "Unschedulable",
+       {.gated = false,
+        .affinity = MergedAffinity(),
+        .scheduled_reason = "Unschedulable",
         .scheduled_message = kSchedMsg},
        true},
   }));

@@ -34,11 +34,11 @@ namespace kmt::controller {
 class WorkQueueMetrics {
  public:
   virtual ~WorkQueueMetrics() = default;
-  virtual void Depth(int64_t depth) = 0;                     // after every change
-  virtual void Added() = 0;                                  // a key entered the queue
-  virtual void Retried() = 0;                                // AddRateLimited
-  virtual void QueueLatency(Duration waited) = 0;            // added → handed out by Get
-  virtual void WorkDuration(Duration worked) = 0;            // Get → Done
+  virtual void Depth(int64_t depth) = 0;           // after every change
+  virtual void Added() = 0;                        // a key entered the queue
+  virtual void Retried() = 0;                      // AddRateLimited
+  virtual void QueueLatency(Duration waited) = 0;  // added → handed out by Get
+  virtual void WorkDuration(Duration worked) = 0;  // Get → Done
 };
 
 class WorkQueue {
@@ -67,9 +67,9 @@ class WorkQueue {
   void ShutDownWithDrain();
   bool ShuttingDown() const;
 
-  size_t Len() const;               // keys queued, not counting those processing
-  size_t Processing() const;        // keys between Get and Done
-  size_t WaitingDelayed() const;    // keys with a pending delayed add
+  size_t Len() const;             // keys queued, not counting those processing
+  size_t Processing() const;      // keys between Get and Done
+  size_t WaitingDelayed() const;  // keys with a pending delayed add
 
  private:
   void AddLocked(const std::string& key);

@@ -2,10 +2,9 @@
 #include "controller/work_queue.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "controller/fake_clock.h"
 
@@ -103,7 +102,7 @@ TEST_CASE("AddAfter adds once the delay elapses; the earliest pending add wins")
   q.AddAfter("ns/a", seconds(10));
   q.AddAfter("ns/a", seconds(30));  // later: ignored
   q.AddAfter("ns/b", seconds(20));
-  q.AddAfter("ns/b", seconds(5));  // earlier: replaces
+  q.AddAfter("ns/b", seconds(5));        // earlier: replaces
   q.AddAfter("ns/c", Duration::zero());  // immediate
   REQUIRE(q.Len() == 1);
   REQUIRE(q.WaitingDelayed() == 2);

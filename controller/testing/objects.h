@@ -3,11 +3,10 @@
 // server write them, with only the fields that matter set.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kmt::controller::testing {
 
@@ -22,7 +21,7 @@ inline constexpr const char* kPodUid = "33333333-aaaa-bbbb-cccc-000000000003";
 inline constexpr const char* kSourceNode = "node-src";
 
 struct VmimSpec {
-  std::optional<std::string> term;  // annotation text
+  std::optional<std::string> term;     // annotation text
   json added_node_selector = nullptr;  // spec.addedNodeSelector
   std::string phase = "Scheduling";
   json conditions = nullptr;  // status.conditions
@@ -38,9 +37,9 @@ inline json Vmim(const VmimSpec& s) {
               {"resourceVersion", "100"},
               {"annotations", json::object()}}},
             {"spec", {{"vmiName", "vm-1"}}},
-            {"status",
-             {{"phase", s.phase}, {"migrationState", {{"sourceNode", kSourceNode}}}}}};
-  if (s.term) v["metadata"]["annotations"]["migration-target.kubevirt.io/added-node-selector-term"] = *s.term;
+            {"status", {{"phase", s.phase}, {"migrationState", {{"sourceNode", kSourceNode}}}}}};
+  if (s.term)
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/added-node-selector-term"] = *s.term;
   if (!s.added_node_selector.is_null()) v["spec"]["addedNodeSelector"] = s.added_node_selector;
   if (!s.conditions.is_null()) v["status"]["conditions"] = s.conditions;
   return v;
@@ -51,9 +50,9 @@ struct PodSpec {
   std::string uid = kPodUid;
   std::string job_uid = kVmimUid;
   bool gated = true;
-  json affinity = nullptr;  // spec.affinity
+  json affinity = nullptr;       // spec.affinity
   json node_selector = nullptr;  // spec.nodeSelector
-  std::string node;         // spec.nodeName
+  std::string node;              // spec.nodeName
   // PodScheduled condition: "" → derived (SchedulingGated while gated,
   // True when bound, absent otherwise).
   std::string scheduled_reason;
@@ -61,42 +60,48 @@ struct PodSpec {
 };
 
 inline json Pod(const PodSpec& s) {
-  json p = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", s.name},
-        {"namespace", kNs},
-        {"uid", s.uid},
-        {"resourceVersion", "200"},
-        {"creationTimestamp", "2026-01-01T00:00:00Z"},
-        {"labels",
-         {{"kubevirt.io", "virt-launcher"},
-          {"kubevirt.io/migrationJobUID", s.job_uid},
-          {"kubevirt.io/created-by", kVmiUid}}},
-        {"annotations", {{"kubevirt.io/migrationJobName", kVmimName}}}}},
-      {"spec",
-       {{"containers",
-         {{{"name", "compute"},
-           {"image", "virt-launcher"},
-           {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "1Gi"}}}}}}}},
-        {"tolerations",
-         {{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}}}}}},
-      {"status", {{"phase", "Pending"}}}};
+  json p = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata",
+             {{"name", s.name},
+              {"namespace", kNs},
+              {"uid", s.uid},
+              {"resourceVersion", "200"},
+              {"creationTimestamp", "2026-01-01T00:00:00Z"},
+              {"labels",
+               {{"kubevirt.io", "virt-launcher"},
+                {"kubevirt.io/migrationJobUID", s.job_uid},
+                {"kubevirt.io/created-by", kVmiUid}}},
+              {"annotations", {{"kubevirt.io/migrationJobName", kVmimName}}}}},
+            {"spec",
+             {{"containers",
+               {{{"name", "compute"},
+                 {"image", "virt-launcher"},
+                 {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "1Gi"}}}}}}}},
+              {"tolerations",
+               {{{"key", "node.kubernetes.io/not-ready"},
+                 {"operator", "Exists"},
+                 {"effect", "NoExecute"}}}}}},
+            {"status", {{"phase", "Pending"}}}};
   if (s.gated) {
-    p["spec"]["schedulingGates"] = {{{"name", "migration-target.kubevirt.io/added-node-selector-term"}}};
+    p["spec"]["schedulingGates"] = {
+        {{"name", "migration-target.kubevirt.io/added-node-selector-term"}}};
   }
   if (!s.affinity.is_null()) p["spec"]["affinity"] = s.affinity;
   if (!s.node_selector.is_null()) p["spec"]["nodeSelector"] = s.node_selector;
   if (!s.node.empty()) p["spec"]["nodeName"] = s.node;
   json cond;
   if (!s.scheduled_reason.empty()) {
-    cond = {{"type", "PodScheduled"}, {"status", "False"}, {"reason", s.scheduled_reason},
+    cond = {{"type", "PodScheduled"},
+            {"status", "False"},
+            {"reason", s.scheduled_reason},
             {"message", s.scheduled_message}};
   } else if (!s.node.empty()) {
     cond = {{"type", "PodScheduled"}, {"status", "True"}};
   } else if (s.gated) {
-    cond = {{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"},
+    cond = {{"type", "PodScheduled"},
+            {"status", "False"},
+            {"reason", "SchedulingGated"},
             {"message", "Scheduling is blocked due to non-empty scheduling gates"}};
   }
   if (!cond.is_null()) p["status"]["conditions"] = json::array({cond});
@@ -129,7 +134,8 @@ inline json Node(const NodeSpec& s) {
 
 // The admin's term naming one node.
 inline std::string NodeTerm(const std::string& node) {
-  return R"({"matchFields":[{"key":"metadata.name","operator":"In","values":[")" + node + R"("]}]})";
+  return R"({"matchFields":[{"key":"metadata.name","operator":"In","values":[")" + node +
+         R"("]}]})";
 }
 
 }  // namespace kmt::controller::testing
