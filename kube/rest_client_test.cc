@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -314,6 +316,30 @@ TEST_CASE("A restarted server's stale keep-alive connections are not used") {
   // A POST is never retried blindly; it must not be sent on the dead connection.
   CHECK(c.Create(kPods, "ns", Json::parse(kPodJson))["kind"] == "Pod");
   CHECK(c.Get(kPods, "ns", "a")["kind"] == "Pod");
+}
+
+TEST_CASE("A server that does not answer within the read timeout is a clear error") {
+  TestServer s;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  s.srv.Get("/api/v1/nodes/slow", [&](const auto&, httplib::Response& res) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release || s.stop.load(); });  // holds until the client gave up
+    res.set_content(R"({"kind":"Node"})", "application/json");
+  });
+  TransportOptions o;
+  o.read_timeout = std::chrono::milliseconds(200);
+  RestClient c(s.Config(), o);
+  KubeError e = Catch([&] { c.Get(kNodes, "", "slow"); });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  CHECK(e.kind() == ErrorKind::kTransport);
+  CHECK(std::string(e.what()) ==
+        "get nodes slow: reading from " + s.Url() + " failed (connection closed or read timeout)");
 }
 
 TEST_CASE("An unreachable server is named") {
