@@ -13,8 +13,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${KMT_K8S_BIN:-$(ls -d "$HOME"/.cache/kubevirt-migration-target/bin/k8s-* 2>/dev/null | head -1)}
 [[ -x $BIN/kube-apiserver && -x $BIN/etcd ]] || { echo "no etcd/kube-apiserver under '$BIN' (run e2e/build-binaries.sh)"; exit 1; }
-PORT_BASE=${KMT_KUBE_PORT_BASE:-27000}
+PORT_BASE=${KMT_KUBE_PORT_BASE:-31000}  # away from e2e/cluster.sh (26000) and other runs
 ETCD_PORT=$((PORT_BASE + 379)); ETCD_PEER=$((PORT_BASE + 380)); API_PORT=$((PORT_BASE + 443))
+for p in $ETCD_PORT $ETCD_PEER $API_PORT; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
+    echo "port $p is in use; set KMT_KUBE_PORT_BASE to another base"; exit 1
+  fi
+done
 DIR=$(mktemp -d /tmp/kmt-kube-cluster.XXXXXX)
 PIDS=()
 cleanup() {
