@@ -1,0 +1,220 @@
+package tests
+
+// Issue 4's scenarios through the real API server: who may set the added term,
+// what an invalid term and an UPDATE get, server-side dry runs, and plain
+// migrations passing untouched. (That the admin's target pod is gated is proven
+// in operator_test.go, where the controller is held off so the gate stays.)
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	k8sv1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	virtv1 "kubevirt.io/api/core/v1"
+
+	"kmt.local/e2e/framework"
+)
+
+// permissionDenial is the exact text the API server returns for a user without
+// `use` on addednodeselectorterms (webhook/vmim_validator.cc PermissionMessage).
+func permissionDenial(user, ns string) string {
+	return fmt.Sprintf(`admission webhook %q denied the request: user %q may not set %s: requires "use" on addednodeselectorterms.migration-target.kubevirt.io in namespace %q`,
+		framework.VMIMWebhookName, user, framework.FieldPath, ns)
+}
+
+// The admin's VMIM with a term is admitted and migrates into the term; the VM
+// owner's identical VMIM is denied with the permission message; once a
+// RoleBinding grants the VM owner `use` (ClusterRole migration-target-requester)
+// in the namespace, the same VMIM is admitted and honoured.
+func TestWebhookWhoMaySetTheTerm(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	source, target := f.Nodes[0], f.Nodes[2]
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
+	term := framework.NodeNameTerm(target)
+
+	_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+		framework.NewMigration("owner", "vmi", framework.WithTerm(term)), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || err.Error() != permissionDenial(framework.VMOwnerUser, ns) {
+		t.Fatalf("vm-owner's VMIM with a term: err = %v,\nwant Forbidden %q", err, permissionDenial(framework.VMOwnerUser, ns))
+	}
+	if _, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Get(framework.Ctx(t), "owner", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("denied VMIM exists: get err = %v", err)
+	}
+
+	// The admin's identical request.
+	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("admin", "vmi", framework.WithTerm(term)))
+	m := f.WaitMigrationPhase(t, ns, "admin", virtv1.MigrationSucceeded, 90*time.Second)
+	if c := framework.MigrationCondition(m, framework.ConditionTermApplied); c == nil || c.Status != k8sv1.ConditionTrue || c.Reason != framework.ReasonTermApplied {
+		t.Errorf("admin VMIM condition %s = %s, want True/%s", framework.ConditionTermApplied, framework.ToJSON(c), framework.ReasonTermApplied)
+	}
+	f.WaitVMIRunning(t, ns, "vmi", target)
+
+	// Grant the VM owner `use` in this namespace only.
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "vm-owner-requester"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: framework.RequesterClusterRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: framework.VMOwnerUser}},
+	}
+	if _, err := f.Admin.Kube.RbacV1().RoleBindings(ns).Create(framework.Ctx(t), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create RoleBinding: %v", err)
+	}
+	back := framework.NodeNameTerm(source)
+	// RBAC's authorizer reads bindings from an informer: the grant shows up
+	// within moments, so retry only while the denial is the permission one.
+	framework.Eventually(t, 30*time.Second, "vm-owner admitted after the RoleBinding", func() (bool, string) {
+		_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+			framework.NewMigration("owner-granted", "vmi", framework.WithTerm(back)), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsForbidden(err) {
+			t.Fatalf("vm-owner with `use`: unexpected error %v", err)
+		}
+		return err == nil, fmt.Sprint(err)
+	})
+	m = f.WaitMigrationPhase(t, ns, "owner-granted", virtv1.MigrationSucceeded, 90*time.Second)
+	if c := framework.MigrationCondition(m, framework.ConditionTermApplied); c == nil || c.Status != k8sv1.ConditionTrue {
+		t.Errorf("vm-owner VMIM condition %s = %s, want True", framework.ConditionTermApplied, framework.ToJSON(c))
+	}
+	f.WaitVMIRunning(t, ns, "vmi", source)
+
+	// The grant is per namespace: in another namespace the VM owner is still denied.
+	other := f.Namespace(t)
+	_, err = f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(other).Create(framework.Ctx(t),
+		framework.NewMigration("owner", "vmi", framework.WithTerm(term)), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || err.Error() != permissionDenial(framework.VMOwnerUser, other) {
+		t.Fatalf("vm-owner in a namespace without the grant: err = %v, want %q", err, permissionDenial(framework.VMOwnerUser, other))
+	}
+}
+
+// Invalid terms are denied (422) with the field path of every cause; the
+// API server forwards the webhook's message.
+func TestWebhookInvalidTermDenied(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	cases := []struct {
+		name, term string
+		want       []string // substrings of the API server's error
+	}{
+		{"matchFields key", `{"matchFields":[{"key":"metadata.labels","operator":"In","values":["x"]}]}`,
+			[]string{framework.FieldPath + `.matchFields[0].key: Invalid value: "metadata.labels": not a valid field selector key`}},
+		{"malformed JSON", `{"matchExpressions":`, []string{framework.FieldPath}},
+		{"empty term", `{}`, []string{framework.FieldPath}},
+		{"unknown member", `{"matchLabels":{"a":"b"}}`, []string{framework.FieldPath, "matchLabels"}},
+		{"In without values", `{"matchExpressions":[{"key":"zone","operator":"In","values":[]}]}`,
+			[]string{framework.FieldPath + ".matchExpressions[0].values"}},
+		{"Gt with two values", `{"matchExpressions":[{"key":"n","operator":"Gt","values":["1","2"]}]}`,
+			[]string{framework.FieldPath + ".matchExpressions[0].values"}},
+		{"matchFields two values", `{"matchFields":[{"key":"metadata.name","operator":"In","values":["a","b"]}]}`,
+			[]string{framework.FieldPath + ".matchFields[0].values"}},
+	}
+	for i, tc := range cases {
+		_, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+			framework.NewMigration(fmt.Sprintf("bad-%d", i), "vmi", framework.WithTerm(tc.term)), metav1.CreateOptions{})
+		if err == nil {
+			t.Errorf("%s: %s admitted, want denied", tc.name, tc.term)
+			continue
+		}
+		if !apierrors.IsInvalid(err) {
+			t.Errorf("%s: err = %v (reason %s), want Invalid (422)", tc.name, err, apierrors.ReasonForError(err))
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, fmt.Sprintf("admission webhook %q denied the request", framework.VMIMWebhookName)) {
+			t.Errorf("%s: error %q not from the webhook", tc.name, msg)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: error %q does not contain %q", tc.name, msg, w)
+			}
+		}
+	}
+	list, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).List(framework.Ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("%d denied VMIMs exist", len(list.Items))
+	}
+}
+
+// After creation the annotation can be neither changed, removed, nor added,
+// not even by the admin.
+func TestWebhookUpdateOfTermDenied(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	// virt-controller deletes VMIMs of absent VMIs, so run a VMI that cannot
+	// migrate (its own affinity allows only its node): the VMIMs stay.
+	source := f.Nodes[1]
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", "", framework.WithRequiredNodeAffinity(framework.HostnameTerm(source))), source)
+	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("with", "vmi", framework.WithTerm(framework.NodeNameTerm(f.Nodes[2]))))
+	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("without", "vmi"))
+
+	patch := func(name, p string) error {
+		_, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Patch(framework.Ctx(t), name,
+			types.MergePatchType, []byte(p), metav1.PatchOptions{})
+		return err
+	}
+	anno := framework.AddedTermAnnotation
+	cases := []struct{ what, name, patch string }{
+		{"changed", "with", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, anno, framework.NodeNameTerm(f.Nodes[0]))},
+		{"removed", "with", fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, anno)},
+		{"added", "without", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, anno, framework.NodeNameTerm(f.Nodes[2]))},
+	}
+	for _, tc := range cases {
+		err := patch(tc.name, tc.patch)
+		want := fmt.Sprintf("%s: Forbidden: may not be %s after the VirtualMachineInstanceMigration is created; create a new migration instead", framework.FieldPath, tc.what)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("annotation %s: err = %v, want Invalid containing %q", tc.what, err, want)
+		}
+	}
+	if got := f.GetMigration(t, ns, "with").Annotations[anno]; got != framework.NodeNameTerm(f.Nodes[2]) {
+		t.Errorf("annotation after denied updates = %q", got)
+	}
+	// Other metadata may still change.
+	if err := patch("with", `{"metadata":{"labels":{"team":"a"}}}`); err != nil {
+		t.Errorf("label update denied: %v", err)
+	}
+}
+
+// `kubectl apply --dry-run=server` gives the same answers: denied for the VM
+// owner with the permission message, admitted for the admin, nothing created.
+func TestWebhookServerDryRun(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	manifest := fmt.Sprintf(`apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstanceMigration
+metadata:
+  name: dry
+  namespace: %s
+  annotations:
+    %s: '%s'
+spec:
+  vmiName: vmi
+`, ns, framework.AddedTermAnnotation, framework.NodeNameTerm(f.Nodes[2]))
+
+	r := framework.KubectlAs(t, framework.VMOwnerUser, manifest, "apply", "--dry-run=server", "-f", "-")
+	if r.Code == 0 || !strings.Contains(r.Stderr, permissionDenial(framework.VMOwnerUser, ns)) {
+		t.Errorf("vm-owner dry run: %s\nwant a failure carrying %q", r, permissionDenial(framework.VMOwnerUser, ns))
+	}
+	r = framework.KubectlAs(t, framework.AdminUser, manifest, "apply", "--dry-run=server", "-f", "-")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "virtualmachineinstancemigration.kubevirt.io/dry created (server dry run)") {
+		t.Errorf("admin dry run: %s", r)
+	}
+	bad := strings.Replace(manifest, `metadata.name`, `metadata.uid`, 1)
+	r = framework.KubectlAs(t, framework.AdminUser, bad, "apply", "--dry-run=server", "-f", "-")
+	if r.Code == 0 || !strings.Contains(r.Stderr, framework.FieldPath+".matchFields[0].key") {
+		t.Errorf("admin dry run of an invalid term: %s", r)
+	}
+	if _, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Get(framework.Ctx(t), "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("dry run created the VMIM: get err = %v", err)
+	}
+}
