@@ -9,99 +9,22 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "kube/internal/fake_support.h"
 #include "kube/paths.h"
 #include "kube/selector.h"
 
 namespace kmt::kube {
+
+using fake_internal::BadRequest;
+using fake_internal::CanonicalStatus;
+using fake_internal::Conflict;
+using fake_internal::Details;
+using fake_internal::ExtraSelectableFields;
+using fake_internal::MetaString;
+using fake_internal::NotFound;
+using fake_internal::StatusError;
+
 namespace {
-
-Json StatusJson(int code, std::string_view reason, std::string_view message,
-                Json details = Json::object()) {
-  return Json{{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", Json::object()},
-              {"status", "Failure"}, {"message", message}, {"reason", reason},
-              {"details", details},  {"code", code}};
-}
-
-KubeError StatusError(int code, std::string_view reason, std::string_view message,
-                      const std::string& what, Json details = Json::object()) {
-  return ErrorFromResponse(code, StatusJson(code, reason, message, std::move(details)).dump(),
-                           std::nullopt, what);
-}
-
-Json Details(const Resource& r, std::string_view name) {
-  Json d{{"name", name}, {"kind", r.resource}};
-  if (!r.group.empty()) d["group"] = r.group;
-  return d;
-}
-
-KubeError NotFound(const Resource& r, std::string_view name, const std::string& what) {
-  return StatusError(404, "NotFound",
-                     fmt::format("{} \"{}\" not found", GroupResourceName(r), name), what,
-                     Details(r, name));
-}
-
-KubeError BadRequest(std::string_view message, const std::string& what) {
-  return StatusError(400, "BadRequest", message, what);
-}
-
-KubeError Conflict(const Resource& r, std::string_view name, std::string_view why,
-                   const std::string& what) {
-  return StatusError(409, "Conflict",
-                     fmt::format("Operation cannot be fulfilled on {} \"{}\": {}",
-                                 GroupResourceName(r), name, why),
-                     what, Details(r, name));
-}
-
-// The HTTP code and Status reason the API server uses for each kind.
-std::pair<int, const char*> CanonicalStatus(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNotFound:
-      return {404, "NotFound"};
-    case ErrorKind::kConflict:
-      return {409, "Conflict"};
-    case ErrorKind::kGone:
-      return {410, "Expired"};
-    case ErrorKind::kInvalid:
-      return {422, "Invalid"};
-    case ErrorKind::kUnauthorized:
-      return {401, "Unauthorized"};
-    case ErrorKind::kForbidden:
-      return {403, "Forbidden"};
-    case ErrorKind::kUnavailable:
-      return {503, "ServiceUnavailable"};
-    case ErrorKind::kTimeout:
-      return {504, "Timeout"};
-    default:
-      return {500, "InternalError"};
-  }
-}
-
-const std::string& MetaString(const Json& obj, const char* field) {
-  static const std::string kEmpty;
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return kEmpty;
-  auto f = m->find(field);
-  if (f == m->end() || !f->is_string()) return kEmpty;
-  return f->get_ref<const std::string&>();
-}
-
-// Fields the API server accepts in a field selector, beyond metadata.name and
-// metadata.namespace (pkg/registry/*/strategy.go ToSelectableFields).
-const std::set<std::string>& ExtraSelectableFields(const std::string& group_resource) {
-  static const std::map<std::string, std::set<std::string>> kFields = {
-      {"pods",
-       {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "status.phase", "status.podIP", "status.nominatedNodeName"}},
-      {"nodes", {"spec.unschedulable"}},
-      {"events",
-       {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-        "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}},
-  };
-  static const std::set<std::string> kNone;
-  auto it = kFields.find(group_resource);
-  return it == kFields.end() ? kNone : it->second;
-}
 
 Json WithoutVolatile(const Json& obj) {
   Json copy = obj;
@@ -140,71 +63,6 @@ const char* VerbName(Verb verb) {
   }
   return "unknown";
 }
-
-// ---- watch streams ----
-
-struct FakeClient::Stream {
-  std::string resource;
-  std::string ns;  // "" = all namespaces
-  LabelSelector labels;
-  FieldSelector fields;
-  bool bookmarks = false;
-  std::string kind;
-  std::string api_version;
-
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<WatchEvent> queue;
-  bool ended = false;      // server closed the stream
-  bool broken = false;     // connection failed
-  bool cancelled = false;  // client gave up
-
-  bool Matches(const Json& obj) const {
-    if (!obj.is_object()) return false;
-    if (!ns.empty() && MetaString(obj, "namespace") != ns) return false;
-    const Json& meta = obj.at("metadata");
-    return labels.Matches(meta.contains("labels") ? meta["labels"] : Json()) && fields.Matches(obj);
-  }
-
-  // Caller holds mu.
-  void PushLocked(std::string type, Json object) {
-    if (ended || broken || cancelled) return;
-    queue.push_back(WatchEvent{std::move(type), std::move(object)});
-    cv.notify_all();
-  }
-};
-
-class FakeClient::FakeWatch : public WatchStream {
- public:
-  explicit FakeWatch(std::shared_ptr<Stream> s) : s_(std::move(s)) {}
-  ~FakeWatch() override { Cancel(); }
-
-  std::optional<WatchEvent> Next() override {
-    std::unique_lock<std::mutex> lock(s_->mu);
-    s_->cv.wait(lock,
-                [&] { return s_->cancelled || !s_->queue.empty() || s_->ended || s_->broken; });
-    if (s_->cancelled) return std::nullopt;
-    if (!s_->queue.empty()) {
-      WatchEvent e = std::move(s_->queue.front());
-      s_->queue.pop_front();
-      return e;
-    }
-    if (s_->broken) {
-      throw KubeError(ErrorKind::kTransport,
-                      fmt::format("watch {}: connection broken", s_->resource));
-    }
-    return std::nullopt;
-  }
-
-  void Cancel() override {
-    std::lock_guard<std::mutex> lock(s_->mu);
-    s_->cancelled = true;
-    s_->cv.notify_all();
-  }
-
- private:
-  std::shared_ptr<Stream> s_;
-};
 
 // ---- client ----
 
@@ -280,38 +138,6 @@ std::string FakeClient::GenerateName(const std::string& prefix) {
     n /= kAlphabet.size();
   }
   return prefix + suffix;
-}
-
-void FakeClient::Publish(const HistoryEntry& e) {
-  auto it = streams_.begin();
-  while (it != streams_.end()) {
-    std::shared_ptr<Stream> s = it->lock();
-    if (!s) {
-      it = streams_.erase(it);
-      continue;
-    }
-    ++it;
-    if (s->resource != e.resource) continue;
-    std::lock_guard<std::mutex> lock(s->mu);
-    const bool now_matches = s->Matches(e.object);
-    if (e.type == "ADDED") {
-      if (now_matches) s->PushLocked("ADDED", e.object);
-    } else if (e.type == "DELETED") {
-      if (now_matches) s->PushLocked("DELETED", e.object);
-    } else {
-      const bool was_matching = s->Matches(e.old_object);
-      if (was_matching && now_matches) {
-        s->PushLocked("MODIFIED", e.object);
-      } else if (now_matches) {
-        s->PushLocked("ADDED", e.object);
-      } else if (was_matching) {
-        // Leaving the selector reads as a deletion, at the new resourceVersion.
-        Json gone = e.old_object;
-        gone["metadata"]["resourceVersion"] = e.object["metadata"]["resourceVersion"];
-        s->PushLocked("DELETED", std::move(gone));
-      }
-    }
-  }
 }
 
 Json FakeClient::Commit(const Resource& r, const std::string& type, const Json& old_obj, Json obj,
@@ -689,71 +515,6 @@ Json FakeClient::Delete(const Resource& r, std::string_view ns, std::string_view
   return Commit(r, "DELETED", old, old, opts.dry_run);
 }
 
-std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_view ns,
-                                               const WatchOptions& opts) {
-  Before({Verb::kWatch, GroupResourceName(r), std::string(ns), "", "", false, nullptr});
-  const std::string what = DescribeCall("watch", r, ns);
-  auto s = std::make_shared<Stream>();
-  s->resource = GroupResourceName(r);
-  s->ns = r.namespaced ? std::string(ns) : "";
-  s->bookmarks = opts.allow_bookmarks;
-  s->kind = r.kind;
-  s->api_version = ApiVersion(r);
-  try {
-    s->labels = LabelSelector::Parse(opts.label_selector);
-    s->fields = FieldSelector::Parse(opts.field_selector);
-  } catch (const std::invalid_argument& e) {
-    throw BadRequest(e.what(), what);
-  }
-  for (const FieldRequirement& f : s->fields.requirements()) {
-    if (f.field != "metadata.name" && f.field != "metadata.namespace" &&
-        !ExtraSelectableFields(s->resource).count(f.field)) {
-      throw BadRequest(fmt::format("field label not supported: {}", f.field), what);
-    }
-  }
-
-  std::lock_guard<std::mutex> lock(mu_);
-  std::lock_guard<std::mutex> slock(s->mu);
-  const std::string& rv_text = opts.resource_version;
-  if (rv_text.empty() || rv_text == "0") {
-    // "Get state and start at most recent": synthetic ADDED for what exists.
-    for (const auto& [key, obj] : stores_[s->resource]) {
-      if (s->Matches(obj)) s->PushLocked("ADDED", obj);
-    }
-  } else {
-    int64_t from = 0;
-    if (std::from_chars(rv_text.data(), rv_text.data() + rv_text.size(), from).ptr !=
-        rv_text.data() + rv_text.size()) {
-      throw BadRequest(fmt::format("invalid resource version \"{}\"", rv_text), what);
-    }
-    if (from < compacted_rv_) {
-      s->PushLocked("ERROR", StatusJson(410, "Expired",
-                                        fmt::format("too old resource version: {} ({})", from,
-                                                    compacted_rv_ + 1)));
-      s->ended = true;
-      return std::make_unique<FakeWatch>(std::move(s));
-    }
-    for (const HistoryEntry& e : history_) {
-      if (e.rv <= from || e.resource != s->resource) continue;
-      const bool now_matches = s->Matches(e.object);
-      const bool was_matching = e.type == "MODIFIED" && s->Matches(e.old_object);
-      if (e.type == "ADDED" || e.type == "DELETED") {
-        if (now_matches) s->PushLocked(e.type, e.object);
-      } else if (was_matching && now_matches) {
-        s->PushLocked("MODIFIED", e.object);
-      } else if (now_matches) {
-        s->PushLocked("ADDED", e.object);
-      } else if (was_matching) {
-        Json gone = e.old_object;
-        gone["metadata"]["resourceVersion"] = e.object["metadata"]["resourceVersion"];
-        s->PushLocked("DELETED", std::move(gone));
-      }
-    }
-  }
-  streams_.push_back(s);
-  return std::make_unique<FakeWatch>(std::move(s));
-}
-
 // ---- test controls ----
 
 void FakeClient::FailNext(Verb verb, int times, ErrorKind kind, std::string resource) {
@@ -790,60 +551,6 @@ void FakeClient::SetCreateHandler(const Resource& r, std::function<Json(const Js
 void FakeClient::SetStatusSubresource(const Resource& r, bool enabled) {
   std::lock_guard<std::mutex> lock(mu_);
   status_subresource_[GroupResourceName(r)] = enabled;
-}
-
-void FakeClient::SendBookmarks() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& w : streams_) {
-    std::shared_ptr<Stream> s = w.lock();
-    if (!s || !s->bookmarks) continue;
-    std::lock_guard<std::mutex> slock(s->mu);
-    s->PushLocked("BOOKMARK", Json{{"kind", s->kind},
-                                   {"apiVersion", s->api_version},
-                                   {"metadata", {{"resourceVersion", std::to_string(rv_)}}}});
-  }
-}
-
-void FakeClient::Compact() {
-  std::lock_guard<std::mutex> lock(mu_);
-  history_.clear();
-  compacted_rv_ = rv_;
-}
-
-void FakeClient::CloseWatches() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& w : streams_) {
-    if (std::shared_ptr<Stream> s = w.lock()) {
-      std::lock_guard<std::mutex> slock(s->mu);
-      s->ended = true;
-      s->cv.notify_all();
-    }
-  }
-  streams_.clear();
-}
-
-void FakeClient::BreakWatches() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& w : streams_) {
-    if (std::shared_ptr<Stream> s = w.lock()) {
-      std::lock_guard<std::mutex> slock(s->mu);
-      s->broken = true;
-      s->cv.notify_all();
-    }
-  }
-  streams_.clear();
-}
-
-size_t FakeClient::OpenWatchCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& w : streams_) {
-    if (std::shared_ptr<Stream> s = w.lock()) {
-      std::lock_guard<std::mutex> slock(s->mu);
-      if (!s->cancelled && !s->ended && !s->broken) ++n;
-    }
-  }
-  return n;
 }
 
 int64_t FakeClient::ResourceVersion() const {
