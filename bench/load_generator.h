@@ -36,7 +36,10 @@ struct LoadResult {
   // (service time plus waiting for a free connection).
   std::vector<double> response_seconds;
   uint64_t sent = 0;
-  uint64_t errors = 0;        // transport failures, non-200 answers, or `ok` refusing the body
+  // Transport failures, non-200 answers, `ok` refusing the body, and requests dropped
+  // because they were still waiting for a connection a full duration (at least 2 s) after
+  // the run should have ended (that bounds the run's time).
+  uint64_t errors = 0;
   std::string first_error;
   double elapsed_seconds = 0;  // first due instant to the last answer
 };

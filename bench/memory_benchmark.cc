@@ -26,8 +26,8 @@
 namespace kmt::bench {
 namespace {
 
-constexpr int kHealthPort = 28791;
-constexpr int kMetricsPort = 28790;
+constexpr int kHealthPort = 31791;
+constexpr int kMetricsPort = 31790;
 constexpr const char* kNs = "bench-memory";
 constexpr const char* kLease = "kmt-bench-held";
 
