@@ -159,7 +159,7 @@ struct CompiledSelector {
   bool valid = true;
 
   explicit CompiledSelector(const LabelSelector& sel) {
-    for (const auto& [k, v] : sel.match_labels)
+    for (const auto& [k, v] : sel.match_labels.Sorted())
       match_labels.emplace_back(FindInternId(k), FindInternId(v));
     for (const auto& r : sel.match_expressions) {
       exprs.emplace_back(r);
@@ -288,9 +288,8 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   for (const auto& term : pod.anti_affinity) {
     AntiAffinity a{&term, InternIdOf(term.topology_key), {}, false};
     const CompiledSelector selector(term.selector);
-    for (const auto& [k, v] : term.selector.match_labels) {
-      a.is_vm = a.is_vm || (k == "kubevirt.io/created-by" && v == pod.created_by);
-    }
+    const std::string* vmi = term.selector.match_labels.Find("kubevirt.io/created-by");
+    a.is_vm = vmi != nullptr && *vmi == pod.created_by;
     for (const auto& b : bound) {
       if (b.terminal || b.node_name.empty()) continue;
       const bool ns_ok = term.namespaces.empty()

@@ -28,16 +28,6 @@ std::string Str(const json& obj, std::string_view key) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
-std::vector<std::pair<std::string, std::string>> StringMap(const json& obj) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (!obj.is_object()) return out;
-  for (const auto& [k, v] : obj.items()) {
-    if (v.is_string()) out.emplace_back(k, v.get<std::string>());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::vector<NodeSelectorRequirement> LabelExpressions(const json& list) {
   std::vector<NodeSelectorRequirement> out;
   if (!list.is_array()) return out;
@@ -52,7 +42,7 @@ std::vector<PodAffinityTerm> AffinityTerms(const json& list) {
     if (!t.is_object()) continue;
     PodAffinityTerm term;
     const json& sel = At(t, "labelSelector");
-    term.selector.match_labels = StringMap(At(sel, "matchLabels"));
+    term.selector.match_labels = Labels::FromJson(At(sel, "matchLabels"));
     term.selector.match_expressions = LabelExpressions(At(sel, "matchExpressions"));
     term.topology_key = Str(t, "topologyKey");
     const json& ns = At(t, "namespaces");
@@ -318,7 +308,7 @@ MigrationInfo MigrationInfo::FromJson(const json& vmim) {
   m.added_term_text = AddedTermSource(vmim);
   const json& spec = At(vmim, "spec");
   m.vmi_name = Str(spec, "vmiName");
-  m.added_node_selector = StringMap(At(spec, "addedNodeSelector"));
+  m.added_node_selector = Labels::FromJson(At(spec, "addedNodeSelector"));
   const json& status = At(vmim, "status");
   m.phase = Str(status, "phase");
   const json& conditions = At(status, "conditions");

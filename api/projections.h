@@ -83,7 +83,7 @@ struct Toleration {
 
 // A metav1.LabelSelector (matchExpressions use In/NotIn/Exists/DoesNotExist).
 struct LabelSelector {
-  std::vector<std::pair<std::string, std::string>> match_labels;
+  Labels match_labels;
   std::vector<NodeSelectorRequirement> match_expressions;
   bool operator==(const LabelSelector&) const = default;
 };
@@ -140,12 +140,12 @@ struct MigrationCondition {
 
 struct MigrationInfo {
   std::string ns, name, uid, resource_version;
-  std::string vmi_name;                                                  // spec.vmiName
-  std::string phase;                                                     // status.phase
-  std::optional<std::string> added_term_text;                            // AddedTermSource()
-  std::vector<std::pair<std::string, std::string>> added_node_selector;  // spec.addedNodeSelector
-  std::vector<MigrationCondition> conditions;                            // status.conditions
-  std::string target_node, source_node, target_pod;                      // status.migrationState
+  std::string vmi_name;                              // spec.vmiName
+  std::string phase;                                 // status.phase
+  std::optional<std::string> added_term_text;        // AddedTermSource()
+  Labels added_node_selector;                        // spec.addedNodeSelector
+  std::vector<MigrationCondition> conditions;        // status.conditions
+  std::string target_node, source_node, target_pod;  // status.migrationState
   bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
 
   static MigrationInfo FromJson(const nlohmann::json& vmim);

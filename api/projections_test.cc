@@ -79,7 +79,7 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
         NodeSelector{
             {{{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}}});
   REQUIRE(p.anti_affinity.size() == 1);
-  CHECK(p.anti_affinity[0].selector.match_labels ==
+  CHECK(p.anti_affinity[0].selector.match_labels.Sorted() ==
         std::vector<std::pair<std::string, std::string>>{
             {"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-cc8ae86621b0"}});
   CHECK(p.anti_affinity[0].topology_key == "kubernetes.io/hostname");
@@ -119,7 +119,7 @@ TEST_CASE("MigrationInfo keeps the request, KubeVirt's selector, conditions and 
   CHECK(m.added_term_text ==
         std::optional<std::string>(
             R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["node-3"]}]})"));
-  CHECK(m.added_node_selector ==
+  CHECK(m.added_node_selector.Sorted() ==
         std::vector<std::pair<std::string, std::string>>{{"kubernetes.io/arch", "amd64"},
                                                          {"topology.kubernetes.io/zone", "a"}});
   CHECK(m.conditions == std::vector<MigrationCondition>{
