@@ -16,8 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	virtv1 "kubevirt.io/api/core/v1"
+	kubecli "kubevirt.io/client-go/kubevirt"
 
 	"kmt.local/e2e/framework"
 )
@@ -216,5 +218,54 @@ spec:
 	}
 	if _, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Get(framework.Ctx(t), "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("dry run created the VMIM: get err = %v", err)
+	}
+}
+
+// KubeVirt's own spec.addedNodeSelector needs the same permission (flag on by
+// default); the admitted requests carry the webhook's placement warnings.
+func TestWebhookAddedNodeSelectorAndWarnings(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	source := f.Nodes[1]
+	// Pinned to its node, so none of these migrations can complete and
+	// virt-controller keeps the VMIMs.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", "", framework.WithRequiredNodeAffinity(framework.HostnameTerm(source))), source)
+
+	_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+		framework.NewMigration("sel", "vmi", framework.WithAddedNodeSelector(map[string]string{k8sv1.LabelHostname: f.Nodes[2]})), metav1.CreateOptions{})
+	want := fmt.Sprintf(`admission webhook %q denied the request: user %q may not set spec.addedNodeSelector: requires "use" on addednodeselectorterms.migration-target.kubevirt.io in namespace %q`,
+		framework.VMIMWebhookName, framework.VMOwnerUser, ns)
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Errorf("vm-owner's spec.addedNodeSelector: err = %v, want Forbidden %q", err, want)
+	}
+
+	w := &warnings{}
+	cfg := rest.CopyConfig(f.Admin.Config)
+	cfg.WarningHandler = w
+	virt, err := kubecli.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, term, warning string }{
+		{"nowhere", framework.NodeNameTerm("no-such-node"),
+			"no node matches the added node selector term now; the target pod will stay Pending until one does"},
+		{"source", framework.NodeNameTerm(source),
+			fmt.Sprintf(`the added node selector term matches only node %q, where VMI "vmi" runs now; the migration cannot be scheduled`, source)},
+		{"fine", framework.NodeNameTerm(f.Nodes[2]), ""},
+	}
+	for _, tc := range cases {
+		w.msgs = nil
+		if _, err := virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+			framework.NewMigration(tc.name, "vmi", framework.WithTerm(tc.term)), metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s: admin create: %v", tc.name, err)
+			continue
+		}
+		switch {
+		case tc.warning == "" && len(w.msgs) != 0:
+			t.Errorf("%s: warnings %q, want none", tc.name, w.msgs)
+		case tc.warning != "" && (len(w.msgs) != 1 || w.msgs[0] != tc.warning):
+			t.Errorf("%s: warnings %q, want [%q]", tc.name, w.msgs, tc.warning)
+		}
 	}
 }
