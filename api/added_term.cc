@@ -1,5 +1,7 @@
 #include "api/added_term.h"
 
+#include <algorithm>
+
 #include "api/names.h"
 #include "api/validation.h"
 
@@ -36,6 +38,15 @@ std::optional<std::string> AddedTermSource(const json& vmim) {
 const std::string& AddedTermFieldPath() {
   static const std::string path = KeyPath("metadata.annotations", kAddedTermAnnotation);
   return path;
+}
+
+NodeSelectorTerm TermFromNodeSelectorMap(
+    const std::vector<std::pair<std::string, std::string>>& map) {
+  std::vector<std::pair<std::string, std::string>> sorted = map;
+  std::sort(sorted.begin(), sorted.end());
+  NodeSelectorTerm term;
+  for (const auto& [k, v] : sorted) term.match_expressions.push_back({k, std::string(kOpIn), {v}});
+  return term;
 }
 
 AddedTermParse ParseAddedTerm(std::string_view text) {

@@ -92,3 +92,15 @@ TEST_CASE("ParseAddedTerm survives invalid UTF-8") {
 
 }  // namespace
 }  // namespace kmt::api
+
+namespace kmt::api {
+namespace {
+
+TEST_CASE("TermFromNodeSelectorMap: KubeVirt's addedNodeSelector as a term") {
+  CHECK(TermFromNodeSelectorMap({{"zone", "a"}, {"kubernetes.io/arch", "amd64"}}) ==
+        NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"amd64"}}, {"zone", "In", {"a"}}}, {}});
+  CHECK(TermFromNodeSelectorMap({}).empty());
+}
+
+}  // namespace
+}  // namespace kmt::api
