@@ -58,7 +58,8 @@ struct NodeExplanation {
 class Explainer {
  public:
   // `pod.required_affinity` must be the VM's own (without the added term).
-  // `added_term` may be null. `nodes` and `bound` must outlive the Explainer.
+  // `added_term` may be null. `pod`, `added_term` and `nodes` must outlive the Explainer
+  // (it keeps pointers into them); `bound` is only read here.
   Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term, std::string_view source_node,
             std::span<const NodeInfo> nodes, std::span<const BoundPod> bound);
 
