@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "api/added_term.h"
 #include "api/explain.h"
 #include "api/names.h"
 #include "api/projections.h"
@@ -32,6 +33,59 @@ std::vector<json> ListAll(kube::KubeClient& client, const kube::Resource& r, con
   return items;
 }
 
+// The VM's running pod may be the target pod of an earlier placed migration: its
+// required affinity then carries that migration's added term, which the next
+// target pod (rendered from the VMI again) will not. Strip those requirements.
+void StripEarlierAddedTerm(json& pod, kube::KubeClient& client, const std::string& ns,
+                           std::ostream& err) {
+  const json& md = pod["metadata"];
+  if (!md.contains("labels") || !md["labels"].contains(std::string(api::kLabelMigrationJobUID))) {
+    return;
+  }
+  std::string job;
+  if (md.contains("annotations") && md["annotations"].is_object()) {
+    job = md["annotations"].value(std::string(api::kAnnotationMigrationJobName), std::string());
+  }
+  json vmim;
+  try {
+    if (!job.empty()) vmim = client.Get(kube::kVirtualMachineInstanceMigrations, ns, job);
+  } catch (const kube::KubeError& e) {
+    if (e.kind() != kube::ErrorKind::kNotFound) throw;
+  }
+  if (vmim.is_null()) {
+    err << "note: the VM's pod was created by migration " << (job.empty() ? "<unknown>" : job)
+        << ", which no longer exists; its node affinity may still include that migration's "
+           "request\n";
+    return;
+  }
+  auto text = api::AddedTermSource(vmim);
+  if (!text) return;
+  auto parsed = api::ParseAddedTerm(*text);
+  if (!parsed.term) return;
+  json* terms = nullptr;
+  try {
+    terms = &pod.at("spec").at("affinity").at("nodeAffinity")
+                 .at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms");
+  } catch (const json::exception&) {
+    return;
+  }
+  auto strip = [](json& list, const std::vector<api::NodeSelectorRequirement>& added) {
+    if (!list.is_array()) return;
+    json kept = json::array();
+    for (const auto& r : list) {
+      api::NodeSelectorRequirement req = api::RequirementFromJsonLenient(r);
+      bool earlier = false;
+      for (const auto& a : added) earlier = earlier || api::SameRequirement(req, a);
+      if (!earlier) kept.push_back(r);
+    }
+    list = std::move(kept);
+  };
+  for (auto& t : *terms) {
+    if (t.contains("matchExpressions")) strip(t["matchExpressions"], parsed.term->match_expressions);
+    if (t.contains("matchFields")) strip(t["matchFields"], parsed.term->match_fields);
+  }
+}
+
 }  // namespace
 
 int RunExplain(const std::string& ns, const std::string& vmi_name,
@@ -48,13 +102,14 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
     lo.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
                         std::string(api::kLabelCreatedBy) + "=" + uid;
     std::vector<json> launchers = ListAll(client, kube::kPods, ns, lo);
-    const json* model = nullptr;
-    for (const auto& p : launchers) {
+    // The pod the VM runs in now: on the VMI's node and not finished.
+    json* model = nullptr;
+    for (auto& p : launchers) {
       const json& spec = p.value("spec", json::object());
-      bool is_target = p.contains("metadata") && p["metadata"].contains("labels") &&
-                       p["metadata"]["labels"].contains(std::string(api::kLabelMigrationJobUID));
-      if (!is_target && spec.value("nodeName", std::string()) == source_node &&
-          !source_node.empty()) {
+      const json& status = p.value("status", json::object());
+      std::string phase = status.value("phase", std::string());
+      if (!source_node.empty() && spec.value("nodeName", std::string()) == source_node &&
+          phase != "Succeeded" && phase != "Failed") {
         model = &p;
         break;
       }
@@ -64,6 +119,7 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
              << " has no running virt-launcher pod to model the migration target on\n";
       return 1;
     }
+    StripEarlierAddedTerm(*model, client, ns, io.err);
     api::TargetPod pod = api::TargetPod::FromJson(*model);
 
     std::vector<api::NodeInfo> nodes;

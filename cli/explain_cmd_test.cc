@@ -107,5 +107,40 @@ TEST_CASE("explain reports a request no node matches, and a VMI that does not ru
   CHECK(err2.str().rfind("Error from server (NotFound): ", 0) == 0);
 }
 
+TEST_CASE("after a placed migration, the earlier request does not constrain the next one") {
+  kube::FakeClient fake;
+  Seed(fake);
+  // The VM now runs in the target pod of migration m1, which ANDed `zone In [a]`
+  // — the same requirement as the owner's — and `metadata.name In [w1]`.
+  fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
+              json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+                "metadata": {"name": "m1", "namespace": "prod", "annotations": {
+                  "migration-target.kubevirt.io/added-node-selector-term":
+                  "{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"w1\"]}]}"}},
+                "spec": {"vmiName": "db-1"}})"));
+  json pod = fake.Get(kube::kPods, "prod", "virt-launcher-db-1-abcde");
+  pod["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = "m1-uid";
+  pod["metadata"]["annotations"] = {{"kubevirt.io/migrationJobName", "m1"}};
+  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+     ["nodeSelectorTerms"][0]["matchFields"] =
+      json::parse(R"([{"key": "metadata.name", "operator": "In", "values": ["w1"]}])");
+  fake.Delete(kube::kPods, "prod", "virt-launcher-db-1-abcde");
+  pod["metadata"].erase("resourceVersion");
+  pod["metadata"].erase("uid");
+  fake.Create(kube::kPods, "prod", pod);
+  std::ostringstream out, err;
+  CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
+  CAPTURE(out.str(), err.str());
+  CHECK(out.str().find("w3     fits\n") != std::string::npos);  // not excluded by m1's request
+  CHECK(err.str().empty());
+
+  // When m1 is gone, the plugin says the affinity may still carry its request.
+  fake.Delete(kube::kVirtualMachineInstanceMigrations, "prod", "m1");
+  std::ostringstream out2, err2;
+  RunExplain("prod", "db-1", std::nullopt, fake, {out2, err2});
+  CHECK(err2.str().find("note: the VM's pod was created by migration m1, which no longer exists") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace kmt::cli
