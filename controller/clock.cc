@@ -91,7 +91,7 @@ std::tm UtcTm(WallTime t, int64_t* micros) {
     --secs;
   }
   *micros = rem;
-  std::time_t tt = static_cast<std::time_t>(secs);
+  auto tt = static_cast<std::time_t>(secs);
   std::tm tm{};
   gmtime_r(&tt, &tm);
   return tm;
@@ -101,7 +101,7 @@ std::tm UtcTm(WallTime t, int64_t* micros) {
 int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const auto yoe = static_cast<unsigned>(y - era * 400);
   const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
@@ -165,14 +165,14 @@ bool ParseRfc3339(const std::string& s, WallTime* out) {
         !Digits(s, pos + 4, 2, &om)) {
       return false;
     }
-    offset_secs = (oh * 3600 + om * 60) * (s[pos] == '-' ? -1 : 1);
+    offset_secs = (int64_t{oh} * 3600 + int64_t{om} * 60) * (s[pos] == '-' ? -1 : 1);
     pos += 6;
   } else {
     return false;
   }
   if (pos != s.size()) return false;
   int64_t secs = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
-                 h * 3600 + mi * 60 + se - offset_secs;
+                 int64_t{h} * 3600 + int64_t{mi} * 60 + se - offset_secs;
   *out = WallTime(std::chrono::duration_cast<WallTime::duration>(
       std::chrono::seconds(secs) + std::chrono::microseconds(micros)));
   return true;

@@ -41,7 +41,7 @@ bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
 }
 
 InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
-                           InformerViewOptions options)
+                           const InformerViewOptions& options)
     : clock_(clock),
       vmims_(client,
              Options(kube::kVirtualMachineInstanceMigrations, "", "", options.vmim_resync, options),

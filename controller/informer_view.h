@@ -43,7 +43,8 @@ struct InformerViewOptions {
 
 class InformerView : public CacheView {
  public:
-  InformerView(kube::KubeClient& client, const Clock& clock, InformerViewOptions options = {});
+  InformerView(kube::KubeClient& client, const Clock& clock,
+               const InformerViewOptions& options = {});
   ~InformerView() override;  // Stop()
 
   // Routes cache events to `controller`. Call once, before Start().

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace kmt::controller {
 
@@ -82,7 +83,72 @@ std::string LogfmtValue(std::string_view v) {
   return out + "\"";
 }
 
+// Splits a logfmt line into key/value pairs (quoted values unescaped).
+std::vector<std::pair<std::string, std::string>> ParseLogfmt(std::string_view line) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    const size_t eq = line.find('=', i);
+    if (eq == std::string_view::npos) break;
+    std::string key(line.substr(i, eq - i));
+    i = eq + 1;
+    std::string value;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      while (i < line.size() && line[i] != '"') {
+        if (line[i] == '\\' && i + 1 < line.size()) {
+          ++i;
+          value += line[i] == 'n' ? '\n' : line[i] == 't' ? '\t' : line[i];
+        } else {
+          value += line[i];
+        }
+        ++i;
+      }
+      ++i;  // closing quote
+    } else {
+      while (i < line.size() && line[i] != ' ') value += line[i++];
+    }
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
+}
+
 }  // namespace
+
+void Logger::Forward(std::string_view component, std::string_view logfmt_line) {
+  auto pairs = ParseLogfmt(logfmt_line);
+  LogLevel level = LogLevel::kInfo;
+  std::string msg;
+  std::vector<std::pair<std::string, std::string>> rest;
+  for (auto& [k, v] : pairs) {
+    if (k == "level") {
+      ParseLogLevel(v == "warn" || v == "warning" ? "info" : v, &level);
+    } else if (k == "msg") {
+      msg = v;
+    } else {
+      rest.emplace_back(k, v);
+    }
+  }
+  if (!Enabled(level)) return;
+  const std::string ts = FormatMicroTime(clock_.WallNow());
+  std::string line;
+  if (format_ == LogFormat::kJson) {
+    nlohmann::ordered_json j;
+    j["ts"] = ts;
+    j["level"] = LevelName(level);
+    j["msg"] = msg;
+    j["component"] = std::string(component);
+    for (const auto& [k, v] : rest) j[k] = v;
+    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else {
+    line = "ts=" + ts + " level=" + LevelName(level) + " msg=" + LogfmtValue(msg) +
+           " component=" + LogfmtValue(component);
+    for (const auto& [k, v] : rest) line += " " + k + "=" + LogfmtValue(v);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  sink_(line);
+}
 
 Logger::Logger(const Clock& clock, LogLevel level, LogFormat format,
                std::function<void(const std::string&)> sink)

@@ -46,6 +46,11 @@ class Logger {
   }
   bool Enabled(LogLevel level) const { return level >= level_; }
 
+  // Re-emits a key=value line written by another component (the webhook
+  // server logs logfmt without a timestamp) in this logger's format, with a
+  // timestamp and component=<component>; its level= field filters it.
+  void Forward(std::string_view component, std::string_view logfmt_line);
+
  private:
   const Clock& clock_;
   LogLevel level_;

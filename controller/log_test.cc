@@ -35,6 +35,26 @@ TEST_CASE("JSON logs keep ts, level, msg first and survive bad UTF-8") {
                        "\"Started workers\",\"count\":\"2\",\"bad\":\"a\xEF\xBF\xBD\"}"});
 }
 
+TEST_CASE("Forwarded logfmt lines get a timestamp, the component and this format") {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  const std::string in =
+      "level=info msg=\"Loaded serving certificate\" cert=/c/tls.crt detail=\"a \\\"b\\\"\"";
+  Logger text(clock, LogLevel::kInfo, LogFormat::kText,
+              [&](const std::string& l) { lines.push_back(l); });
+  text.Forward("webhook", in);
+  text.Forward("webhook", "level=debug msg=hidden");
+  Logger js(clock, LogLevel::kInfo, LogFormat::kJson,
+            [&](const std::string& l) { lines.push_back(l); });
+  js.Forward("webhook", in);
+  REQUIRE(lines == std::vector<std::string>{
+                       "ts=2026-01-01T00:00:00.000000Z level=info msg=\"Loaded serving "
+                       "certificate\" component=webhook cert=/c/tls.crt detail=\"a \\\"b\\\"\"",
+                       "{\"ts\":\"2026-01-01T00:00:00.000000Z\",\"level\":\"info\",\"msg\":"
+                       "\"Loaded serving certificate\",\"component\":\"webhook\",\"cert\":\"/c/"
+                       "tls.crt\",\"detail\":\"a \\\"b\\\"\"}"});
+}
+
 TEST_CASE("Level and format flags parse") {
   LogLevel l = LogLevel::kInfo;
   LogFormat f = LogFormat::kText;

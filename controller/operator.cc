@@ -192,9 +192,7 @@ void Operator::Start() {
     wo.port = f.webhook_port;
     wo.cert_file = f.webhook_cert_dir + "/tls.crt";
     wo.key_file = f.webhook_cert_dir + "/tls.key";
-    wo.log = [&s](std::string_view line) {
-      s.log.Info("Webhook", {{"detail", std::string(line)}});
-    };
+    wo.log = [&s](std::string_view line) { s.log.Forward("webhook", line); };
     s.webhook = std::make_unique<webhook::AdmissionServer>(
         wo, webhook::AdmissionRoutes(*s.access, *s.cluster, f.check_kubevirt_added_node_selector));
     if (f.webhook_cert_mode == "self") {
