@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	k8sv1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -401,3 +402,25 @@ func ToJSON(v any) string { return toJSON(v) }
 
 // RandomSuffix is a short random hex string for unique cluster-scoped names.
 func RandomSuffix() string { return randomSuffix() }
+
+// OwnerNamespace is Namespace, then waits until the API server's RBAC
+// authorizer has caught up with the VM owner's new RoleBinding (its informer
+// lags the write by a moment), so a scenario's first request as the VM owner
+// meets the webhook rather than an RBAC 403.
+func (f *Framework) OwnerNamespace(t testing.TB) string {
+	t.Helper()
+	ns := f.Namespace(t)
+	for _, res := range []string{"virtualmachineinstances", "virtualmachineinstancemigrations"} {
+		Eventually(t, 30*time.Second, "vm-owner may create "+res+" in "+ns, func() (bool, string) {
+			r, err := f.VMOwner.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(Ctx(t), &authzv1.SelfSubjectAccessReview{
+				Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+					Namespace: ns, Verb: "create", Group: "kubevirt.io", Resource: res}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return r.Status.Allowed, "not allowed yet: " + r.Status.Reason
+		})
+	}
+	return ns
+}

@@ -26,7 +26,7 @@ import (
 func TestCLIMigrateToNode(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t)
 	source, target := f.Nodes[0], f.Nodes[2]
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
 

@@ -196,7 +196,7 @@ func TestOperatorExplainsUnschedulableTarget(t *testing.T) {
 func TestOperatorLeavesPlainMigrationUntouched(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t)
 	source := f.Nodes[1]
 	f.StartVMI(t, f.VMOwner, ns, framework.NewVMI("vmi", source,
 		framework.WithRequiredNodeAffinity(framework.HostnameTerm(f.Nodes...))), source)

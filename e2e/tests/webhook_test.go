@@ -38,7 +38,7 @@ func permissionDenial(user, ns string) string {
 func TestWebhookWhoMaySetTheTerm(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t)
 	source, target := f.Nodes[0], f.Nodes[2]
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
 	term := framework.NodeNameTerm(target)
@@ -87,7 +87,7 @@ func TestWebhookWhoMaySetTheTerm(t *testing.T) {
 	f.WaitVMIRunning(t, ns, "vmi", source)
 
 	// The grant is per namespace: in another namespace the VM owner is still denied.
-	other := f.Namespace(t)
+	other := f.OwnerNamespace(t)
 	_, err = f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(other).Create(framework.Ctx(t),
 		framework.NewMigration("owner", "vmi", framework.WithTerm(term)), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || err.Error() != permissionDenial(framework.VMOwnerUser, other) {
@@ -191,7 +191,7 @@ func TestWebhookUpdateOfTermDenied(t *testing.T) {
 func TestWebhookServerDryRun(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t)
 	manifest := fmt.Sprintf(`apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstanceMigration
 metadata:
@@ -226,7 +226,7 @@ spec:
 func TestWebhookAddedNodeSelectorAndWarnings(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t)
 	source := f.Nodes[1]
 	// Pinned to its node, so none of these migrations can complete and
 	// virt-controller keeps the VMIMs.
