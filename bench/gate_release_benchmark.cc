@@ -38,8 +38,8 @@ namespace kmt::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kHealthPort = 31781;
-constexpr int kMetricsPort = 31780;
+constexpr int kHealthPort = 36781;
+constexpr int kMetricsPort = 36780;
 constexpr const char* kTermNode = "node-a";  // an e2e fake node
 
 api::NodeSelectorTerm TheTerm() {

@@ -26,8 +26,8 @@
 namespace kmt::bench {
 namespace {
 
-constexpr int kHealthPort = 31791;
-constexpr int kMetricsPort = 31790;
+constexpr int kHealthPort = 36791;
+constexpr int kMetricsPort = 36790;
 constexpr const char* kNs = "bench-memory";
 constexpr const char* kLease = "kmt-bench-held";
 
@@ -104,6 +104,15 @@ int Main(int argc, char** argv) {
                     {"leaseDurationSeconds", 3600},
                     {"acquireTime", MicroTimeNow()},
                     {"renewTime", MicroTimeNow()}}}});
+  // The floor must be an empty cluster: wait for earlier runs' namespaces (the gate release
+  // benchmark's VMIMs and pods) to be gone.
+  const auto quiet_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  kube::ListOptions one;
+  one.limit = 1;
+  while (!client->List(kube::kVirtualMachineInstanceMigrations, "", one)["items"].empty() &&
+         std::chrono::steady_clock::now() < quiet_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   const std::string log = log_dir + "/memory-operator.log";
   MemoryFigures f;
   f.counts = {nodes, vmims, pods};

@@ -10,7 +10,7 @@
 #            memory 500 nodes, 1,000 VMIMs, 1,000 pods (about 3-4 minutes).
 #
 # The cluster benchmarks start their own control plane with e2e/cluster.sh (run dir
-# $KMT_E2E_DIR, default /tmp/kmt-bench-e2e; ports from $KMT_E2E_PORT_BASE, default 31000,
+# $KMT_E2E_DIR, default /tmp/kmt-bench-e2e; ports from $KMT_E2E_PORT_BASE, default 36000,
 # so it does not collide with an e2e run) and stop it on exit. Bazel output base:
 # $KMT_BENCH_OUTPUT_BASE (default ~/.cache/bazel-ob/bench).
 set -uo pipefail
@@ -68,7 +68,7 @@ else
 fi
 
 export KMT_E2E_DIR=${KMT_E2E_DIR:-/tmp/kmt-bench-e2e}
-export KMT_E2E_PORT_BASE=${KMT_E2E_PORT_BASE:-31000}
+export KMT_E2E_PORT_BASE=${KMT_E2E_PORT_BASE:-36000}
 log "starting the control plane ($KMT_E2E_DIR, port base $KMT_E2E_PORT_BASE)"
 if e2e/cluster.sh up >"$OUT/cluster.log" 2>&1; then
   trap 'e2e/cluster.sh down >>"$OUT/cluster.log" 2>&1' EXIT
