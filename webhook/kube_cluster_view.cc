@@ -24,6 +24,18 @@ std::optional<Json> KubeClusterView::GetMigration(std::string_view ns, std::stri
 }
 
 std::vector<api::NodeInfo> KubeClusterView::ListNodes() {
+  if (node_list_ttl_.count() <= 0) return ListNodesNow();
+  std::lock_guard lock(nodes_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (!nodes_valid_ || now - nodes_fetched_ >= node_list_ttl_) {
+    nodes_ = ListNodesNow();  // on error the previous list is kept but not reused
+    nodes_fetched_ = now;
+    nodes_valid_ = true;
+  }
+  return nodes_;
+}
+
+std::vector<api::NodeInfo> KubeClusterView::ListNodesNow() {
   std::vector<api::NodeInfo> nodes;
   kube::ListOptions opts;
   opts.limit = page_size_;

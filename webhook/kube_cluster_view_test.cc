@@ -45,7 +45,7 @@ TEST_CASE("KubeClusterView lists every node across pages") {
   for (int i = 1; i <= 5; ++i) {
     client.Create(kube::kNodes, "", Node("node-" + std::to_string(i), i % 2 ? "a" : "b"));
   }
-  KubeClusterView view(client, /*page_size=*/2);
+  KubeClusterView view(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::milliseconds(0));
   auto nodes = view.ListNodes();
   REQUIRE(nodes.size() == 5);
   std::vector<std::string> names;
@@ -61,6 +61,21 @@ TEST_CASE("KubeClusterView lists every node across pages") {
   }
   client.FailNext(kube::Verb::kList, 1, kube::ErrorKind::kForbidden);
   CHECK_THROWS_AS(view.ListNodes(), kube::KubeError);
+}
+
+TEST_CASE("KubeClusterView reuses a node list within its TTL") {
+  kube::FakeClient client;
+  for (int i = 1; i <= 3; ++i) client.Create(kube::kNodes, "", Node("node-" + std::to_string(i), "a"));
+  KubeClusterView view(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::hours(1));
+  client.ClearCalls();
+  CHECK(view.ListNodes().size() == 3);
+  CHECK(client.Calls().size() == 2);  // two pages
+  client.Create(kube::kNodes, "", Node("node-4", "b"));
+  client.ClearCalls();
+  CHECK(view.ListNodes().size() == 3);  // reused: no LIST within the TTL
+  CHECK(client.Calls().empty());
+  KubeClusterView fresh(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::milliseconds(0));
+  CHECK(fresh.ListNodes().size() == 4);
 }
 
 TEST_CASE("KubeClusterView reads where a VMI runs") {
