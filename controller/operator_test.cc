@@ -70,13 +70,18 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   REQUIRE(ready);
   CHECK(ready->status == 200);
   CHECK(ready->body == "[+]informers-synced ok\nhealthz check passed\n");
+  // The worker records its metrics after the patch it sent returned: poll, don't race.
   httplib::Client metrics("127.0.0.1", op.metrics_port());
-  auto m = metrics.Get("/metrics");
-  REQUIRE(m);
-  CHECK(
-      m->body.find("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"}") !=
-      std::string::npos);
-  CHECK(m->body.find("kmt_gate_release_seconds_count 1\n") != std::string::npos);
+  std::string body;
+  CHECK(Eventually([&] {
+    auto m = metrics.Get("/metrics");
+    if (!m) return false;
+    body = m->body;
+    return body.find("kmt_gate_release_seconds_count 1\n") != std::string::npos;
+  }));
+  CAPTURE(body);
+  CHECK(body.find("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"}") !=
+        std::string::npos);
 
   op.RequestStop();
   CHECK(op.Run() == 0);
