@@ -83,7 +83,7 @@ func TestOperatorDeletesEscapedTargetPod(t *testing.T) {
 		}
 		return true, ""
 	})
-	ev := framework.EventsWithReason(f.OperatorEvents(t, ns, "mig"), framework.ReasonTargetPodEscapedGate)
+	ev := waitEvents(t, f, ns, "mig", framework.ReasonTargetPodEscapedGate, true)
 	if len(ev) == 0 || ev[0].Type != k8sv1.EventTypeWarning {
 		t.Errorf("TargetPodEscapedGate Events %s, want a Warning", framework.EventSummary(ev))
 	}
