@@ -32,6 +32,14 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
                  "files: read the certificate from --webhook-cert-dir; self: the operator "
                  "manages it")
       ->check(CLI::IsMember({"files", "self"}));
+  app.add_option("--webhook-cert-hosts", f->webhook_cert_hosts,
+                 "With --webhook-cert-mode=self: DNS names or IPs of the serving certificate "
+                 "(default: the Service's DNS names)")
+      ->delimiter(',');
+  app.add_option("--kube-api-qps", f->kube_api_qps, "Requests per second to the API server")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kube-api-burst", f->kube_api_burst, "Burst of requests to the API server")
+      ->check(CLI::PositiveNumber);
   app.add_option("--health-probe-bind-address", f->health_probe_bind_address,
                  "Address of /healthz and /readyz (\"0\" disables)");
   app.add_option("--metrics-bind-address", f->metrics_bind_address,

@@ -16,11 +16,16 @@ struct OperatorFlags {
   int webhook_port = 9443;
   std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
   std::string webhook_cert_mode = "files";  // files | self
+  // With webhook_cert_mode "self": the serving certificate's names ("" = the Service's).
+  std::vector<std::string> webhook_cert_hosts;
   std::string health_probe_bind_address = ":8081";
   std::string metrics_bind_address = ":8080";
   std::string log_level = "info";
   std::string log_format = "text";
   int workers = 2;
+  // Client-side rate limit towards the API server (client-go's QPS/Burst).
+  double kube_api_qps = 50;
+  int kube_api_burst = 100;
   bool disable_webhook = false;
   bool disable_controller = false;
   // Apply the admin check to KubeVirt's own spec.addedNodeSelector too.

@@ -40,6 +40,22 @@ TEST_CASE("The Deployment's arguments parse") {
   CHECK(f.log_level == "debug");
 }
 
+TEST_CASE("Client rate limits and self-managed certificate hosts") {
+  OperatorFlags f;
+  CHECK(f.kube_api_qps == 50);
+  CHECK(f.kube_api_burst == 100);
+  CHECK(f.webhook_cert_hosts.empty());
+  FlagParse p = ParseOperatorFlags(
+      {"--kube-api-qps=200", "--kube-api-burst", "400", "--webhook-cert-hosts=127.0.0.1,localhost"},
+      &f);
+  CHECK(p.exit_code == -1);
+  CHECK(f.kube_api_qps == 200);
+  CHECK(f.kube_api_burst == 400);
+  CHECK(f.webhook_cert_hosts == std::vector<std::string>{"127.0.0.1", "localhost"});
+  OperatorFlags bad;
+  CHECK(ParseOperatorFlags({"--kube-api-qps=0"}, &bad).exit_code == 2);
+}
+
 TEST_CASE("Boolean flags take an optional value") {
   auto [args, elect] = GENERATE(table<std::vector<std::string>, bool>({
       {{"--leader-elect=false"}, false},

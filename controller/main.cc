@@ -65,7 +65,10 @@ int main(int argc, char** argv) {
     kmt::kube::ClientConfig config = LoadConfig(flags);
     log.Info("Loaded API server configuration",
              {{"server", config.server}, {"source", config.source}});
-    client = std::make_unique<kmt::kube::RestClient>(std::move(config));
+    kmt::kube::TransportOptions transport;
+    transport.qps = flags.kube_api_qps;
+    transport.burst = flags.kube_api_burst;
+    client = std::make_unique<kmt::kube::RestClient>(std::move(config), transport);
   } catch (const std::exception& e) {
     log.Error("Failed to load the API server configuration", {{"error", e.what()}});
     return 1;

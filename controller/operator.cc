@@ -199,6 +199,7 @@ void Operator::Start() {
       webhook::certs::BootstrapOptions bo;
       if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;
       bo.cert_dir = f.webhook_cert_dir;
+      if (!f.webhook_cert_hosts.empty()) bo.hosts = f.webhook_cert_hosts;
       s.certs = std::make_unique<webhook::certs::CertBootstrap>(s.client, bo);
       s.EnsureCerts();
     }
