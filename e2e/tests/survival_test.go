@@ -50,7 +50,7 @@ func TestOperatorDeletesEscapedTargetPod(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			vmi, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(framework.Ctx(t), "vmi", metav1.GetOptions{})
-			if err == nil && (vmi.Status.NodeName != source || (vmi.Status.MigrationState != nil && vmi.Status.MigrationState.Completed)) {
+			if err == nil && (vmi.Status.NodeName != source || (vmi.Status.MigrationState != nil && vmi.Status.MigrationState.Completed && !vmi.Status.MigrationState.Failed)) {
 				mu.Lock()
 				moved = append(moved, fmt.Sprintf("node %q migrationState %s", vmi.Status.NodeName, framework.ToJSON(vmi.Status.MigrationState)))
 				mu.Unlock()
