@@ -30,6 +30,7 @@ std::shared_ptr<const T> Projected(const nlohmann::json& j) {
 }
 
 bool WantsReconcile(const api::MigrationInfo& v) {
+  if (LacksFinalReport(v)) return true;
   return !v.Final() && (v.added_term_text.has_value() || !v.added_node_selector.empty());
 }
 

@@ -130,13 +130,48 @@ bool Deleted(const Plan& plan, const api::TargetPod& pod) {
                      [&](const PodDeletion& d) { return d.uid == pod.uid; });
 }
 
+// The report a final VMIM missed; see LacksFinalReport.
+void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
+  const api::MigrationInfo& vmim = in.vmim;
+  api::AddedTermParse parsed = api::ParseAddedTerm(*vmim.added_term_text);
+  if (!parsed.term) return;
+  const std::string term_text = api::ToString(*parsed.term);
+  for (const auto& p : in.target_pods) {
+    if (p.migration_job_uid != vmim.uid || p.has_gate || !p.required_affinity ||
+        !api::SelectorCarriesTerm(*p.required_affinity, *parsed.term)) {
+      continue;
+    }
+    DesiredCondition applied{
+        kApplied, "True", kReasonTermApplied,
+        fmt::format("Target pod {} requires the added term {}", PodRef(p), term_text)};
+    Apply(plan, applied, "Normal", kReasonTermApplied,
+          fmt::format("Target pod {} carries the added term {}", PodRef(p), term_text), now);
+    if (!p.node_name.empty()) {
+      DesiredCondition scheduled{
+          kUnschedulableType, "False", kReasonScheduled,
+          fmt::format("Target pod {} was scheduled to node {}", PodRef(p), p.node_name)};
+      Apply(plan, scheduled, "Normal", "TargetPodScheduled", scheduled.message, now);
+    }
+    return;
+  }
+}
+
 }  // namespace
+
+bool LacksFinalReport(const api::MigrationInfo& vmim) {
+  if (!vmim.Final() || !vmim.added_term_text) return false;
+  return std::none_of(vmim.conditions.begin(), vmim.conditions.end(),
+                      [](const api::MigrationCondition& c) { return c.type == kApplied; });
+}
 
 Plan Reconcile(const Observed& in, WallTime now) {
   Plan plan;
   const api::MigrationInfo& vmim = in.vmim;
   plan.conditions = vmim.conditions;
-  if (vmim.Final()) return plan;
+  if (vmim.Final()) {
+    if (LacksFinalReport(vmim)) PlanFinalReport(in, plan, now);
+    return plan;
+  }
   const bool has_term = vmim.added_term_text.has_value();
   if (!has_term && vmim.added_node_selector.empty()) return plan;
 

@@ -28,6 +28,11 @@
 //     Once bound: targetPodUnschedulable=False reason Scheduled naming the
 //     node. This reporting also covers VMIMs with only spec.addedNodeSelector.
 //   - Events only on transitions (a new condition, or a new status or reason).
+//   - A VMIM that reached a final phase before our report landed (KubeVirt
+//     wrote status in between, or the operator crashed between the pod patch
+//     and the status write) gets that report once, if a target pod carries the
+//     term: Applied=True and, when bound, Scheduled. Pods are never touched
+//     then (see LacksFinalReport).
 #pragma once
 
 #include <chrono>
@@ -53,6 +58,10 @@ inline constexpr const char* kReasonScheduled = "Scheduled";
 // How often an unschedulable target pod's explanation is refreshed (node
 // changes also trigger it through the node handler).
 inline constexpr std::chrono::seconds kUnschedulableRefresh{30};
+
+// A final VMIM with an added term but without our Applied condition: the one
+// kind of final VMIM still worth a reconcile (report only).
+bool LacksFinalReport(const api::MigrationInfo& vmim);
 
 struct Observed {
   api::MigrationInfo vmim;

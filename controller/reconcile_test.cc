@@ -88,6 +88,36 @@ std::vector<Row> Rows() {
   std::vector<Row> rows;
   rows.push_back({"final phase Succeeded: nothing", {term3, nullptr, "Succeeded"}, {{}}, {}});
   rows.push_back({"final phase Failed: nothing", {term3, nullptr, "Failed"}, {{}}, {}});
+  {
+    // KubeVirt finished the migration before our status write landed: the report is
+    // written once, the pod is not touched.
+    Row r{"final phase, our report lost: Applied and Scheduled written, pod untouched",
+          {term3, nullptr, "Succeeded"},
+          {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"}},
+          ThreeNodes()};
+    std::string sched = "Target pod " + kPodRef + " was scheduled to node node-3";
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText, kNowText),
+        MC("targetPodUnschedulable", "False", "Scheduled", sched, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TermApplied", "Target pod " + kPodRef + " carries the added term " + kTerm3},
+                {"Normal", "TargetPodScheduled", sched}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"final phase with our report: nothing",
+          {term3, nullptr, "Succeeded",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
+          {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen)};
+    rows.push_back(r);
+  }
+  rows.push_back({"final phase, pod without the term: nothing (never deleted)",
+                  {term3, nullptr, "Failed"},
+                  {{.gated = false, .node = "node-1"}},
+                  ThreeNodes()});
   rows.push_back(
       {"no constraint: never touched",
        {},
