@@ -93,7 +93,11 @@ KC
 
 start_replica() {
   local name=$1 index=${2:-0}; shift 2 || shift $#
-  local bin kc crt key dir
+  local bin kc crt key dir p deadline_free=$((SECONDS + 30))
+  # A replica that was just killed may still hold its ports for a moment.
+  for p in "$(port_webhook "$index")" "$(port_metrics "$index")" "$(port_probes "$index")"; do
+    while ss -Hltn "sport = :$p" | grep -q . && ((SECONDS < deadline_free)); do sleep 0.2; done
+  done
   bin=$(binary)
   [[ -x $bin ]] || { kmt_log "operator: no binary at $bin"; return 1; }
   kc=$(sa_kubeconfig)

@@ -29,6 +29,7 @@ PACKAGES=(
   openssl                  # certificates for the e2e control plane
   curl
   procps
+  iproute2                 # ss, used by e2e/operator.sh
   python3
   python3-yaml             # hack/rbac_check.py
 )

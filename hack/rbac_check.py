@@ -58,6 +58,8 @@ def used_verbs(consts):
             for f in files:
                 if not (f.endswith(".cc") or f.endswith(".h")) or f.endswith("_test.cc"):
                     continue
+                if "bench" in f or "benchmark" in f:
+                    continue  # measurement programs, not part of the operator binary
                 rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
                 if rel in SKIP_FILES or "/testing/" in rel or "/fuzz/" in rel:
                     continue

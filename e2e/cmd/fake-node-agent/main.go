@@ -68,12 +68,17 @@ type agent struct {
 	ipMu      sync.Mutex
 	podIPs    map[types.UID]string
 	nextPodIP int
+	// How long a kubelet takes from binding to running containers. Real ones take
+	// seconds (sandbox, image, container start); an instant start would let a
+	// migration complete before any controller could react to its target pod.
+	podStartDelay time.Duration
 }
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of an identity allowed to write nodes, pods/status and VMIs")
 	nodeList := flag.String("nodes", "node-a,node-b,node-c", "comma-separated names of the fake nodes to create")
 	workers := flag.Int("workers", 4, "workers per queue")
+	podStartDelay := flag.Duration("pod-start-delay", 2*time.Second, "time from binding to Running, as a kubelet takes")
 	flag.Parse() // klog's flags are already registered by a dependency (kubevirt.io/client-go/log)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -83,11 +88,12 @@ func main() {
 	cfg.QPS, cfg.Burst = 200, 400
 	cfg.UserAgent = "fake-node-agent"
 	a := &agent{
-		kube:     kubernetes.NewForConfigOrDie(cfg),
-		virt:     kvclient.NewForConfigOrDie(cfg),
-		podQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		vmiQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-		podIPs:   map[types.UID]string{},
+		podStartDelay: *podStartDelay,
+		kube:          kubernetes.NewForConfigOrDie(cfg),
+		virt:          kvclient.NewForConfigOrDie(cfg),
+		podQueue:      workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		vmiQueue:      workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		podIPs:        map[types.UID]string{},
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -227,6 +233,18 @@ func FakeNode(name, ip string) *k8sv1.Node {
 	}
 }
 
+// startWait is how much longer the pod's containers take to start: podStartDelay
+// from the pod's PodScheduled transition (or its creation).
+func (a *agent) startWait(pod *k8sv1.Pod) time.Duration {
+	since := pod.CreationTimestamp.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type == k8sv1.PodScheduled && c.Status == k8sv1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	return time.Until(since.Add(a.podStartDelay))
+}
+
 // syncPod plays the kubelet for one pod.
 func (a *agent) syncPod(ctx context.Context, key string) error {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
@@ -256,6 +274,10 @@ func (a *agent) syncPod(ctx context.Context, key string) error {
 	}
 	switch pod.Status.Phase {
 	case k8sv1.PodPending, "":
+		if wait := a.startWait(pod); wait > 0 {
+			a.podQueue.AddAfter(key, wait)
+			return nil
+		}
 		return a.updatePodStatus(ctx, pod.DeepCopy(), node, k8sv1.PodRunning)
 	case k8sv1.PodRunning:
 		// Readiness gates (virt-controller sets kubevirt.io/virtual-machine-unpaused)
