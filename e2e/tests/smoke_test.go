@@ -171,7 +171,7 @@ func TestSmokeUnknownSpecFieldPruned(t *testing.T) {
 // elsewhere, and no cluster-scoped object at all; the admin may.
 func TestSmokeVMOwnerIsNamespaceScoped(t *testing.T) {
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t) // waits until RBAC has seen the vm-owner RoleBinding
 	other := f.BareNamespace(t)
 	owner := f.VMOwner
 
@@ -230,7 +230,7 @@ func TestSmokeVMOwnerIsNamespaceScoped(t *testing.T) {
 // own namespace, without any admin right.
 func TestSmokeVMOwnerMigrates(t *testing.T) {
 	f := fw(t)
-	ns := f.Namespace(t)
+	ns := f.OwnerNamespace(t) // waits until RBAC has seen the vm-owner RoleBinding
 	source := f.Nodes[1]
 	f.StartVMI(t, f.VMOwner, ns, framework.NewVMI("vmi", source), source)
 	f.CreateMigration(t, f.VMOwner, ns, framework.NewMigration("mig", "vmi"))
