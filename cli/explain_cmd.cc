@@ -8,6 +8,7 @@
 #include "api/names.h"
 #include "api/projections.h"
 #include "kube/error.h"
+#include "kube/paging.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -15,21 +16,14 @@ namespace {
 
 using nlohmann::json;
 
-// Every item of a paged LIST.
-std::vector<json> ListAll(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
-                          kube::ListOptions opts) {
+// Every item of a paged LIST (kube::ListAll follows the continue tokens).
+std::vector<json> Items(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
+                        const kube::ListOptions& opts = {}) {
+  json list = kube::ListAll(client, r, ns, opts);
   std::vector<json> items;
-  opts.limit = 500;
-  do {
-    json page = client.List(r, ns, opts);
-    if (page.contains("items") && page["items"].is_array()) {
-      for (auto& it : page["items"]) items.push_back(std::move(it));
-    }
-    opts.continue_token.clear();
-    if (page.contains("metadata") && page["metadata"].is_object()) {
-      opts.continue_token = page["metadata"].value("continue", std::string());
-    }
-  } while (!opts.continue_token.empty());
+  if (list.contains("items") && list["items"].is_array()) {
+    for (auto& it : list["items"]) items.push_back(std::move(it));
+  }
   return items;
 }
 
@@ -101,7 +95,7 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
     kube::ListOptions lo;
     lo.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
                         std::string(api::kLabelCreatedBy) + "=" + uid;
-    std::vector<json> launchers = ListAll(client, kube::kPods, ns, lo);
+    std::vector<json> launchers = Items(client, kube::kPods, ns, lo);
     // The pod the VM runs in now: on the VMI's node and not finished.
     json* model = nullptr;
     for (auto& p : launchers) {
@@ -123,13 +117,13 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
     api::TargetPod pod = api::TargetPod::FromJson(*model);
 
     std::vector<api::NodeInfo> nodes;
-    for (const auto& n : ListAll(client, kube::kNodes, "", {})) {
+    for (const auto& n : Items(client, kube::kNodes, "")) {
       nodes.push_back(api::NodeInfo::FromJson(n));
     }
     kube::ListOptions bound_opts;
     bound_opts.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
     std::vector<api::BoundPod> bound;
-    for (const auto& p : ListAll(client, kube::kPods, "", bound_opts)) {
+    for (const auto& p : Items(client, kube::kPods, "", bound_opts)) {
       api::BoundPod b = api::BoundPod::FromJson(p);
       if (!b.node_name.empty()) bound.push_back(std::move(b));
     }

@@ -1,6 +1,7 @@
 #include "webhook/kube_cluster_view.h"
 
 #include "kube/error.h"
+#include "kube/paging.h"
 #include "kube/resources.h"
 
 namespace kmt::webhook {
@@ -36,23 +37,15 @@ std::vector<api::NodeInfo> KubeClusterView::ListNodes() {
 }
 
 std::vector<api::NodeInfo> KubeClusterView::ListNodesNow() {
-  std::vector<api::NodeInfo> nodes;
   kube::ListOptions opts;
   opts.limit = page_size_;
-  for (;;) {
-    Json page = client_.List(kube::kNodes, "", opts);
-    if (auto items = page.find("items"); items != page.end() && items->is_array()) {
-      for (const Json& node : *items) nodes.push_back(api::NodeInfo::FromJson(node));
-    }
-    std::string next;
-    if (auto meta = page.find("metadata"); meta != page.end() && meta->is_object()) {
-      if (auto c = meta->find("continue"); c != meta->end() && c->is_string()) {
-        next = c->get<std::string>();
-      }
-    }
-    if (next.empty()) return nodes;
-    opts.continue_token = next;
+  Json list = kube::ListAll(client_, kube::kNodes, "", opts);
+  std::vector<api::NodeInfo> nodes;
+  if (auto items = list.find("items"); items != list.end() && items->is_array()) {
+    nodes.reserve(items->size());
+    for (const Json& node : *items) nodes.push_back(api::NodeInfo::FromJson(node));
   }
+  return nodes;
 }
 
 std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,
