@@ -1,7 +1,5 @@
 #include "webhook/certs/bootstrap.h"
 
-#include <openssl/evp.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
 #include "kube/resources.h"
+#include "webhook/admission.h"
 #include "webhook/certs/self_signed.h"
 
 namespace kmt::webhook::certs {
@@ -46,15 +45,6 @@ void WriteAtomically(const std::filesystem::path& p, const std::string& content)
 
 }  // namespace
 
-std::string EncodeBase64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 CertBootstrap::CertBootstrap(kube::KubeClient& client, BootstrapOptions options, Now now)
     : client_(client), options_(std::move(options)), now_(std::move(now)) {}
 
@@ -82,10 +72,10 @@ json CertBootstrap::EnsureSecret(BootstrapResult& result) {
     if (serving_ok) return secret;
 
     KeyPair serving = MakeServing(ca, options_.hosts, now, options_.serving_validity);
-    json data = {{"ca.crt", EncodeBase64(ca.cert_pem)},
-                 {"ca.key", EncodeBase64(ca.key_pem)},
-                 {"tls.crt", EncodeBase64(serving.cert_pem)},
-                 {"tls.key", EncodeBase64(serving.key_pem)}};
+    json data = {{"ca.crt", Base64Encode(ca.cert_pem)},
+                 {"ca.key", Base64Encode(ca.key_pem)},
+                 {"tls.crt", Base64Encode(serving.cert_pem)},
+                 {"tls.key", Base64Encode(serving.key_pem)}};
     try {
       if (!exists) {
         json fresh = {{"apiVersion", "v1"},
@@ -167,7 +157,7 @@ BootstrapResult CertBootstrap::Ensure() {
   json secret = EnsureSecret(result);
   const std::string ca = Field(secret, "ca.crt");
   result.files_written = WriteFiles(ca, Field(secret, "tls.crt"), Field(secret, "tls.key"));
-  const std::string ca_b64 = EncodeBase64(ca);
+  const std::string ca_b64 = Base64Encode(ca);
   result.webhooks_patched = InjectCa(kube::kValidatingWebhookConfigurations, ca_b64) +
                             InjectCa(kube::kMutatingWebhookConfigurations, ca_b64);
   return result;

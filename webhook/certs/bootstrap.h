@@ -66,7 +66,4 @@ class CertBootstrap {
   Now now_;
 };
 
-// Standard base64 with padding.
-std::string EncodeBase64(const std::string& in);
-
 }  // namespace kmt::webhook::certs
