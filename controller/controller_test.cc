@@ -20,13 +20,6 @@ using std::chrono::seconds;
 
 const std::string kKey = std::string(kNs) + "/" + kVmimName;
 
-json Stripped(json obj) {
-  obj["metadata"].erase("uid");
-  obj["metadata"].erase("resourceVersion");
-  obj["metadata"].erase("creationTimestamp");
-  return obj;
-}
-
 struct World {
   FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};

@@ -19,13 +19,6 @@ using kube::kVirtualMachineInstanceMigrations;
 
 const char* kGate = "migration-target.kubevirt.io/added-node-selector-term";
 
-json Stripped(json obj) {
-  obj["metadata"].erase("uid");
-  obj["metadata"].erase("resourceVersion");
-  obj["metadata"].erase("creationTimestamp");
-  return obj;
-}
-
 struct World {
   FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};

@@ -18,21 +18,10 @@ namespace {
 
 using namespace kmt::controller::testing;  // NOLINT: test fixtures
 
+// Threads do the work here: wait for its effect, bounded.
 template <typename F>
 bool Eventually(F&& f) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::yield();
-  }
-  return f();
-}
-
-json Stripped(json obj) {
-  obj["metadata"].erase("uid");
-  obj["metadata"].erase("resourceVersion");
-  obj["metadata"].erase("creationTimestamp");
-  return obj;
+  return testing::Eventually(std::forward<F>(f), std::chrono::seconds(30));
 }
 
 TEST_CASE("The operator leads, releases gates, serves probes and releases the lease on stop") {

@@ -3,6 +3,9 @@
 // server write them, with only the fields that matter set.
 #pragma once
 
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -136,6 +139,26 @@ inline json Node(const NodeSpec& s) {
 inline std::string NodeTerm(const std::string& node) {
   return R"({"matchFields":[{"key":"metadata.name","operator":"In","values":[")" + node +
          R"("]}]})";
+}
+
+// The object without what the server assigns (uid, resourceVersion,
+// creationTimestamp), for comparing stored objects with expected ones.
+inline json Stripped(json obj) {
+  obj["metadata"].erase("uid");
+  obj["metadata"].erase("resourceVersion");
+  obj["metadata"].erase("creationTimestamp");
+  return obj;
+}
+
+// Polls `f` until it is true or `timeout` passes (for tests with real threads).
+template <typename F>
+bool Eventually(F&& f, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::yield();
+  }
+  return f();
 }
 
 }  // namespace kmt::controller::testing
