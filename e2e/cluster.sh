@@ -336,6 +336,7 @@ cmd_up() {
 write_env() {
   cat >"$RUN/env" <<EOF
 export KMT_E2E_DIR=$RUN
+export KMT_E2E_PORT_BASE=$KMT_E2E_PORT_BASE
 export KUBECONFIG=$RUN/admin.kubeconfig
 export KMT_E2E_ADMIN_KUBECONFIG=$RUN/admin.kubeconfig
 export KMT_E2E_VM_OWNER_KUBECONFIG=$RUN/vm-owner.kubeconfig
