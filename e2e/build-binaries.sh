@@ -16,12 +16,7 @@ if [[ ${1:-} == --print-env ]]; then
   exit 0
 fi
 
-command -v go >/dev/null || { echo "build-binaries: go not found (need Go >= $GO_MIN_VERSION)" >&2; exit 1; }
-have=$(go env GOVERSION | sed 's/^go//')
-if [[ $(printf '%s\n%s\n' "$GO_MIN_VERSION" "$have" | sort -V | head -1) != "$GO_MIN_VERSION" ]]; then
-  echo "build-binaries: Go $have is older than $GO_MIN_VERSION (hack/versions.env)" >&2
-  exit 1
-fi
+kmt_use_go || { echo "build-binaries: no Go >= $GO_MIN_VERSION (run hack/install-deps.sh)" >&2; exit 1; }
 
 # The tool modules must pin what hack/versions.env says.
 check_pin() { # file module version

@@ -6,6 +6,9 @@
 KMT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../hack/versions.env
 source "$KMT_ROOT/hack/versions.env"
+# shellcheck source=../hack/go.sh
+source "$KMT_ROOT/hack/go.sh"
+kmt_use_go || true   # the pinned Go first on PATH when there is one (build-binaries.sh insists)
 
 KMT_CACHE=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
 KMT_E2E_DIR=${KMT_E2E_DIR:-/tmp/kmt-e2e}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every system dependency of the build and the tests, idempotently.
-# Debian packages through apt-get; the Go toolchain is the machine's own (see
-# hack/versions.env for the minimum); Kubernetes, etcd and KubeVirt binaries are
-# built from Go modules by e2e/build-binaries.sh, cached outside the repo.
+# Debian packages through apt-get. The Go toolchain: the machine's own when it is new
+# enough (hack/versions.env), else the Go module golang.org/toolchain (hack/go.sh).
+# Kubernetes, etcd and KubeVirt binaries are built from Go modules by
+# e2e/build-binaries.sh, cached outside the repo.
 # --build-only: only what the C++ build needs (the container image's build stage).
 set -euo pipefail
 BUILD_ONLY=0
@@ -51,8 +52,9 @@ if ((BUILD_ONLY)); then
   exit 0
 fi
 
-if ! command -v go >/dev/null 2>&1; then
-  for d in /usr/local/go/bin "$HOME/go/bin"; do [[ -x $d/go ]] && export PATH="$d:$PATH"; done
-fi
-command -v go >/dev/null 2>&1 || { echo "install-deps: the Go toolchain (>= 1.24) is required for e2e" >&2; exit 1; }
+# shellcheck source=versions.env
+source "$(dirname "$0")/versions.env"
+# shellcheck source=go.sh
+source "$(dirname "$0")/go.sh"
+kmt_install_go || { echo "install-deps: no Go toolchain >= $GO_MIN_VERSION for e2e" >&2; exit 1; }
 echo "install-deps: ok (bazel $(bazel --version 2>/dev/null | awk '{print $2}'), $(go version | awk '{print $3}'))"
