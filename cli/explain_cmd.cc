@@ -18,7 +18,8 @@ using nlohmann::json;
 
 // Every item of a paged LIST (kube::ListAll follows the continue tokens).
 std::vector<json> Items(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
-                        const kube::ListOptions& opts = {}) {
+                        kube::ListOptions opts = {}) {
+  opts.omit_managed_fields = true;  // projected for the explainer: never read
   json list = kube::ListAll(client, r, ns, opts);
   std::vector<json> items;
   if (list.contains("items") && list["items"].is_array()) {

@@ -30,6 +30,7 @@ template <typename F>
 void ListAll(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
              kube::ListOptions opts, F&& each) {
   opts.limit = 500;
+  opts.omit_managed_fields = true;  // every caller projects: never read
   do {
     nlohmann::json page = client.List(r, ns, opts);
     for (const auto& item : page.value("items", nlohmann::json::array())) each(item);

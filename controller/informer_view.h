@@ -37,7 +37,7 @@ namespace kmt::controller {
 
 struct InformerViewOptions {
   std::chrono::milliseconds vmim_resync{std::chrono::minutes(5)};
-  int64_t page_size = 500;
+  int64_t page_size = 250;
   std::function<void(const kube::KubeError&)> on_error;
 };
 

@@ -41,6 +41,9 @@ struct ListOptions {
   std::string continue_token;  // from the previous page's metadata.continue
   std::string resource_version;
   std::string resource_version_match;  // "", "NotOlderThan" or "Exact"
+  // Leave metadata.managedFields out of the returned items (what informers want: it is
+  // large and nothing here reads it). Dropped while parsing, never materialised.
+  bool omit_managed_fields = false;
 };
 
 // Options shared by create, update and patch.
@@ -69,6 +72,7 @@ struct WatchOptions {
   std::string resource_version;  // resume point; "" = start from the most recent
   bool allow_bookmarks = true;
   std::chrono::seconds timeout{300};  // server-side timeoutSeconds
+  bool omit_managed_fields = false;   // as ListOptions::omit_managed_fields, per event
 };
 
 // One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.

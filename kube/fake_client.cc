@@ -254,6 +254,7 @@ Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions&
       continue;
     }
     items.push_back(obj);
+    if (opts.omit_managed_fields) items.back()["metadata"].erase("managedFields");
   }
   std::string next;
   if (more) {

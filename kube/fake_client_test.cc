@@ -411,6 +411,33 @@ TEST_CASE("Watch delivers live events with selector transitions") {
   CHECK_FALSE(w->Next().has_value());
 }
 
+TEST_CASE("omit_managed_fields leaves managedFields out of lists and watch events") {
+  FakeClient c;
+  Json fields = Json::array({{{"manager", "virt-controller"}, {"operation", "Update"}}});
+  Json p = Pod("a");
+  p["metadata"]["managedFields"] = fields;
+  c.Create(kPods, "ns", p);
+  CHECK(c.List(kPods, "ns")["items"][0]["metadata"]["managedFields"] == fields);
+  ListOptions lo;
+  lo.omit_managed_fields = true;
+  CHECK_FALSE(c.List(kPods, "ns", lo)["items"][0]["metadata"].contains("managedFields"));
+  // the stored object keeps them
+  CHECK(c.Get(kPods, "ns", "a")["metadata"]["managedFields"] == fields);
+
+  WatchOptions wo;
+  wo.omit_managed_fields = true;
+  auto w = c.Watch(kPods, "ns", wo);
+  p["metadata"]["name"] = "b";
+  c.Create(kPods, "ns", p);
+  for (const char* name : {"a", "b"}) {  // a: the initial state replayed, b: live
+    auto e = w->Next();
+    REQUIRE(e);
+    CHECK(e->object["metadata"]["name"] == name);
+    CHECK_FALSE(e->object["metadata"].contains("managedFields"));
+  }
+  w->Cancel();
+}
+
 TEST_CASE("Watch resumes from a resourceVersion, or says 410 when it is too old") {
   FakeClient::Options opts;
   opts.watch_history = 3;

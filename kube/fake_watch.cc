@@ -86,6 +86,7 @@ std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_vi
   s->resource = GroupResourceName(r);
   s->ns = r.namespaced ? std::string(ns) : "";
   s->bookmarks = opts.allow_bookmarks;
+  s->omit_managed_fields = opts.omit_managed_fields;
   s->kind = r.kind;
   s->api_version = ApiVersion(r);
   try {

@@ -5,6 +5,10 @@
 
 #include <algorithm>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace kmt::kube {
 
 std::string ObjectKey(const Json& object) {
@@ -137,9 +141,10 @@ void InformerCore::Remove(const std::string& key, std::vector<Delivery>& out) {
   items_.erase(it);
 }
 
-void InformerCore::Apply(const WatcherStep& step) {
+void InformerCore::Apply(WatcherStep step) {
   if (step.error && options_.on_error) options_.on_error(*step.error);
   std::vector<Delivery> deliveries;
+  bool trim_after_step = false;
   for (const WatcherEvent& ev : step.events) {
     switch (ev.type) {
       case WatcherEventType::kInit: {
@@ -169,6 +174,7 @@ void InformerCore::Apply(const WatcherStep& step) {
         relisting_ = false;
         synced_ = true;
         synced_cv_.notify_all();
+        trim_after_step = options_.trim_heap_after_list;
         break;
       }
       case WatcherEventType::kApply: {
@@ -191,6 +197,16 @@ void InformerCore::Apply(const WatcherStep& step) {
     }
   }
   Deliver(deliveries);
+  if (trim_after_step) {
+    step = WatcherStep();  // the last page's objects first
+    TrimHeap();
+  }
+}
+
+void TrimHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 void InformerCore::Deliver(const std::vector<Delivery>& deliveries) {

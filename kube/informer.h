@@ -38,11 +38,18 @@ struct InformerOptions {
   std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync
   // Called (on the informer thread) with every error the watcher handled.
   std::function<void(const KubeError&)> on_error;
+  // After each complete (re)list, hand the heap pages the list's pages were parsed into
+  // back to the kernel (glibc malloc_trim): otherwise the allocator keeps the initial
+  // LIST's high-water mark as resident memory for the life of the process.
+  bool trim_heap_after_list = true;
 };
 
 // "namespace/name", or "name" for cluster-scoped objects (client-go's
 // MetaNamespaceKeyFunc).
 std::string ObjectKey(const Json& object);
+
+// Returns the allocator's free pages to the kernel where the C library can (glibc).
+void TrimHeap();
 
 // The type-erased core; use Informer<T> below.
 class InformerCore {
@@ -104,7 +111,7 @@ class InformerCore {
     Erased new_obj;
   };
 
-  void Apply(const WatcherStep& step);
+  void Apply(WatcherStep step);
   void Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out);
   void Remove(const std::string& key, std::vector<Delivery>& out);
   void IndexLocked(const std::string& key, const Entry& e, bool add);

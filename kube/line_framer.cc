@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "kube/error.h"
+#include "kube/managed_fields.h"
 
 namespace kmt::kube {
 namespace {
@@ -45,8 +46,10 @@ void LineFramer::Feed(std::string_view chunk, std::vector<std::string>& out) {
 
 bool LineFramer::HasPartial() const { return !Blank(buffer_); }
 
-WatchEvent ParseWatchEvent(std::string_view line, const std::string& what) {
-  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+WatchEvent ParseWatchEvent(std::string_view line, const std::string& what,
+                           bool omit_managed_fields) {
+  Json j = omit_managed_fields ? ParseOmittingManagedFields(line, ObjectsAt::kWatchEvent)
+                               : Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     throw KubeError(ErrorKind::kInternal,
                     fmt::format("{}: malformed watch event (not JSON): {}", what, Excerpt(line)));

@@ -39,6 +39,8 @@ class LineFramer {
 // Decodes one line of a watch stream. Throws KubeError kInternal naming `what`
 // when the line is not JSON, has no string "type", or no object "object".
 // The type is not checked here: the watcher decides what an unknown type means.
-WatchEvent ParseWatchEvent(std::string_view line, const std::string& what);
+// With omit_managed_fields the object's metadata.managedFields is left out while parsing.
+WatchEvent ParseWatchEvent(std::string_view line, const std::string& what,
+                           bool omit_managed_fields = false);
 
 }  // namespace kmt::kube

@@ -36,8 +36,10 @@ const std::string& MetaName(const Json& obj) {
 class RestWatch : public WatchStream {
  public:
   RestWatch(std::shared_ptr<Transport> transport, std::string path, std::string what,
-            std::chrono::seconds timeout)
-      : transport_(std::move(transport)), what_(std::move(what)) {
+            std::chrono::seconds timeout, bool omit_managed_fields)
+      : transport_(std::move(transport)),
+        what_(std::move(what)),
+        omit_managed_fields_(omit_managed_fields) {
     transport_->WaitForRateLimit();
     cred_ = transport_->CurrentCredential();
     conn_ = transport_->NewConnection(timeout + std::chrono::seconds(30));
@@ -113,7 +115,7 @@ class RestWatch : public WatchStream {
       try {
         framer.Feed(std::string_view(data, len), lines);
         std::vector<WatchEvent> events;
-        for (const std::string& l : lines) events.push_back(ParseWatchEvent(l, what_));
+        for (const std::string& l : lines) events.push_back(ParseWatchEvent(l, what_, omit_managed_fields_));
         std::lock_guard<std::mutex> lock(mu_);
         for (WatchEvent& e : events) queue_.push_back(std::move(e));
         cv_.notify_all();
@@ -154,6 +156,7 @@ class RestWatch : public WatchStream {
 
   std::shared_ptr<Transport> transport_;
   std::string what_;
+  bool omit_managed_fields_ = false;
   Credential cred_;
   std::unique_ptr<httplib::ClientImpl> conn_;
   std::thread thread_;
@@ -183,12 +186,14 @@ RestClient::RestClient(ClientConfig config, TransportOptions options)
 RestClient::~RestClient() = default;
 
 Json RestClient::Call(const std::string& method, const std::string& path, const std::string& body,
-                      const std::string& content_type, const std::string& what) {
+                      const std::string& content_type, const std::string& what,
+                      std::optional<ObjectsAt> omit_managed_fields_at) {
   HttpResponse res = transport_->Do(method, path, body, content_type, what);
   if (res.status < 200 || res.status > 299) {
     throw ErrorFromResponse(res.status, res.body, res.retry_after, what);
   }
-  Json j = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+  Json j = omit_managed_fields_at ? ParseOmittingManagedFields(res.body, *omit_managed_fields_at)
+                                 : Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     throw KubeError(ErrorKind::kInternal,
                     fmt::format("{}: HTTP {} with a body that is not JSON ({} bytes)", what,
@@ -214,7 +219,8 @@ Json RestClient::List(const Resource& r, std::string_view ns, const ListOptions&
   if (!o.resource_version_match.empty()) {
     q.emplace_back("resourceVersionMatch", o.resource_version_match);
   }
-  return Call("GET", ResourcePath(r, ns) + QueryString(q), "", "", DescribeCall("list", r, ns));
+  return Call("GET", ResourcePath(r, ns) + QueryString(q), "", "", DescribeCall("list", r, ns),
+              o.omit_managed_fields ? std::optional(ObjectsAt::kListItems) : std::nullopt);
 }
 
 Json RestClient::Create(const Resource& r, std::string_view ns, const Json& object,
@@ -271,7 +277,8 @@ std::unique_ptr<WatchStream> RestClient::Watch(const Resource& r, std::string_vi
   if (o.allow_bookmarks) q.emplace_back("allowWatchBookmarks", "true");
   if (o.timeout.count() > 0) q.emplace_back("timeoutSeconds", std::to_string(o.timeout.count()));
   return std::make_unique<RestWatch>(transport_, ResourcePath(r, ns) + QueryString(q),
-                                     DescribeCall("watch", r, ns), o.timeout);
+                                     DescribeCall("watch", r, ns), o.timeout,
+                                     o.omit_managed_fields);
 }
 
 }  // namespace kmt::kube

@@ -14,12 +14,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
+#include "kube/managed_fields.h"
 #include "kube/transport.h"
 
 namespace kmt::kube {
@@ -48,8 +50,10 @@ class RestClient : public KubeClient {
   const ClientConfig& config() const { return transport_->config(); }
 
  private:
+  // omit_managed_fields_at: parse the answer leaving out the managedFields of the objects there.
   Json Call(const std::string& method, const std::string& path, const std::string& body,
-            const std::string& content_type, const std::string& what);
+            const std::string& content_type, const std::string& what,
+            std::optional<ObjectsAt> omit_managed_fields_at = std::nullopt);
 
   std::shared_ptr<Transport> transport_;
 };

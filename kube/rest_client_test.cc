@@ -440,6 +440,31 @@ TEST_CASE("Watch streams events split across chunks, then ends cleanly") {
   CHECK_FALSE(w->Next().has_value());
 }
 
+TEST_CASE("omit_managed_fields drops metadata.managedFields from listed and watched objects") {
+  TestServer s;
+  const std::string fields = R"("managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}])";
+  s.srv.Get("/api/v1/pods", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[)"
+                    R"({"metadata":{"name":"a",)" + fields + R"(}}]})",
+                    "application/json");
+  });
+  ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":"6",)" +
+                 fields + "}}}\n"});
+  RestClient c(s.Config());
+  ListOptions keep;
+  CHECK(c.List(kPods, "", keep)["items"][0]["metadata"].contains("managedFields"));
+  ListOptions omit;
+  omit.omit_managed_fields = true;
+  const Json list = c.List(kPods, "", omit);
+  CHECK(list["items"][0]["metadata"] == Json::parse(R"({"name":"a"})"));
+  WatchOptions w = From5();
+  w.omit_managed_fields = true;
+  auto stream = c.Watch(kPods, "ns", w);
+  auto e = stream->Next();
+  REQUIRE(e);
+  CHECK(e->object["metadata"] == Json::parse(R"({"name":"b","resourceVersion":"6"})"));
+}
+
 TEST_CASE("A truncated watch stream is an error after the complete events") {
   TestServer s;
   ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})"

@@ -112,6 +112,7 @@ WatcherStep Watcher::StepList() {
   opts.field_selector = config_.field_selector;
   opts.limit = config_.page_size;
   opts.continue_token = continue_token_;
+  opts.omit_managed_fields = config_.omit_managed_fields;
   Json page;
   try {
     page = client_.List(config_.resource, config_.ns, opts);
@@ -120,7 +121,13 @@ WatcherStep Watcher::StepList() {
     Fail(step, e, e.kind() == ErrorKind::kGone ? State::kEmpty : State::kInitListing);
     return step;
   }
-  const Json items = page.value("items", Json::array());
+  // Move the items out of the page, and each item into its event: a page of 500 pods is
+  // tens of MiB as a DOM, and a copy would double what the initial LIST holds at its peak.
+  Json items = Json::array();
+  if (page.is_object()) {
+    auto it = page.find("items");
+    if (it != page.end()) items = std::move(*it);
+  }
   if (!page.is_object() || !items.is_array()) {
     Fail(step,
          KubeError(ErrorKind::kInternal,
@@ -129,7 +136,9 @@ WatcherStep Watcher::StepList() {
          State::kEmpty);
     return step;
   }
-  for (const Json& item : items) step.events.push_back({WatcherEventType::kInitApply, item});
+  step.events.reserve(items.size() + 1);
+  for (Json& item : items) step.events.push_back({WatcherEventType::kInitApply, std::move(item)});
+  items = Json();
   const Json meta = page.value("metadata", Json::object());
   continue_token_ = meta.is_object() ? meta.value("continue", "") : "";
   if (continue_token_.empty()) {
@@ -148,6 +157,7 @@ WatcherStep Watcher::StepOpenWatch() {
   opts.field_selector = config_.field_selector;
   opts.resource_version = resource_version_;
   opts.allow_bookmarks = true;
+  opts.omit_managed_fields = config_.omit_managed_fields;
   opts.timeout = config_.watch_timeout;
   try {
     std::unique_ptr<WatchStream> s = client_.Watch(config_.resource, config_.ns, opts);

@@ -33,6 +33,8 @@ struct WatcherConfig {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;
+  // Lists and watches leave metadata.managedFields out (informers never read it).
+  bool omit_managed_fields = true;
   std::chrono::seconds watch_timeout{290};  // server-side timeoutSeconds per watch
   std::chrono::milliseconds initial_backoff{800};
   std::chrono::milliseconds max_backoff{30000};

@@ -94,6 +94,28 @@ TEST_CASE("Paged list, then watch; bookmarks advance the resourceVersion") {
   CHECK(h.sleeps.empty());
 }
 
+TEST_CASE("Lists and watches leave managedFields out unless told to keep them") {
+  for (const bool omit : {true, false}) {
+    Harness h;
+    WatcherConfig c = h.Config();
+    c.omit_managed_fields = omit;
+    Watcher w(h.client, c, [](std::chrono::milliseconds) {});
+    Json p = Pod("p1");
+    p["metadata"]["managedFields"] = Json::array({{{"manager", "m"}}});
+    h.client.Create(kPods, "ns", p);
+    w.Step();  // Init
+    WatcherStep listed = w.Step();
+    REQUIRE(listed.events.size() == 2);
+    CHECK(listed.events[0].object["metadata"].contains("managedFields") == !omit);
+    w.Step();  // open the watch
+    p["metadata"]["name"] = "p2";
+    h.client.Create(kPods, "ns", p);
+    WatcherStep watched = w.Step();
+    REQUIRE(watched.events.size() == 1);
+    CHECK(watched.events[0].object["metadata"].contains("managedFields") == !omit);
+  }
+}
+
 TEST_CASE("After a disconnect it re-watches from the last resourceVersion, without relisting") {
   Harness h;
   Watcher w = h.Make();

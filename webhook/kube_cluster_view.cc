@@ -39,6 +39,7 @@ std::vector<api::NodeInfo> KubeClusterView::ListNodes() {
 std::vector<api::NodeInfo> KubeClusterView::ListNodesNow() {
   kube::ListOptions opts;
   opts.limit = page_size_;
+  opts.omit_managed_fields = true;  // projected to NodeInfo: never read
   Json list = kube::ListAll(client_, kube::kNodes, "", opts);
   std::vector<api::NodeInfo> nodes;
   if (auto items = list.find("items"); items != list.end() && items->is_array()) {

@@ -43,6 +43,7 @@ struct FakeClient::Stream {
   LabelSelector labels;
   FieldSelector fields;
   bool bookmarks = false;
+  bool omit_managed_fields = false;
   std::string kind;
   std::string api_version;
 
@@ -63,6 +64,10 @@ struct FakeClient::Stream {
   // Caller holds mu.
   void PushLocked(std::string type, Json object) {
     if (ended || broken || cancelled) return;
+    if (omit_managed_fields && object.is_object() && object.contains("metadata") &&
+        object["metadata"].is_object()) {
+      object["metadata"].erase("managedFields");
+    }
     queue.push_back(WatchEvent{std::move(type), std::move(object)});
     cv.notify_all();
   }
