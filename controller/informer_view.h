@@ -37,6 +37,9 @@ namespace kmt::controller {
 
 struct InformerViewOptions {
   std::chrono::milliseconds vmim_resync{std::chrono::minutes(5)};
+  // Items per initial LIST page. One page is parsed as a whole, so this bounds the sync's
+  // transient memory; 250 measured 83 MiB peak / 78 MiB settled against 95 / 81 at 500
+  // (bench/memory_benchmark, 25,000 objects) for 4 more requests per 1,000 objects.
   int64_t page_size = 250;
   std::function<void(const kube::KubeError&)> on_error;
 };
