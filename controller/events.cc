@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -53,6 +55,67 @@ void KubeEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
         "Failed to record event",
         {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}, {"error", e.what()}});
   }
+}
+
+AsyncEventRecorder::AsyncEventRecorder(EventRecorder& sink, Logger& log, size_t capacity,
+                                       std::chrono::milliseconds drain_for)
+    : sink_(sink), log_(log), capacity_(capacity), drain_for_(drain_for) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+AsyncEventRecorder::~AsyncEventRecorder() { Stop(); }
+
+void AsyncEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_ && queue_.size() < capacity_) {
+      queue_.emplace_back(about, event);
+      cv_.notify_one();
+      return;
+    }
+  }
+  dropped_.fetch_add(1);
+  log_.Error("Dropped event: the event queue is full or stopping",
+             {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}});
+}
+
+void AsyncEventRecorder::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void AsyncEventRecorder::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AsyncEventRecorder::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_ && !deadline) deadline = std::chrono::steady_clock::now() + drain_for_;
+    if (queue_.empty() || (deadline && std::chrono::steady_clock::now() >= *deadline)) break;
+    auto [about, event] = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    sink_.Record(about, event);  // best effort: the sink logs its own failures
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+  if (!queue_.empty()) {
+    dropped_.fetch_add(queue_.size());
+    log_.Error("Dropped events at shutdown", {{"count", std::to_string(queue_.size())}});
+    queue_.clear();
+  }
+  idle_cv_.notify_all();
 }
 
 }  // namespace kmt::controller

@@ -11,7 +11,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "controller/clock.h"
 #include "controller/log.h"
@@ -49,6 +55,42 @@ class KubeEventRecorder : public EventRecorder {
   Logger& log_;
   std::string instance_;
   std::atomic<uint64_t> seq_{0};
+};
+
+// Records through `sink` on its own thread, as client-go's event broadcaster does, so a
+// reconcile never waits for an Event's API round trip. Record() never blocks: when
+// `capacity` Events are already waiting, the new one is dropped and counted (client-go's
+// queue holds 1,000 and drops the same way). Order is kept. Stop() (and the destructor)
+// lets the queue drain for at most `drain_for`, then drops what is left, logging how many.
+class AsyncEventRecorder : public EventRecorder {
+ public:
+  AsyncEventRecorder(EventRecorder& sink, Logger& log, size_t capacity = 1000,
+                     std::chrono::milliseconds drain_for = std::chrono::seconds(5));
+  ~AsyncEventRecorder() override;
+  AsyncEventRecorder(const AsyncEventRecorder&) = delete;
+  AsyncEventRecorder& operator=(const AsyncEventRecorder&) = delete;
+
+  void Record(const ObjectRef& about, const EventSpec& event) override;
+  void Stop();
+  // Blocks until every Event recorded so far has been handed to the sink (tests).
+  void Flush();
+  uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  void Run();
+
+  EventRecorder& sink_;
+  Logger& log_;
+  const size_t capacity_;
+  const std::chrono::milliseconds drain_for_;
+  std::mutex mu_;
+  std::condition_variable cv_;       // work or stop for the thread
+  std::condition_variable idle_cv_;  // the queue emptied (Flush)
+  std::deque<std::pair<ObjectRef, EventSpec>> queue_;
+  bool busy_ = false;  // the thread is handing one Event to the sink
+  bool stopping_ = false;
+  std::atomic<uint64_t> dropped_{0};
+  std::thread thread_;
 };
 
 }  // namespace kmt::controller

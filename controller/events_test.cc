@@ -1,0 +1,131 @@
+// controller/events_test.cc — AsyncEventRecorder: order, never blocking the caller,
+// dropping when full, draining at Stop.
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "controller/events.h"
+#include "controller/fake_clock.h"
+
+namespace kmt::controller {
+namespace {
+
+// A sink that records reasons and can be held shut.
+struct Sink : EventRecorder {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = true;
+  int entered = 0;
+  std::vector<std::string> reasons;
+
+  void Record(const ObjectRef&, const EventSpec& e) override {
+    std::unique_lock<std::mutex> lock(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(lock, [this] { return open; });
+    reasons.push_back(e.reason);
+  }
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = false;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  void WaitEntered(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return entered >= n; });
+  }
+  std::vector<std::string> Got() {
+    std::lock_guard<std::mutex> lock(mu);
+    return reasons;
+  }
+};
+
+struct World {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  std::mutex lines_mu;
+  Logger log{clock, LogLevel::kDebug, LogFormat::kText, [this](const std::string& l) {
+               std::lock_guard<std::mutex> lock(lines_mu);
+               lines.push_back(l);
+             }};
+  Sink sink;
+  ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration", "ns", "m", "uid", "1"};
+  EventSpec Event(int i) { return {"Normal", "Reason" + std::to_string(i), "message"}; }
+};
+
+std::vector<std::string> Reasons(int from, int to) {
+  std::vector<std::string> out;
+  for (int i = from; i < to; ++i) out.push_back("Reason" + std::to_string(i));
+  return out;
+}
+
+TEST_CASE("Events reach the sink in the order they were recorded") {
+  World w;
+  AsyncEventRecorder async(w.sink, w.log);
+  for (int i = 0; i < 50; ++i) async.Record(w.about, w.Event(i));
+  async.Flush();
+  CHECK(w.sink.Got() == Reasons(0, 50));
+  CHECK(async.dropped() == 0);
+}
+
+TEST_CASE("Record never waits for a slow sink; beyond capacity Events are dropped and logged") {
+  World w;
+  AsyncEventRecorder async(w.sink, w.log, /*capacity=*/3);
+  w.sink.Hold();
+  async.Record(w.about, w.Event(0));
+  w.sink.WaitEntered(1);  // Event 0 is in the sink, which does not return
+  for (int i = 1; i <= 5; ++i) async.Record(w.about, w.Event(i));  // 1..3 queue, 4 and 5 drop
+  CHECK(async.dropped() == 2);
+  {
+    std::lock_guard<std::mutex> lock(w.lines_mu);
+    REQUIRE(w.lines.size() == 2);
+    CHECK(w.lines[0].find("Dropped event") != std::string::npos);
+    CHECK(w.lines[0].find("Reason4") != std::string::npos);
+  }
+  w.sink.Release();
+  async.Flush();
+  CHECK(w.sink.Got() == Reasons(0, 4));
+}
+
+TEST_CASE("Stop delivers what is queued") {
+  World w;
+  {
+    AsyncEventRecorder async(w.sink, w.log);
+    w.sink.Hold();
+    for (int i = 0; i < 10; ++i) async.Record(w.about, w.Event(i));
+    w.sink.WaitEntered(1);
+    w.sink.Release();
+    async.Stop();
+    async.Record(w.about, w.Event(10));  // after Stop: dropped, not lost silently
+    CHECK(async.dropped() == 1);
+  }
+  CHECK(w.sink.Got() == Reasons(0, 10));
+}
+
+TEST_CASE("Stop gives up on a sink that does not drain in time, counting what it drops") {
+  World w;
+  AsyncEventRecorder async(w.sink, w.log, 1000, std::chrono::milliseconds(0));
+  w.sink.Hold();
+  for (int i = 0; i < 5; ++i) async.Record(w.about, w.Event(i));
+  w.sink.WaitEntered(1);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    w.sink.Release();
+  });
+  async.Stop();  // the deadline passed while Event 0 was in the sink: 1..4 dropped
+  releaser.join();
+  CHECK(w.sink.Got() == Reasons(0, 1));
+  CHECK(async.dropped() == 4);
+  std::lock_guard<std::mutex> lock(w.lines_mu);
+  REQUIRE_FALSE(w.lines.empty());
+  CHECK(w.lines.back().find("Dropped events at shutdown") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kmt::controller
