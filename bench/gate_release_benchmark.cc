@@ -15,6 +15,7 @@
 //   gate_release_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
 //       [--sizes=1,50,200] [--report=FILE] [--log-dir=DIR] [--timeout=120]
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -194,10 +195,18 @@ GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const s
   return run;
 }
 
+// How the operator was tuned in this run, for the table's note.
+std::string OperatorFlagsText(const std::vector<std::string>& extra) {
+  std::string text = "the default --workers, --kube-api-qps and --kube-api-burst";
+  if (!extra.empty()) text += " and " + fmt::format("{}", fmt::join(extra, " "));
+  return text;
+}
+
 int Main(int argc, char** argv) {
   std::string kubeconfig, operator_bin, report, log_dir = "/tmp";
   std::vector<size_t> sizes = {1, 50, 200};
   int timeout = 120;
+  std::vector<std::string> operator_args;  // --operator-arg=FLAG, repeatable: tuning trials
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* flag) -> std::optional<std::string> {
@@ -213,6 +222,8 @@ int Main(int argc, char** argv) {
       report = *v;
     } else if (auto v = value("--log-dir")) {
       log_dir = *v;
+    } else if (auto v = value("--operator-arg")) {
+      operator_args.push_back(*v);
     } else if (auto v = value("--timeout")) {
       timeout = std::stoi(*v);
     } else if (auto v = value("--sizes")) {
@@ -235,11 +246,12 @@ int Main(int argc, char** argv) {
   auto client = MakeUnthrottledClient(kubeconfig);
   std::vector<GateRun> op_runs, floor_runs;
   {
-    OperatorProcess op(operator_bin,
-                       {"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--disable-webhook",
-                        fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
-                        fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort)},
-                       log_dir + "/gate-release-operator.log");
+    std::vector<std::string> args = {
+        "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--disable-webhook",
+        fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
+        fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort)};
+    args.insert(args.end(), operator_args.begin(), operator_args.end());
+    OperatorProcess op(operator_bin, args, log_dir + "/gate-release-operator.log");
     if (!op.WaitReady(kHealthPort, std::chrono::seconds(60))) {
       std::fprintf(stderr, "the operator did not become ready; see %s/gate-release-operator.log\n",
                    log_dir.c_str());
@@ -268,7 +280,7 @@ int Main(int argc, char** argv) {
        "into its required node affinity. N VMIMs with a node term, then N gated virt-launcher "
        "target pods created at once (64 creating threads at most), fresh namespace per run. "
        "Operator: //controller:operator out of cluster, --disable-webhook, "
-       "--leader-elect=false, default --workers=2 and client QPS (50, burst 100). Floor: one "
+       "--leader-elect=false, " + OperatorFlagsText(operator_args) + ". Floor: one "
        "watch and one guarded JSON Patch per gated pod (api::AndTermIntoPod), 2 patching "
        "threads, no client QPS limit; same cluster, run after the operator stopped. "
        "Throughput ratio = floor ÷ operator. virt-controller is stopped during this benchmark "

@@ -22,10 +22,11 @@ struct OperatorFlags {
   std::string metrics_bind_address = ":8080";
   std::string log_level = "info";
   std::string log_format = "text";
-  int workers = 2;
-  // Client-side rate limit towards the API server (client-go's QPS/Burst).
-  double kube_api_qps = 50;
-  int kube_api_burst = 100;
+  int workers = 4;
+  // Client-side rate limit towards the API server (client-go's QPS/Burst), per client
+  // (controller, webhook, events, leader election). KubeVirt's virt-controller defaults.
+  double kube_api_qps = 200;
+  int kube_api_burst = 400;
   bool disable_webhook = false;
   bool disable_controller = false;
   // Apply the admin check to KubeVirt's own spec.addedNodeSelector too.

@@ -16,7 +16,7 @@ TEST_CASE("Defaults are controller-runtime's") {
   CHECK(f.metrics_bind_address == ":8080");
   CHECK(f.webhook_cert_dir == "/tmp/k8s-webhook-server/serving-certs");
   CHECK(f.log_format == "text");
-  CHECK(f.workers == 2);
+  CHECK(f.workers == 4);
 }
 
 TEST_CASE("The Deployment's arguments parse") {
@@ -25,7 +25,7 @@ TEST_CASE("The Deployment's arguments parse") {
       {"--leader-elect", "--leader-election-namespace=kubevirt-migration-target",
        "--webhook-port=9443", "--webhook-cert-dir=/certs", "--webhook-cert-mode=self",
        "--health-probe-bind-address=:8081", "--metrics-bind-address=0", "--log-format=json",
-       "--workers", "4", "--kubeconfig", "/k", "--context=c", "--log-level=debug"},
+       "--workers", "8", "--kubeconfig", "/k", "--context=c", "--log-level=debug"},
       &f);
   CHECK(p.exit_code == -1);
   CHECK(f.leader_elect);
@@ -34,7 +34,7 @@ TEST_CASE("The Deployment's arguments parse") {
   CHECK(f.webhook_cert_mode == "self");
   CHECK(f.metrics_bind_address == "0");
   CHECK(f.log_format == "json");
-  CHECK(f.workers == 4);
+  CHECK(f.workers == 8);
   CHECK(f.kubeconfig == "/k");
   CHECK(f.context == "c");
   CHECK(f.log_level == "debug");
@@ -42,15 +42,15 @@ TEST_CASE("The Deployment's arguments parse") {
 
 TEST_CASE("Client rate limits and self-managed certificate hosts") {
   OperatorFlags f;
-  CHECK(f.kube_api_qps == 50);
-  CHECK(f.kube_api_burst == 100);
-  CHECK(f.webhook_cert_hosts.empty());
-  FlagParse p = ParseOperatorFlags(
-      {"--kube-api-qps=200", "--kube-api-burst", "400", "--webhook-cert-hosts=127.0.0.1,localhost"},
-      &f);
-  CHECK(p.exit_code == -1);
   CHECK(f.kube_api_qps == 200);
   CHECK(f.kube_api_burst == 400);
+  CHECK(f.webhook_cert_hosts.empty());
+  FlagParse p = ParseOperatorFlags(
+      {"--kube-api-qps=50", "--kube-api-burst", "100", "--webhook-cert-hosts=127.0.0.1,localhost"},
+      &f);
+  CHECK(p.exit_code == -1);
+  CHECK(f.kube_api_qps == 50);
+  CHECK(f.kube_api_burst == 100);
   CHECK(f.webhook_cert_hosts == std::vector<std::string>{"127.0.0.1", "localhost"});
   OperatorFlags bad;
   CHECK(ParseOperatorFlags({"--kube-api-qps=0"}, &bad).exit_code == 2);

@@ -60,7 +60,10 @@ int main(int argc, char** argv) {
   kmt::controller::ParseLogFormat(flags.log_format, &format);
   Logger log(clock, level, format);
 
-  std::unique_ptr<kmt::kube::RestClient> client;
+  // One client per kind of traffic, each with its own --kube-api-qps/--kube-api-burst
+  // bucket and connections (see OperatorClients).
+  std::unique_ptr<kmt::kube::RestClient> controller_client, webhook_client, events_client,
+      election_client;
   try {
     kmt::kube::ClientConfig config = LoadConfig(flags);
     log.Info("Loaded API server configuration",
@@ -68,13 +71,19 @@ int main(int argc, char** argv) {
     kmt::kube::TransportOptions transport;
     transport.qps = flags.kube_api_qps;
     transport.burst = flags.kube_api_burst;
-    client = std::make_unique<kmt::kube::RestClient>(std::move(config), transport);
+    controller_client = std::make_unique<kmt::kube::RestClient>(config, transport);
+    webhook_client = std::make_unique<kmt::kube::RestClient>(config, transport);
+    events_client = std::make_unique<kmt::kube::RestClient>(config, transport);
+    election_client = std::make_unique<kmt::kube::RestClient>(std::move(config), transport);
   } catch (const std::exception& e) {
     log.Error("Failed to load the API server configuration", {{"error", e.what()}});
     return 1;
   }
 
-  kmt::controller::Operator op(flags, *client, log, kmt::controller::DefaultIdentity());
+  kmt::controller::Operator op(flags,
+                               {*controller_client, *webhook_client, *events_client,
+                                *election_client},
+                               log, kmt::controller::DefaultIdentity());
   std::thread signal_thread([&] {
     int received = 0;
     for (;;) {

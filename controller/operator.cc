@@ -48,7 +48,7 @@ OperatorIdentity DefaultIdentity() {
 
 struct Operator::Impl {
   OperatorFlags flags;
-  kube::KubeClient& client;
+  OperatorClients clients;
   Logger& log;
   OperatorIdentity identity;
 
@@ -57,6 +57,7 @@ struct Operator::Impl {
   Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
   std::unique_ptr<KubeEventRecorder> events;
+  std::unique_ptr<AsyncEventRecorder> async_events;  // what the controller records through
   std::unique_ptr<InformerView> view;
   std::unique_ptr<Controller> controller;
   std::unique_ptr<LeaderElector> elector;
@@ -76,8 +77,8 @@ struct Operator::Impl {
   std::atomic<bool> stopping{false};
   std::optional<TimerId> cert_timer;
 
-  Impl(const OperatorFlags& f, kube::KubeClient& c, Logger& l, OperatorIdentity id)
-      : flags(f), client(c), log(l), identity(std::move(id)) {}
+  Impl(const OperatorFlags& f, OperatorClients c, Logger& l, OperatorIdentity id)
+      : flags(f), clients(c), log(l), identity(std::move(id)) {}
 
   bool Ready() const {
     if (!flags.disable_controller && !view->HasSynced()) return false;
@@ -138,8 +139,9 @@ struct Operator::Impl {
       if (cert_timer) election_clock.Cancel(*cert_timer);
     }
     if (starter.joinable()) starter.join();
-    if (controller) controller->Stop();  // drain keys in progress
-    if (elector) elector->Stop();        // releases the lease when leading
+    if (controller) controller->Stop();      // drain keys in progress
+    if (async_events) async_events->Stop();  // their Events, for at most 5 s
+    if (elector) elector->Stop();            // releases the lease when leading
     if (webhook) webhook->Stop();
     if (view) view->Stop();
     if (metrics_server) metrics_server->Stop();
@@ -149,9 +151,9 @@ struct Operator::Impl {
   ~Impl() { Shutdown(); }
 };
 
-Operator::Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
+Operator::Operator(const OperatorFlags& flags, OperatorClients clients, Logger& log,
                    OperatorIdentity identity)
-    : impl_(std::make_unique<Impl>(flags, client, log, std::move(identity))) {}
+    : impl_(std::make_unique<Impl>(flags, clients, log, std::move(identity))) {}
 
 Operator::~Operator() = default;
 
@@ -186,8 +188,8 @@ void Operator::Start() {
   }
 
   if (!f.disable_webhook) {
-    s.access = std::make_unique<webhook::SubjectAccessReviewer>(s.client);
-    s.cluster = std::make_unique<webhook::KubeClusterView>(s.client);
+    s.access = std::make_unique<webhook::SubjectAccessReviewer>(s.clients.webhook);
+    s.cluster = std::make_unique<webhook::KubeClusterView>(s.clients.webhook);
     webhook::ServerOptions wo;
     wo.port = f.webhook_port;
     wo.cert_file = f.webhook_cert_dir + "/tls.crt";
@@ -200,22 +202,23 @@ void Operator::Start() {
       if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;
       bo.cert_dir = f.webhook_cert_dir;
       if (!f.webhook_cert_hosts.empty()) bo.hosts = f.webhook_cert_hosts;
-      s.certs = std::make_unique<webhook::certs::CertBootstrap>(s.client, bo);
+      s.certs = std::make_unique<webhook::certs::CertBootstrap>(s.clients.webhook, bo);
       s.EnsureCerts();
     }
   }
 
   if (!f.disable_controller) {
-    s.events = std::make_unique<KubeEventRecorder>(s.client, s.clock, s.log, s.identity.id);
+    s.events = std::make_unique<KubeEventRecorder>(s.clients.events, s.clock, s.log, s.identity.id);
+    s.async_events = std::make_unique<AsyncEventRecorder>(*s.events, s.log);
     InformerViewOptions vo;
     vo.on_error = [&s](const kube::KubeError& e) {
       s.log.Error("Failed to watch", {{"error", e.what()}});
     };
-    s.view = std::make_unique<InformerView>(s.client, s.clock, vo);
+    s.view = std::make_unique<InformerView>(s.clients.controller, s.clock, vo);
     ControllerOptions co;
     co.workers = f.workers;
     s.controller =
-        std::make_unique<Controller>(*s.view, s.client, s.clock, s.log, s.metrics, *s.events, co);
+        std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log, s.metrics, *s.async_events, co);
     s.view->Connect(*s.controller);
   }
 
@@ -255,7 +258,7 @@ void Operator::Start() {
       lc.on_new_leader = [&s](const std::string& holder) {
         if (holder != s.identity.id) s.log.Info("Observed new leader", {{"holder", holder}});
       };
-      s.elector = std::make_unique<LeaderElector>(s.client, s.election_clock, lc);
+      s.elector = std::make_unique<LeaderElector>(s.clients.election, s.election_clock, lc);
       s.log.Info("Started leader election",
                  {{"lease", ns + "/" + f.leader_election_id}, {"identity", s.identity.id}});
       s.elector->Start();

@@ -1,5 +1,5 @@
 // controller/operator.h — the operator process minus main(): everything the
-// binary runs, wired together over one KubeClient.
+// binary runs, wired together over its API clients.
 //
 //   every replica: /healthz, /readyz, /metrics; the admission webhook (unless
 //                  --disable-webhook); the informer caches (warm standby, so a
@@ -35,10 +35,25 @@ struct OperatorIdentity {
 // "<hostname>_<16 random hex digits>", as client-go's leader election ids.
 OperatorIdentity DefaultIdentity();
 
+// The API clients, one per kind of traffic. main() gives each its own client-side rate
+// limiter (as controller-runtime builds separate clients for leader election and events),
+// so a burst of reconciles never delays an admission review's SubjectAccessReview or a
+// lease renewal. Tests may pass one client for all four.
+struct OperatorClients {
+  kube::KubeClient& controller;  // informers, pod patches and deletions, VMIM status
+  kube::KubeClient& webhook;     // SubjectAccessReviews, VMIM and node reads, certificates
+  kube::KubeClient& events;      // Events
+  kube::KubeClient& election;    // the Lease
+};
+
 class Operator {
  public:
-  Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
+  Operator(const OperatorFlags& flags, OperatorClients clients, Logger& log,
            OperatorIdentity identity);
+  Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
+           OperatorIdentity identity)
+      : Operator(flags, OperatorClients{client, client, client, client}, log,
+                 std::move(identity)) {}
   ~Operator();
 
   // Starts everything; throws std::runtime_error with a clear message when a
