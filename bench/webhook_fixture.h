@@ -36,7 +36,7 @@ class FakeApi {
   int vmim_count() const { return static_cast<int>(vmims_.size()); }
 
  private:
-  kube::FakeClient client_;
+  kube::FakeClient client_{kube::FakeClient::Options{.record_calls = false}};
   std::vector<Json> vmims_;  // as stored (with uid)
 };
 

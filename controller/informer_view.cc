@@ -60,6 +60,16 @@ InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
           Options(kube::kPods, "", "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
                   std::chrono::milliseconds(0), options),
           Projected<api::BoundPod>) {
+  nodes_.AddHandlers({[this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr&) {
+                        node_generation_.fetch_add(1);
+                      },
+                      [this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr& a,
+                             const kube::Informer<api::NodeInfo>::Ptr& b) {
+                        if (a != b && NodeChangeMatters(*a, *b)) node_generation_.fetch_add(1);
+                      },
+                      [this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr&) {
+                        node_generation_.fetch_add(1);
+                      }});
   targets_.AddIndex(kJobIndex, [](const nlohmann::json& pod) -> std::vector<std::string> {
     const auto& labels = pod["metadata"].value("labels", nlohmann::json::object());
     auto it = labels.find(api::kLabelMigrationJobUID);
@@ -162,6 +172,19 @@ std::vector<api::NodeInfo> InformerView::Nodes() {
   std::vector<api::NodeInfo> out;
   for (const auto& n : nodes_.List()) out.push_back(*n);
   return out;
+}
+
+InformerView::NodeSnapshot InformerView::NodeList() {
+  if (!nodes_.HasSynced()) return nullptr;
+  // Read the generation before listing: a change racing with the list only makes the
+  // snapshot newer than its tag, and the next call rebuilds it.
+  const uint64_t generation = node_generation_.load();
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  if (snapshot_ && snapshot_generation_ == generation) return snapshot_;
+  snapshot_ = std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
+      nodes_.List());
+  snapshot_generation_ = generation;
+  return snapshot_;
 }
 
 std::vector<api::BoundPod> InformerView::BoundPods() {

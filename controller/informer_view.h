@@ -66,6 +66,12 @@ class InformerView : public CacheView {
   std::vector<api::BoundPod> BoundPods() override;
   std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
 
+  // The cached nodes as one shared, immutable list (for the webhook's placement warnings):
+  // null until the node cache has synced. Rebuilt (pointer copies, no projection copies)
+  // only after a node was added, deleted or changed in a way NodeChangeMatters.
+  using NodeSnapshot = std::shared_ptr<const std::vector<std::shared_ptr<const api::NodeInfo>>>;
+  NodeSnapshot NodeList();
+
   // Cache sizes, for logs and the memory benchmark.
   struct Sizes {
     size_t vmims, target_pods, nodes, bound_pods;
@@ -80,6 +86,10 @@ class InformerView : public CacheView {
   kube::Informer<api::TargetPod> targets_;
   kube::Informer<api::NodeInfo> nodes_;
   kube::Informer<api::BoundPod> bound_;
+  std::atomic<uint64_t> node_generation_{0};  // bumped by node changes that matter
+  std::mutex snapshot_mu_;
+  NodeSnapshot snapshot_;
+  uint64_t snapshot_generation_ = 0;
   std::mutex seen_mu_;
   std::unordered_map<std::string, SteadyTime> seen_;  // target pod uid -> first seen
 };

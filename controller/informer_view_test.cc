@@ -110,5 +110,43 @@ TEST_CASE("Only node changes that matter to scheduling count") {
   CHECK(NodeChangeMatters(base, api::NodeInfo::FromJson(row.node)) == row.matters);
 }
 
+TEST_CASE("The node list snapshot is shared until a node changes in a way that matters") {
+  FakeClock clock;
+  kube::FakeClient client;
+  client.Create(kube::kNodes, "", Node({"node-1", {{"zone", "a"}}}));
+  client.Create(kube::kNodes, "", Node({"node-2", {{"zone", "b"}}}));
+  InformerView view(client, clock);
+  CHECK(view.NodeList() == nullptr);  // not synced yet: callers fall back to a LIST
+  view.Start();
+  REQUIRE(view.WaitForSync(std::chrono::seconds(20)));
+  auto first = view.NodeList();
+  REQUIRE(first != nullptr);
+  CHECK(first->size() == 2);
+  CHECK(view.NodeList() == first);  // unchanged: the same list, not a copy
+
+  // A heartbeat changes nothing the snapshot holds: still the same list.
+  json heartbeat = client.Get(kube::kNodes, "", "node-1");
+  heartbeat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:10Z";
+  client.Update(kube::kNodes, "", heartbeat);
+  client.Create(kube::kNodes, "", Node({"node-3", {{"zone", "c"}}}));  // a marker after it
+  REQUIRE(Eventually([&] { return view.sizes().nodes == 3; }));
+  auto with_three = view.NodeList();
+  CHECK(with_three != first);
+  CHECK(with_three->size() == 3);
+  CHECK(view.NodeList() == with_three);
+
+  // A label change is seen.
+  json relabeled = client.Get(kube::kNodes, "", "node-2");
+  relabeled["metadata"]["labels"]["zone"] = "z";
+  client.Update(kube::kNodes, "", relabeled);
+  REQUIRE(Eventually([&] {
+    for (const auto& n : *view.NodeList()) {
+      if (n->name == "node-2") return n->labels.Find("zone") && *n->labels.Find("zone") == "z";
+    }
+    return false;
+  }));
+  view.Stop();
+}
+
 }  // namespace
 }  // namespace kmt::controller

@@ -215,6 +215,8 @@ void Operator::Start() {
       s.log.Error("Failed to watch", {{"error", e.what()}});
     };
     s.view = std::make_unique<InformerView>(s.clients.controller, s.clock, vo);
+    // The webhook's placement warnings read the node cache instead of listing nodes.
+    if (s.cluster) s.cluster->SetCachedNodes([&s] { return s.view->NodeList(); });
     ControllerOptions co;
     co.workers = f.workers;
     s.controller =

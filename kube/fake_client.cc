@@ -80,7 +80,7 @@ void FakeClient::Before(const FakeCall& call) {
                   call.ns.empty() || call.name.empty() ? call.name : call.ns + "/" + call.name);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    calls_.push_back(call);
+    if (options_.record_calls) calls_.push_back(call);
     for (auto it = faults_.begin(); it != faults_.end(); ++it) {
       if (it->verb != verb || (!it->resource.empty() && it->resource != resource)) continue;
       if (it->error) {

@@ -72,6 +72,9 @@ class FakeClient : public KubeClient {
     std::function<std::chrono::system_clock::time_point()> now = [] {
       return std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));  // 2026-01-01
     };
+    // Keep every call for Calls(). Benchmarks that serve from the fake turn this off: the
+    // log grows without bound, and its reallocations would show up as latency.
+    bool record_calls = true;
   };
 
   FakeClient();

@@ -411,6 +411,17 @@ TEST_CASE("Watch delivers live events with selector transitions") {
   CHECK_FALSE(w->Next().has_value());
 }
 
+TEST_CASE("Calls are recorded unless record_calls is off") {
+  FakeClient on;
+  on.Create(kPods, "ns", Pod("a"));
+  on.Get(kPods, "ns", "a");
+  CHECK(on.Calls().size() == 2);
+  FakeClient off(FakeClient::Options{.record_calls = false});
+  off.Create(kPods, "ns", Pod("a"));
+  off.Get(kPods, "ns", "a");
+  CHECK(off.Calls().empty());
+}
+
 TEST_CASE("omit_managed_fields leaves managedFields out of lists and watch events") {
   FakeClient c;
   Json fields = Json::array({{{"manager", "virt-controller"}, {"operation", "Update"}}});

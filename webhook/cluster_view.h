@@ -6,6 +6,7 @@
 // implement the node read later. webhook/testing/fake_cluster_view.h keeps state in memory.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,10 @@
 
 namespace kmt::webhook {
 
+// An immutable node list, shared between concurrent reviews (and with an informer cache's
+// projections) without copying.
+using NodeList = std::shared_ptr<const std::vector<std::shared_ptr<const api::NodeInfo>>>;
+
 class ClusterView {
  public:
   virtual ~ClusterView() = default;
@@ -24,8 +29,8 @@ class ClusterView {
   // (std::exception) when it cannot be read.
   virtual std::optional<Json> GetMigration(std::string_view ns, std::string_view name) = 0;
 
-  // Every node. Throws when they cannot be listed.
-  virtual std::vector<api::NodeInfo> ListNodes() = 0;
+  // Every node (never null). Throws when they cannot be listed.
+  virtual NodeList ListNodes() = 0;
 
   // status.nodeName of the VMI ("" while it has none), or nullopt when the VMI does not
   // exist. Throws when it cannot be read.

@@ -24,29 +24,52 @@ std::optional<Json> KubeClusterView::GetMigration(std::string_view ns, std::stri
   return GetOrNothing(client_, kube::kVirtualMachineInstanceMigrations, ns, name);
 }
 
-std::vector<api::NodeInfo> KubeClusterView::ListNodes() {
-  if (node_list_ttl_.count() <= 0) return ListNodesNow();
-  std::lock_guard lock(nodes_mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (!nodes_valid_ || now - nodes_fetched_ >= node_list_ttl_) {
-    nodes_ = ListNodesNow();  // on error the previous list is kept but not reused
-    nodes_fetched_ = now;
-    nodes_valid_ = true;
+NodeList KubeClusterView::ListNodes() {
+  if (cached_nodes_) {
+    if (NodeList cached = cached_nodes_()) return cached;
   }
-  return nodes_;
+  if (node_list_ttl_.count() <= 0) return ListNodesNow();
+  std::unique_lock lock(nodes_mu_);
+  // Before the first list: wait for another review's attempt instead of starting a second.
+  nodes_cv_.wait(lock, [this] { return nodes_ != nullptr || !refreshing_; });
+  const auto now = std::chrono::steady_clock::now();
+  if (nodes_ != nullptr && (now - nodes_fetched_ < node_list_ttl_ || refreshing_)) {
+    return nodes_;  // fresh, or being refreshed by another review: use it meanwhile
+  }
+  refreshing_ = true;
+  lock.unlock();
+  NodeList fresh;
+  try {
+    fresh = ListNodesNow();
+  } catch (...) {
+    // The previous list (if any) stays expired, so the next review tries again.
+    lock.lock();
+    refreshing_ = false;
+    nodes_cv_.notify_all();
+    throw;
+  }
+  lock.lock();
+  nodes_ = fresh;
+  nodes_fetched_ = now;
+  refreshing_ = false;
+  nodes_cv_.notify_all();
+  return fresh;
 }
 
-std::vector<api::NodeInfo> KubeClusterView::ListNodesNow() {
+NodeList KubeClusterView::ListNodesNow() {
   kube::ListOptions opts;
   opts.limit = page_size_;
   opts.omit_managed_fields = true;  // projected to NodeInfo: never read
   Json list = kube::ListAll(client_, kube::kNodes, "", opts);
-  std::vector<api::NodeInfo> nodes;
+  std::vector<std::shared_ptr<const api::NodeInfo>> nodes;
   if (auto items = list.find("items"); items != list.end() && items->is_array()) {
     nodes.reserve(items->size());
-    for (const Json& node : *items) nodes.push_back(api::NodeInfo::FromJson(node));
+    for (const Json& node : *items) {
+      nodes.push_back(std::make_shared<const api::NodeInfo>(api::NodeInfo::FromJson(node)));
+    }
   }
-  return nodes;
+  return std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
+      std::move(nodes));
 }
 
 std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,

@@ -1,11 +1,17 @@
 // webhook/kube_cluster_view.h — ClusterView over a KubeClient: live reads, because a VMIM
 // created a moment ago must be found when its target pod arrives (a cache may lag).
 // The node list, which only feeds advisory warnings, is reused for `node_list_ttl` so a
-// burst of VMIM reviews costs one LIST, not one per request (bench/RESULTS.md).
+// burst of VMIM reviews costs one LIST, not one per request (bench/RESULTS.md). When it
+// expires, one review lists again while the others keep using the previous list, so a
+// refresh never stalls concurrent reviews; only the very first list is waited for.
+// In the operator, where the controller's informer already caches the nodes, the cache is
+// used instead (SetCachedNodes) and no review lists nodes at all.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 
 #include "kube/client.h"
@@ -22,19 +28,25 @@ class KubeClusterView : public ClusterView {
       : client_(client), page_size_(page_size), node_list_ttl_(node_list_ttl) {}
 
   std::optional<Json> GetMigration(std::string_view ns, std::string_view name) override;
-  std::vector<api::NodeInfo> ListNodes() override;
+  NodeList ListNodes() override;
+
+  // A source of cached nodes used instead of LIST whenever it returns non-null (e.g. an
+  // informer's, null until it has synced). Set before the first review.
+  void SetCachedNodes(std::function<NodeList()> source) { cached_nodes_ = std::move(source); }
   std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) override;
 
  private:
-  std::vector<api::NodeInfo> ListNodesNow();
+  NodeList ListNodesNow();
 
   kube::KubeClient& client_;
   int64_t page_size_;
   std::chrono::milliseconds node_list_ttl_;
+  std::function<NodeList()> cached_nodes_;
   std::mutex nodes_mu_;
+  std::condition_variable nodes_cv_;  // the first list arrived, or its attempt failed
   std::chrono::steady_clock::time_point nodes_fetched_{};
-  bool nodes_valid_ = false;
-  std::vector<api::NodeInfo> nodes_;
+  bool refreshing_ = false;
+  NodeList nodes_;  // null until the first list succeeds
 };
 
 }  // namespace kmt::webhook

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kube/error.h"
@@ -46,18 +49,19 @@ TEST_CASE("KubeClusterView lists every node across pages") {
     client.Create(kube::kNodes, "", Node("node-" + std::to_string(i), i % 2 ? "a" : "b"));
   }
   KubeClusterView view(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::milliseconds(0));
-  auto nodes = view.ListNodes();
+  const NodeList list = view.ListNodes();
+  const auto& nodes = *list;
   REQUIRE(nodes.size() == 5);
   std::vector<std::string> names;
   names.reserve(nodes.size());
-  for (const auto& n : nodes) names.push_back(n.name);
+  for (const auto& n : nodes) names.push_back(n->name);
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"node-1", "node-2", "node-3", "node-4", "node-5"});
   for (const auto& n : nodes) {
-    CAPTURE(n.name);
-    const std::string* zone = n.labels.Find("topology.kubernetes.io/zone");
+    CAPTURE(n->name);
+    const std::string* zone = n->labels.Find("topology.kubernetes.io/zone");
     REQUIRE(zone != nullptr);
-    CHECK(*zone == ((n.name.back() - '0') % 2 ? "a" : "b"));
+    CHECK(*zone == ((n->name.back() - '0') % 2 ? "a" : "b"));
   }
   client.FailNext(kube::Verb::kList, 1, kube::ErrorKind::kForbidden);
   CHECK_THROWS_AS(view.ListNodes(), kube::KubeError);
@@ -68,14 +72,14 @@ TEST_CASE("KubeClusterView reuses a node list within its TTL") {
   for (int i = 1; i <= 3; ++i) client.Create(kube::kNodes, "", Node("node-" + std::to_string(i), "a"));
   KubeClusterView view(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::hours(1));
   client.ClearCalls();
-  CHECK(view.ListNodes().size() == 3);
+  CHECK(view.ListNodes()->size() == 3);
   CHECK(client.Calls().size() == 2);  // two pages
   client.Create(kube::kNodes, "", Node("node-4", "b"));
   client.ClearCalls();
-  CHECK(view.ListNodes().size() == 3);  // reused: no LIST within the TTL
+  CHECK(view.ListNodes()->size() == 3);  // reused: no LIST within the TTL
   CHECK(client.Calls().empty());
   KubeClusterView fresh(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::milliseconds(0));
-  CHECK(fresh.ListNodes().size() == 4);
+  CHECK(fresh.ListNodes()->size() == 4);
 }
 
 TEST_CASE("KubeClusterView reads where a VMI runs") {
@@ -93,6 +97,73 @@ TEST_CASE("KubeClusterView reads where a VMI runs") {
   CHECK(view.VmiNodeName("ns1", "vm2") == std::nullopt);
   client.FailNext(kube::Verb::kGet, 1, kube::ErrorKind::kUnavailable);
   CHECK_THROWS_AS(view.VmiNodeName("ns1", "vm1"), kube::KubeError);
+}
+
+TEST_CASE("An expired node list is refreshed by one review while the others keep using it") {
+  kube::FakeClient client;
+  client.Create(kube::kNodes, "", Node("node-1", "a"));
+  KubeClusterView view(client, /*page_size=*/500, /*node_list_ttl=*/std::chrono::milliseconds(1));
+  REQUIRE(view.ListNodes()->size() == 1);
+  client.Create(kube::kNodes, "", Node("node-2", "a"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the list expires
+
+  // Hold the refreshing review inside its LIST.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_list = false, release = false;
+  client.SetCallHook([&](const kube::FakeCall& call) {
+    if (call.verb != kube::Verb::kList) return;
+    std::unique_lock<std::mutex> lock(mu);
+    in_list = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  size_t refreshed = 0;
+  std::thread refresher([&] { refreshed = view.ListNodes()->size(); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return in_list; });
+  }
+  // Meanwhile another review gets the previous list at once, without a LIST of its own.
+  CHECK(view.ListNodes()->size() == 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+  refresher.join();
+  CHECK(refreshed == 2);
+  client.SetCallHook(nullptr);
+  CHECK(view.ListNodes()->size() == 2);  // the refreshed list, within its TTL or refreshed
+}
+
+TEST_CASE("A failed refresh is the failing review's error; the next review lists again") {
+  kube::FakeClient client;
+  client.Create(kube::kNodes, "", Node("node-1", "a"));
+  KubeClusterView view(client, 500, std::chrono::milliseconds(1));
+  REQUIRE(view.ListNodes()->size() == 1);
+  client.Create(kube::kNodes, "", Node("node-2", "a"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  client.FailNext(kube::Verb::kList, 1, kube::ErrorKind::kUnavailable);
+  CHECK_THROWS_AS(view.ListNodes(), kube::KubeError);
+  CHECK(view.ListNodes()->size() == 2);
+}
+
+TEST_CASE("Cached nodes, when the source has them, replace the LIST") {
+  kube::FakeClient client;
+  client.Create(kube::kNodes, "", Node("listed", "a"));
+  KubeClusterView view(client, 500, std::chrono::milliseconds(0));
+  NodeList cached;  // null: the source has nothing yet (an informer not yet synced)
+  view.SetCachedNodes([&] { return cached; });
+  REQUIRE(view.ListNodes()->size() == 1);
+  CHECK(view.ListNodes()->front()->name == "listed");
+  api::NodeInfo n;
+  n.name = "cached";
+  cached = std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
+      std::vector<std::shared_ptr<const api::NodeInfo>>{std::make_shared<const api::NodeInfo>(n)});
+  client.ClearCalls();
+  CHECK(view.ListNodes()->front()->name == "cached");
+  CHECK(client.Calls().empty());
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ std::string Permission() {
 
 std::vector<std::string> PlacementWarnings(const api::NodeSelectorTerm& term,
                                            const AdmissionRequest& req, ClusterView& cluster) {
-  std::vector<api::NodeInfo> nodes;
+  NodeList nodes;
   try {
     nodes = cluster.ListNodes();
   } catch (const std::exception& e) {
@@ -42,8 +42,8 @@ std::vector<std::string> PlacementWarnings(const api::NodeSelectorTerm& term,
         fmt::format("could not list nodes to check the added node selector term: {}", e.what())};
   }
   std::vector<const api::NodeInfo*> matching;
-  for (const auto& node : nodes) {
-    if (api::TermMatchesNode(term, node.labels, node.name)) matching.push_back(&node);
+  for (const auto& node : *nodes) {
+    if (api::TermMatchesNode(term, node->labels, node->name)) matching.push_back(node.get());
   }
   if (matching.empty()) {
     return {

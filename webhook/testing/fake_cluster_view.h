@@ -37,9 +37,12 @@ class FakeClusterView : public ClusterView {
     return it->second;
   }
 
-  std::vector<api::NodeInfo> ListNodes() override {
+  NodeList ListNodes() override {
     if (nodes_error) throw std::runtime_error(*nodes_error);
-    return nodes;
+    std::vector<std::shared_ptr<const api::NodeInfo>> list;
+    for (const api::NodeInfo& n : nodes) list.push_back(std::make_shared<const api::NodeInfo>(n));
+    return std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
+        std::move(list));
   }
 
   std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) override {
