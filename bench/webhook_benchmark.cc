@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,14 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const CertFiles cert = WriteThrowawayCertificate(dir);
+  // The throwaway certificate's directory goes when the run ends, however it ends.
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } remove_dir{dir};
 
   FakeApi api(/*vmims=*/1000, nodes);
   webhook::SubjectAccessReviewer access(api.client());

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
 
 #include "bench/throwaway_cert.h"
 #include "webhook/kube_cluster_view.h"
@@ -29,8 +31,9 @@ TEST_CASE("The mixed load alternates paths and is allowed by the real routes") {
   CHECK(load(1).path == "/mutate-pod");
   CHECK(load(8).body == load(0).body);  // cycles through `count` bodies
 
-  char dir_template[] = "/tmp/kmt-bench-test-XXXXXX";
-  const char* dir = mkdtemp(dir_template);
+  const char* tmp = std::getenv("TEST_TMPDIR");  // Bazel's, removed with the test's sandbox
+  std::string dir_template = std::string(tmp != nullptr ? tmp : "/tmp") + "/kmt-bench-test-XXXXXX";
+  const char* dir = mkdtemp(dir_template.data());
   REQUIRE(dir != nullptr);
   const CertFiles cert = WriteThrowawayCertificate(dir);
   webhook::SubjectAccessReviewer access(api.client());
