@@ -3,6 +3,7 @@
 
 #include "api/names.h"
 #include "kube/error.h"
+#include "kube/paging.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -25,17 +26,13 @@ std::string SourceNode(const api::MigrationInfo& vmim, const std::vector<api::Ta
 
 namespace {
 
-// Every item of a paged LIST.
+// Every item of a LIST (kube::ListAll follows the continue tokens), projected.
 template <typename F>
 void ListAll(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
              kube::ListOptions opts, F&& each) {
-  opts.limit = 500;
   opts.omit_managed_fields = true;  // every caller projects: never read
-  do {
-    nlohmann::json page = client.List(r, ns, opts);
-    for (const auto& item : page.value("items", nlohmann::json::array())) each(item);
-    opts.continue_token = page["metadata"].value("continue", "");
-  } while (!opts.continue_token.empty());
+  nlohmann::json list = kube::ListAll(client, r, ns, opts);
+  for (const auto& item : list["items"]) each(item);
 }
 
 }  // namespace

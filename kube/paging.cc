@@ -14,9 +14,9 @@ Json ListAll(KubeClient& client, const Resource& r, std::string_view ns, ListOpt
     try {
       while (true) {
         Json page = client.List(r, ns, page_opts);
-        if (all.is_null()) all = page;
-        for (Json& item : page["items"]) items.push_back(std::move(item));
         const std::string next = page["metadata"].value("continue", "");
+        for (Json& item : page["items"]) items.push_back(std::move(item));
+        if (all.is_null()) all = std::move(page);  // kind, apiVersion, metadata (items moved out)
         if (next.empty()) break;
         page_opts.continue_token = next;
       }
