@@ -6,19 +6,6 @@
 
 namespace kmt::controller {
 
-TokenBucket::TokenBucket(double qps, int burst, SteadyTime now)
-    : qps_(qps), burst_(burst), tokens_(burst), last_(now) {}
-
-Duration TokenBucket::Reserve(SteadyTime now) {
-  if (now > last_) {
-    tokens_ = std::min(burst_, tokens_ + Seconds(now - last_) * qps_);
-    last_ = now;
-  }
-  tokens_ -= 1;
-  if (tokens_ >= 0) return Duration::zero();
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(-tokens_ / qps_));
-}
-
 RateLimiter::RateLimiter(SteadyTime now, RateLimiterOptions opts)
     : opts_(opts), bucket_(opts.qps, opts.burst, now) {}
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "controller/clock.h"
+#include "kube/rate_limiter.h"
 
 namespace kmt::controller {
 
@@ -20,21 +21,6 @@ struct RateLimiterOptions {
   Duration max_delay = std::chrono::seconds(1000);
   double qps = 10;
   int burst = 100;
-};
-
-// A token bucket that hands out reservations (golang.org/x/time/rate's
-// Reserve semantics): the bucket may go into debt, and the delay is how long
-// until the debt of this reservation is paid.
-class TokenBucket {
- public:
-  TokenBucket(double qps, int burst, SteadyTime now);
-  Duration Reserve(SteadyTime now);
-
- private:
-  double qps_;
-  double burst_;
-  double tokens_;
-  SteadyTime last_;
 };
 
 class RateLimiter {
@@ -54,7 +40,7 @@ class RateLimiter {
   Duration Backoff(int failures) const;
 
   RateLimiterOptions opts_;
-  TokenBucket bucket_;
+  kube::TokenBucketState bucket_;  // reservations on the queue's clock
   std::unordered_map<std::string, int> failures_;
 };
 

@@ -60,7 +60,7 @@ TEST_CASE("The token bucket allows a burst of 100, then 10 per second") {
 }
 
 TEST_CASE("The bucket never holds more than its burst") {
-  TokenBucket bucket(10, 100, kT0);
+  kube::TokenBucketState bucket(10, 100, kT0);
   const SteadyTime later = kT0 + std::chrono::hours(1);
   for (int i = 0; i < 100; ++i) REQUIRE(bucket.Reserve(later) == Duration::zero());
   REQUIRE(bucket.Reserve(later) == milliseconds(100));

@@ -6,42 +6,49 @@
 
 namespace kmt::kube {
 
+TokenBucketState::TokenBucketState(double qps, int burst, TimePoint now)
+    : qps_(qps), burst_(std::max(1, burst)), tokens_(std::max(1, burst)), last_(now) {}
+
+void TokenBucketState::Refill(TimePoint now) {
+  if (now <= last_) return;
+  tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
+  last_ = now;
+}
+
+std::chrono::nanoseconds TokenBucketState::Reserve(TimePoint now) {
+  if (qps_ <= 0) return std::chrono::nanoseconds(0);
+  Refill(now);
+  tokens_ -= 1;  // may go negative: the deficit is this reservation's wait
+  if (tokens_ >= 0) return std::chrono::nanoseconds(0);
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(-tokens_ / qps_));
+}
+
+bool TokenBucketState::TryTake(TimePoint now) {
+  if (qps_ <= 0) return true;
+  Refill(now);
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
 TokenBucket::TokenBucket(double qps, int burst, Clock clock, Sleep sleep)
-    : qps_(qps),
-      burst_(std::max(1, burst)),
-      clock_(std::move(clock)),
-      sleep_(std::move(sleep)),
-      tokens_(std::max(1, burst)),
-      last_(clock_()) {
+    : clock_(std::move(clock)), sleep_(std::move(sleep)), state_(qps, burst, clock_()) {
   if (!sleep_) sleep_ = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
 }
 
-std::chrono::nanoseconds TokenBucket::Reserve() {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto now = clock_();
-  const double elapsed = std::chrono::duration<double>(now - last_).count();
-  last_ = now;
-  tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
-  tokens_ -= 1;  // may go negative: the deficit is this caller's wait
-  if (tokens_ >= 0) return std::chrono::nanoseconds(0);
-  return std::chrono::nanoseconds(static_cast<int64_t>(-tokens_ / qps_ * 1e9));
-}
-
 void TokenBucket::Wait() {
-  if (qps_ <= 0) return;
-  const std::chrono::nanoseconds wait = Reserve();
+  std::chrono::nanoseconds wait;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wait = state_.Reserve(clock_());
+  }
   if (wait.count() > 0) sleep_(wait);
 }
 
 bool TokenBucket::TryTake() {
-  if (qps_ <= 0) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = clock_();
-  tokens_ = std::min(burst_, tokens_ + std::chrono::duration<double>(now - last_).count() * qps_);
-  last_ = now;
-  if (tokens_ < 1) return false;
-  tokens_ -= 1;
-  return true;
+  return state_.TryTake(clock_());
 }
 
 }  // namespace kmt::kube

@@ -51,5 +51,17 @@ TEST_CASE("qps <= 0 disables limiting") {
   CHECK(t.sleeps.empty());
 }
 
+TEST_CASE("Reservations made at one instant queue up behind each other's debt") {
+  const std::chrono::steady_clock::time_point t0{};
+  TokenBucketState s(10, 2, t0);
+  CHECK(s.Reserve(t0) == 0ns);
+  CHECK(s.Reserve(t0) == 0ns);
+  CHECK(s.Reserve(t0) == 100ms);
+  CHECK(s.Reserve(t0) == 200ms);
+  CHECK_FALSE(s.TryTake(t0));     // in debt: nothing to take now
+  CHECK(s.Reserve(t0 - 1s) == 300ms);  // time running backwards refills nothing
+  CHECK(s.TryTake(t0 + 400ms));   // the debt is paid and one token is back
+}
+
 }  // namespace
 }  // namespace kmt::kube
