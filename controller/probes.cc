@@ -7,6 +7,13 @@
 #include <stdexcept>
 
 namespace kmt::controller {
+namespace {
+
+// Workers per probe or metrics server: a liveness and a readiness probe and a scrape can be
+// answered at once, plus one spare for a keep-alive connection left idle.
+constexpr size_t kProbeThreads = 4;
+
+}  // namespace
 
 HttpAnswer AnswerChecks(const std::vector<HealthCheck>& checks, bool verbose) {
   std::vector<std::pair<std::string, bool>> parts;
@@ -69,6 +76,9 @@ ProbeServer::~ProbeServer() { Stop(); }
 
 void ProbeServer::Start() {
   http_ = std::make_unique<httplib::Server>();
+  // Probes and scrapes are a few requests a minute: a small pool, not httplib's default of
+  // eight threads per server (each thread that allocates gets its own malloc arena).
+  http_->new_task_queue = [] { return new httplib::ThreadPool(kProbeThreads); };
   http_->set_read_timeout(5, 0);
   http_->set_write_timeout(5, 0);
   for (const auto& [path, answer] : routes_) {
