@@ -114,13 +114,32 @@ std::vector<std::pair<std::string, std::string>> ParseLogfmt(std::string_view li
   return out;
 }
 
+// One log line: ts, level and msg first, then `fields` in order. JSON through
+// nlohmann::ordered_json (keeps that order; dump() replaces invalid UTF-8 instead of
+// throwing), text as logfmt.
+template <typename Fields>
+std::string RenderLine(LogFormat format, const std::string& ts, LogLevel level,
+                       std::string_view msg, const Fields& fields) {
+  if (format == LogFormat::kJson) {
+    nlohmann::ordered_json j;
+    j["ts"] = ts;
+    j["level"] = LevelName(level);
+    j["msg"] = std::string(msg);
+    for (const auto& [k, v] : fields) j[std::string(k)] = v;
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  std::string line = "ts=" + ts + " level=" + LevelName(level) + " msg=" + LogfmtValue(msg);
+  for (const auto& [k, v] : fields) line += " " + std::string(k) + "=" + LogfmtValue(v);
+  return line;
+}
+
 }  // namespace
 
 void Logger::Forward(std::string_view component, std::string_view logfmt_line) {
   auto pairs = ParseLogfmt(logfmt_line);
   LogLevel level = LogLevel::kInfo;
   std::string msg;
-  std::vector<std::pair<std::string, std::string>> rest;
+  std::vector<std::pair<std::string, std::string>> rest{{"component", std::string(component)}};
   for (auto& [k, v] : pairs) {
     if (k == "level") {
       ParseLogLevel(v == "warn" || v == "warning" ? "info" : v, &level);
@@ -131,21 +150,7 @@ void Logger::Forward(std::string_view component, std::string_view logfmt_line) {
     }
   }
   if (!Enabled(level)) return;
-  const std::string ts = FormatMicroTime(clock_.WallNow());
-  std::string line;
-  if (format_ == LogFormat::kJson) {
-    nlohmann::ordered_json j;
-    j["ts"] = ts;
-    j["level"] = LevelName(level);
-    j["msg"] = msg;
-    j["component"] = std::string(component);
-    for (const auto& [k, v] : rest) j[k] = v;
-    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } else {
-    line = "ts=" + ts + " level=" + LevelName(level) + " msg=" + LogfmtValue(msg) +
-           " component=" + LogfmtValue(component);
-    for (const auto& [k, v] : rest) line += " " + k + "=" + LogfmtValue(v);
-  }
+  const std::string line = RenderLine(format_, FormatMicroTime(clock_.WallNow()), level, msg, rest);
   std::lock_guard<std::mutex> lock(mu_);
   sink_(line);
 }
@@ -163,21 +168,8 @@ Logger::Logger(const Clock& clock, LogLevel level, LogFormat format,
 
 void Logger::Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
   if (!Enabled(level)) return;
-  const std::string ts = FormatMicroTime(clock_.WallNow());
-  std::string line;
-  if (format_ == LogFormat::kJson) {
-    // nlohmann::ordered_json keeps ts, level, msg first; dump() replaces
-    // invalid UTF-8 instead of throwing.
-    nlohmann::ordered_json j;
-    j["ts"] = ts;
-    j["level"] = LevelName(level);
-    j["msg"] = std::string(msg);
-    for (const auto& [k, v] : fields) j[std::string(k)] = v;
-    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } else {
-    line = "ts=" + ts + " level=" + LevelName(level) + " msg=" + LogfmtValue(msg);
-    for (const auto& [k, v] : fields) line += " " + std::string(k) + "=" + LogfmtValue(v);
-  }
+  const std::string line =
+      RenderLine(format_, FormatMicroTime(clock_.WallNow()), level, msg, fields);
   std::lock_guard<std::mutex> lock(mu_);
   sink_(line);
 }

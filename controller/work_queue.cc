@@ -17,6 +17,10 @@ void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_) return;
   if (!dirty_.insert(key).second) return;  // already queued or marked for re-run
   if (processing_.count(key)) return;      // Done() queues it again
+  PushLocked(key);
+}
+
+void WorkQueue::PushLocked(const std::string& key) {
   queue_.push_back(key);
   added_at_.emplace(key, clock_.Now());
   if (metrics_) {
@@ -112,13 +116,7 @@ void WorkQueue::Done(const std::string& key) {
   if (dirty_.count(key)) {
     // Re-added while it was processing: now it may run again. Shutting down
     // does not drop it, so a draining worker still sees it.
-    queue_.push_back(key);
-    added_at_.emplace(key, clock_.Now());
-    if (metrics_) {
-      metrics_->Added();
-      metrics_->Depth(static_cast<int64_t>(queue_.size()));
-    }
-    cv_.notify_one();
+    PushLocked(key);
   }
   if (draining_ && processing_.empty()) cv_.notify_all();
 }

@@ -73,6 +73,8 @@ class WorkQueue {
 
  private:
   void AddLocked(const std::string& key);
+  // Appends `key` to the queue (it is dirty and not processing) and wakes a worker.
+  void PushLocked(const std::string& key);
   std::string PopLocked();
   void AddAfterLocked(const std::string& key, Duration delay);
 
