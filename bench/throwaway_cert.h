@@ -1,6 +1,6 @@
-// bench/throwaway_cert.h — a self-signed EC P-256 serving certificate for 127.0.0.1 and
-// localhost, made with the OpenSSL API, for webhook servers started inside a benchmark.
-// The certificate is its own trust anchor: clients load cert_file as their CA file.
+// bench/throwaway_cert.h — a serving certificate for 127.0.0.1 and localhost, for webhook
+// servers started inside a benchmark: a private CA and a leaf made by the operator's own
+// webhook::certs (the same code that makes its self-managed certificates).
 #pragma once
 
 #include <string>
@@ -8,12 +8,13 @@
 namespace kmt::bench {
 
 struct CertFiles {
-  std::string cert_file;  // PEM, also the CA file for clients
+  std::string cert_file;  // PEM, the serving certificate
   std::string key_file;
+  std::string ca_file;  // PEM, the CA clients verify the server against
 };
 
-// Writes tls.crt and tls.key into `dir` (which must exist). Throws std::runtime_error when
-// OpenSSL fails or the files cannot be written.
+// Writes tls.crt, tls.key and ca.crt into `dir` (which must exist). Throws
+// std::runtime_error when the files cannot be written.
 CertFiles WriteThrowawayCertificate(const std::string& dir);
 
 }  // namespace kmt::bench

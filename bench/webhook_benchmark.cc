@@ -123,7 +123,7 @@ int Main(int argc, char** argv) {
   bool all_ok = true;
   for (double rate : rates) {
     LoadOptions o;
-    o.ca_file = cert.cert_file;
+    o.ca_file = cert.ca_file;
     o.rate = rate;
     o.duration = std::chrono::milliseconds(seconds_ms);
     o.connections = connections;

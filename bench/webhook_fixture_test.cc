@@ -46,7 +46,7 @@ TEST_CASE("The mixed load alternates paths and is allowed by the real routes") {
 
   LoadOptions o;
   o.port = server.port();
-  o.ca_file = cert.cert_file;
+  o.ca_file = cert.ca_file;
   o.rate = 200;
   o.duration = std::chrono::milliseconds(100);
   o.connections = 2;
