@@ -515,17 +515,4 @@ std::string Explainer::Summarize(size_t max_nodes) const {
   return FormatSummary(ptrs, allowed.size());
 }
 
-std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations,
-                                 size_t max_nodes) {
-  std::vector<const NodeExplanation*> allowed;
-  for (const auto& e : explanations) {
-    if (e.allowed_by_term) allowed.push_back(&e);
-  }
-  std::sort(allowed.begin(), allowed.end(),
-            [](const auto* a, const auto* b) { return a->node < b->node; });
-  const size_t total = allowed.size();
-  allowed.resize(std::min(max_nodes, total));
-  return FormatSummary(allowed, total);
-}
-
 }  // namespace kmt::api

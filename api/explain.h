@@ -70,8 +70,11 @@ class Explainer {
   NodeExplanation Explain(size_t i) const;
   // Every node, sorted by name.
   std::vector<NodeExplanation> ExplainAll() const;
-  // SummarizeExplanation(ExplainAll(), max_nodes) without rendering texts for nodes the
-  // summary leaves out: evaluates every node, explains only the first max_nodes allowed.
+  // One bounded message about the nodes the added term allows (all nodes without a term),
+  // sorted by name: "node-a: cordoned; node-b: taint k=v:NoSchedule not tolerated,
+  // insufficient memory (requested 2Gi, free 1Gi); ... and 7 more nodes". Fitting nodes are
+  // listed as "node-c: fits". No allowed node: "no node matches the added term".
+  // Evaluates every node but renders texts only for the first max_nodes allowed.
   std::string Summarize(size_t max_nodes = 10) const;
 
  private:
@@ -79,12 +82,5 @@ class Explainer {
   std::shared_ptr<const Impl> impl_;
   std::span<const NodeInfo> nodes_;
 };
-
-// One bounded message about the nodes the added term allows (all nodes without a term),
-// sorted by name: "node-a: cordoned; node-b: taint k=v:NoSchedule not tolerated,
-// insufficient memory (requested 2Gi, free 1Gi); ... and 7 more nodes". Fitting nodes
-// are listed as "node-c: fits". No allowed node: "no node matches the added term".
-std::string SummarizeExplanation(const std::vector<NodeExplanation>& explanations,
-                                 size_t max_nodes = 10);
 
 }  // namespace kmt::api

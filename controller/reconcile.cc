@@ -253,7 +253,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
     api::TargetPod own = *unschedulable;
     if (term) own.required_affinity = OwnAffinity(own.required_affinity, *term);
     api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods);
-    std::string summary = api::SummarizeExplanation(explainer.ExplainAll());
+    std::string summary = explainer.Summarize();  // renders only the nodes it shows
     std::string message = fmt::format("Target pod {} is unschedulable: {} Per node{}: {}",
                                       PodRef(*unschedulable), unschedulable->scheduled_message,
                                       term ? " the added term allows" : "", summary);
