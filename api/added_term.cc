@@ -40,15 +40,6 @@ const std::string& AddedTermFieldPath() {
   return path;
 }
 
-NodeSelectorTerm TermFromNodeSelectorMap(
-    const std::vector<std::pair<std::string, std::string>>& map) {
-  std::vector<std::pair<std::string, std::string>> sorted = map;
-  std::sort(sorted.begin(), sorted.end());
-  NodeSelectorTerm term;
-  for (const auto& [k, v] : sorted) term.match_expressions.push_back({k, std::string(kOpIn), {v}});
-  return term;
-}
-
 AddedTermParse ParseAddedTerm(std::string_view text) {
   AddedTermParse out;
   const std::string& path = AddedTermFieldPath();

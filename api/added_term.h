@@ -34,12 +34,6 @@ struct AddedTermParse {
   std::vector<Cause> causes;
 };
 
-// KubeVirt's own spec.addedNodeSelector (a label map KubeVirt merges into the target pod's
-// nodeSelector) as the equivalent term, `key In [value]` per entry sorted by key, so the
-// explainer can report the nodes it allows the same way. Empty map → empty term.
-NodeSelectorTerm TermFromNodeSelectorMap(
-    const std::vector<std::pair<std::string, std::string>>& map);
-
 // Size cap (FieldValueTooLong), JSON syntax (FieldValueInvalid naming the byte
 // position), strict shape (node_selector.h) and validation (validation.h).
 AddedTermParse ParseAddedTerm(std::string_view text);

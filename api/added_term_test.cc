@@ -96,11 +96,5 @@ TEST_CASE("ParseAddedTerm survives invalid UTF-8") {
 namespace kmt::api {
 namespace {
 
-TEST_CASE("TermFromNodeSelectorMap: KubeVirt's addedNodeSelector as a term") {
-  CHECK(TermFromNodeSelectorMap({{"zone", "a"}, {"kubernetes.io/arch", "amd64"}}) ==
-        NodeSelectorTerm{{{"kubernetes.io/arch", "In", {"amd64"}}, {"zone", "In", {"a"}}}, {}});
-  CHECK(TermFromNodeSelectorMap({}).empty());
-}
-
 }  // namespace
 }  // namespace kmt::api

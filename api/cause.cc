@@ -13,7 +13,6 @@ constexpr std::string_view kNotSupportedText = "Unsupported value";
 constexpr std::string_view kForbiddenText = "Forbidden";
 constexpr std::string_view kTooLongText = "Too long";
 constexpr std::string_view kTooManyText = "Too many";
-constexpr std::string_view kDuplicateText = "Duplicate value";
 
 // ErrorBody: "<type text>[: <value>][: <detail>]".
 std::string Body(std::string_view type_text, std::string_view value, std::string_view detail) {
@@ -147,11 +146,6 @@ Cause TooManyCause(std::string field, size_t actual, size_t max) {
       "must have at most " + std::to_string(max) + (max == 1 ? " item" : " items");
   return {std::string(kCauseTooMany), std::move(field),
           Body(kTooManyText, std::to_string(actual), detail)};
-}
-
-Cause DuplicateCause(std::string field, std::string_view value) {
-  return {std::string(kCauseDuplicate), std::move(field),
-          Body(kDuplicateText, QuoteValue(value), "")};
 }
 
 Cause TypeInvalidCause(std::string field, std::string_view rendered_value,

@@ -30,7 +30,6 @@ inline constexpr std::string_view kCauseNotSupported = "FieldValueNotSupported";
 inline constexpr std::string_view kCauseForbidden = "FieldValueForbidden";
 inline constexpr std::string_view kCauseTooLong = "FieldValueTooLong";
 inline constexpr std::string_view kCauseTooMany = "FieldValueTooMany";
-inline constexpr std::string_view kCauseDuplicate = "FieldValueDuplicate";
 inline constexpr std::string_view kCauseTypeInvalid = "FieldValueTypeInvalid";
 
 // Constructors mirroring field.Required(), field.Invalid(), ... . String bad values are
@@ -45,7 +44,6 @@ Cause NotSupportedCause(std::string field, std::string_view value,
 Cause ForbiddenCause(std::string field, std::string_view detail);
 Cause TooLongCause(std::string field, size_t max_length);
 Cause TooManyCause(std::string field, size_t actual, size_t max);
-Cause DuplicateCause(std::string field, std::string_view value);
 Cause TypeInvalidCause(std::string field, std::string_view rendered_value, std::string_view detail);
 
 // Kubernetes' field.Path printing: Child("a", "b") = "a.b" (just "b" under an empty

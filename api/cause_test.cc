@@ -38,7 +38,6 @@ TEST_CASE("Cause constructors mirror field.Error.ErrorBody") {
       {TooLongCause("a", 1), "FieldValueTooLong", "a", "Too long: may not be more than 1 byte"},
       {TooManyCause("a", 65, 64), "FieldValueTooMany", "a",
        "Too many: 65: must have at most 64 items"},
-      {DuplicateCause("a[1]", "x"), "FieldValueDuplicate", "a[1]", R"(Duplicate value: "x")"},
       {TypeInvalidCause("a.key", "5", "must be of type string"), "FieldValueTypeInvalid", "a.key",
        "Invalid value: 5: must be of type string"},
   }));

@@ -218,11 +218,10 @@ struct Explainer::Impl {
     return n.ready == ConditionStatus::kFalse ? !tolerates_not_ready : !tolerates_unreachable;
   }
   // A NoSchedule/NoExecute taint not tolerated and not already reported as cordon/readiness.
-  bool TaintBlocks(const NodeInfo& n, const Taint& t, bool cordoned, bool not_ready) const {
+  bool TaintBlocks(const Taint& t, bool cordoned, bool not_ready) const {
     if (t.effect != TaintEffect::kNoSchedule && t.effect != TaintEffect::kNoExecute) return false;
     if (cordoned && t.key == taint_unschedulable) return false;
     if (not_ready && (t.key == taint_not_ready || t.key == taint_unreachable)) return false;
-    (void)n;
     return !Tolerated(t.key, t.value, t.effect);
   }
   bool AffinityExcludes(const NodeInfo& n) const {
@@ -337,7 +336,7 @@ ReasonMask Explainer::Evaluate(size_t i) const {
   const bool not_ready = m.NotReady(n);
   if (not_ready) mask |= Bit(ReasonKind::kNotReady);
   for (const auto& t : n.taints) {
-    if (m.TaintBlocks(n, t, n.unschedulable, not_ready)) {
+    if (m.TaintBlocks(t, n.unschedulable, not_ready)) {
       mask |= Bit(ReasonKind::kTaintNotTolerated);
       break;
     }
@@ -381,7 +380,7 @@ NodeExplanation Explainer::Explain(size_t i) const {
         n.ready == ConditionStatus::kFalse ? "not Ready" : "not Ready (status Unknown)");
   }
   for (const auto& t : n.taints) {
-    if (!m.TaintBlocks(n, t, n.unschedulable, not_ready)) continue;
+    if (!m.TaintBlocks(t, n.unschedulable, not_ready)) continue;
     std::string text = "taint " + *t.key;
     if (!t.value->empty()) text += "=" + *t.value;
     text += ":" + std::string(ToString(t.effect)) + " not tolerated";

@@ -167,17 +167,6 @@ ConditionStatus ParseConditionStatus(std::string_view s) {
   return ConditionStatus::kUnknown;
 }
 
-std::string_view ToString(ConditionStatus s) {
-  switch (s) {
-    case ConditionStatus::kTrue:
-      return "True";
-    case ConditionStatus::kFalse:
-      return "False";
-    default:
-      return "Unknown";
-  }
-}
-
 Resources PodRequests(const json& pod) {
   const json& spec = At(pod, "spec");
   Resources total;
@@ -240,9 +229,7 @@ TargetPod TargetPod::FromJson(const json& pod) {
   const json& gates = At(spec, "schedulingGates");
   if (gates.is_array()) {
     for (const json& g : gates) {
-      std::string name = Str(g, "name");
-      if (name == kSchedulingGate) p.has_gate = true;
-      p.gates.push_back(std::move(name));
+      if (Str(g, "name") == kSchedulingGate) p.has_gate = true;
     }
   }
   const json& tolerations = At(spec, "tolerations");

@@ -50,7 +50,6 @@ struct Taint {
 
 enum class ConditionStatus : uint8_t { kUnknown, kTrue, kFalse };
 ConditionStatus ParseConditionStatus(std::string_view s);  // "True"/"False"/other
-std::string_view ToString(ConditionStatus s);
 
 struct NodeInfo {
   std::string name;
@@ -103,8 +102,7 @@ struct TargetPod {
   std::string migration_job_name;  // annotation kubevirt.io/migrationJobName
   std::string node_name;           // spec.nodeName ("" while unscheduled)
   std::string phase;               // status.phase
-  std::vector<std::string> gates;  // spec.schedulingGates[].name
-  bool has_gate = false;           // gates contain api::kSchedulingGate
+  bool has_gate = false;           // spec.schedulingGates has api::kSchedulingGate
   // status.conditions[type=PodScheduled]
   ConditionStatus scheduled = ConditionStatus::kUnknown;
   std::string scheduled_reason, scheduled_message;

@@ -57,7 +57,6 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   CHECK(p.migration_job_name == "move-rhel9");
   CHECK(p.node_name == "");
   CHECK(p.phase == "Pending");
-  CHECK(p.gates == std::vector<std::string>{std::string(kSchedulingGate)});
   CHECK(p.has_gate);
   CHECK(p.scheduled == ConditionStatus::kFalse);
   CHECK(p.scheduled_reason == "SchedulingGated");
