@@ -26,22 +26,20 @@ const json* Member(const json& obj, std::string_view name) {
   return &*it;
 }
 
-// `reqs` without duplicates (a term may list the same requirement twice; add it once).
-std::vector<NodeSelectorRequirement> Unique(const std::vector<NodeSelectorRequirement>& reqs) {
-  std::vector<NodeSelectorRequirement> out;
-  for (const auto& r : reqs) {
-    bool seen = false;
-    for (const auto& o : out) seen = seen || SameRequirement(o, r);
-    if (!seen) out.push_back(r);
-  }
-  return out;
-}
-
 bool ListHas(const std::vector<NodeSelectorRequirement>& list, const NodeSelectorRequirement& r) {
   for (const auto& o : list) {
     if (SameRequirement(o, r)) return true;
   }
   return false;
+}
+
+// `reqs` without duplicates (a term may list the same requirement twice; add it once).
+std::vector<NodeSelectorRequirement> Unique(const std::vector<NodeSelectorRequirement>& reqs) {
+  std::vector<NodeSelectorRequirement> out;
+  for (const auto& r : reqs) {
+    if (!ListHas(out, r)) out.push_back(r);
+  }
+  return out;
 }
 
 // Appends to `changes` what makes the pod term at `term_ptr` contain `wanted` in its list
@@ -220,6 +218,24 @@ bool PodHasGate(const json& pod, std::string_view gate) {
     }
   }
   return false;
+}
+
+std::optional<NodeSelector> WithoutTerm(const std::optional<NodeSelector>& merged,
+                                        const NodeSelectorTerm& term) {
+  if (!merged) return merged;
+  NodeSelector own = *merged;
+  bool all_empty = true;
+  for (auto& t : own.terms) {
+    std::erase_if(t.match_expressions, [&](const NodeSelectorRequirement& r) {
+      return ListHas(term.match_expressions, r);
+    });
+    std::erase_if(t.match_fields,
+                  [&](const NodeSelectorRequirement& r) { return ListHas(term.match_fields, r); });
+    if (!t.empty()) all_empty = false;
+  }
+  // Every term emptied: the pod had no required affinity and the AND created it.
+  if (all_empty) return std::nullopt;
+  return own;
 }
 
 }  // namespace kmt::api

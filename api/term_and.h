@@ -21,6 +21,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -41,6 +42,13 @@ std::vector<nlohmann::json> AndTermIntoPod(const nlohmann::json& pod, const Node
 bool PodCarriesTerm(const nlohmann::json& pod, const NodeSelectorTerm& term);
 // The same over an already-projected required node selector.
 bool SelectorCarriesTerm(const NodeSelector& required, const NodeSelectorTerm& term);
+
+// The inverse of the AND on a projected required node selector: `merged` minus every
+// requirement of `term` in each of its terms, which leaves the pod's own affinity (for a
+// node the term allows, both match exactly the same nodes). When every term ends up empty
+// the pod had no required affinity before the AND created one: nullopt.
+std::optional<NodeSelector> WithoutTerm(const std::optional<NodeSelector>& merged,
+                                        const NodeSelectorTerm& term);
 
 // spec.schedulingGates contains a gate named `gate`.
 bool PodHasGate(const nlohmann::json& pod, std::string_view gate);

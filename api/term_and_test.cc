@@ -208,5 +208,25 @@ TEST_CASE("PodCarriesTerm needs every required term to hold every requirement") 
   CHECK_FALSE(SelectorCarriesTerm({}, {{{"a", "Exists", {}}}, {}}));
 }
 
+TEST_CASE("WithoutTerm takes out what the AND appended, leaving the pod's own affinity") {
+  const NodeSelectorTerm term{{{"zone", "In", {"a"}}}, {{"metadata.name", "In", {"w1"}}}};
+  // Two own terms, each carrying the appended requirements after the AND.
+  const NodeSelector merged{{
+      {{{"arch", "In", {"amd64"}}, {"zone", "In", {"a"}}}, {{"metadata.name", "In", {"w1"}}}},
+      {{{"gpu", "Exists", {}}, {"zone", "In", {"a"}}}, {{"metadata.name", "In", {"w1"}}}},
+  }};
+  const NodeSelector own{{
+      {{{"arch", "In", {"amd64"}}}, {}},
+      {{{"gpu", "Exists", {}}}, {}},
+  }};
+  CHECK(WithoutTerm(merged, term) == own);
+  // No affinity before the AND: the AND created terms holding only the request.
+  CHECK(WithoutTerm(NodeSelector{{term}}, term) == std::nullopt);
+  CHECK(WithoutTerm(std::nullopt, term) == std::nullopt);
+  // An own term left empty by the AND (it matches no node) stays, as long as another has content.
+  const NodeSelector with_empty{{{{{"arch", "In", {"amd64"}}, {"zone", "In", {"a"}}}, {}}, {}}};
+  CHECK(WithoutTerm(with_empty, term) == NodeSelector{{{{{"arch", "In", {"amd64"}}}, {}}, {}}});
+}
+
 }  // namespace
 }  // namespace kmt::api

@@ -1,12 +1,14 @@
 #include "cli/explain_cmd.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "api/added_term.h"
 #include "api/explain.h"
 #include "api/names.h"
 #include "api/projections.h"
+#include "api/term_and.h"
 #include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/resources.h"
@@ -29,13 +31,15 @@ std::vector<json> Items(kube::KubeClient& client, const kube::Resource& r, const
 }
 
 // The VM's running pod may be the target pod of an earlier placed migration: its
-// required affinity then carries that migration's added term, which the next
-// target pod (rendered from the VMI again) will not. Strip those requirements.
-void StripEarlierAddedTerm(json& pod, kube::KubeClient& client, const std::string& ns,
-                           std::ostream& err) {
+// required affinity then carries that migration's added term, which the next target pod
+// (rendered from the VMI again) will not. Returns that term, to take out with
+// api::WithoutTerm; nullopt when the pod was not placed that way (or the VMIM is gone,
+// which is noted on `err`).
+std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::KubeClient& client,
+                                                      const std::string& ns, std::ostream& err) {
   const json& md = pod["metadata"];
   if (!md.contains("labels") || !md["labels"].contains(std::string(api::kLabelMigrationJobUID))) {
-    return;
+    return std::nullopt;
   }
   std::string job;
   if (md.contains("annotations") && md["annotations"].is_object()) {
@@ -51,34 +55,11 @@ void StripEarlierAddedTerm(json& pod, kube::KubeClient& client, const std::strin
     err << "note: the VM's pod was created by migration " << (job.empty() ? "<unknown>" : job)
         << ", which no longer exists; its node affinity may still include that migration's "
            "request\n";
-    return;
+    return std::nullopt;
   }
   auto text = api::AddedTermSource(vmim);
-  if (!text) return;
-  auto parsed = api::ParseAddedTerm(*text);
-  if (!parsed.term) return;
-  json* terms = nullptr;
-  try {
-    terms = &pod.at("spec").at("affinity").at("nodeAffinity")
-                 .at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms");
-  } catch (const json::exception&) {
-    return;
-  }
-  auto strip = [](json& list, const std::vector<api::NodeSelectorRequirement>& added) {
-    if (!list.is_array()) return;
-    json kept = json::array();
-    for (const auto& r : list) {
-      api::NodeSelectorRequirement req = api::RequirementFromJsonLenient(r);
-      bool earlier = false;
-      for (const auto& a : added) earlier = earlier || api::SameRequirement(req, a);
-      if (!earlier) kept.push_back(r);
-    }
-    list = std::move(kept);
-  };
-  for (auto& t : *terms) {
-    if (t.contains("matchExpressions")) strip(t["matchExpressions"], parsed.term->match_expressions);
-    if (t.contains("matchFields")) strip(t["matchFields"], parsed.term->match_fields);
-  }
+  if (!text) return std::nullopt;
+  return api::ParseAddedTerm(*text).term;
 }
 
 }  // namespace
@@ -114,8 +95,10 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
              << " has no running virt-launcher pod to model the migration target on\n";
       return 1;
     }
-    StripEarlierAddedTerm(*model, client, ns, io.err);
     api::TargetPod pod = api::TargetPod::FromJson(*model);
+    if (auto earlier = EarlierAddedTerm(*model, client, ns, io.err)) {
+      pod.required_affinity = api::WithoutTerm(pod.required_affinity, *earlier);
+    }
 
     std::vector<api::NodeInfo> nodes;
     for (const auto& n : Items(client, kube::kNodes, "")) {

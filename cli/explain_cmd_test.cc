@@ -142,5 +142,37 @@ TEST_CASE("after a placed migration, the earlier request does not constrain the 
         std::string::npos);
 }
 
+TEST_CASE("after a placed migration of a VM with no affinity of its own, no node is excluded by it") {
+  kube::FakeClient fake;
+  Seed(fake);
+  // The VM has no required node affinity; migration m1's AND created one holding only its
+  // request, `metadata.name In [w1]`.
+  fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
+              json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+                "metadata": {"name": "m1", "namespace": "prod", "annotations": {
+                  "migration-target.kubevirt.io/added-node-selector-term":
+                  "{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"w1\"]}]}"}},
+                "spec": {"vmiName": "db-1"}})"));
+  json pod = fake.Get(kube::kPods, "prod", "virt-launcher-db-1-abcde");
+  pod["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = "m1-uid";
+  pod["metadata"]["annotations"] = {{"kubevirt.io/migrationJobName", "m1"}};
+  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+      json::parse(R"({"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["w1"]}]}]})");
+  fake.Delete(kube::kPods, "prod", "virt-launcher-db-1-abcde");
+  pod["metadata"].erase("resourceVersion");
+  pod["metadata"].erase("uid");
+  fake.Create(kube::kPods, "prod", pod);
+  std::ostringstream out, err;
+  CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
+  const std::string o = out.str();
+  CAPTURE(o, err.str());
+  CHECK(o.find("VM's own affinity") == std::string::npos);
+  CHECK(o.find("w3     fits\n") != std::string::npos);
+  CHECK(o.find("w5     fits\n") != std::string::npos);  // zone b: nothing of the VM's excludes it
+  CHECK(o.find("2 of 6 nodes would take virtualmachineinstance db-1.") != std::string::npos);
+  CHECK(err.str().empty());
+}
+
 }  // namespace
 }  // namespace kmt::cli

@@ -29,32 +29,6 @@ struct TermOutcome {
   std::string event_message;  // the Event text when the condition transitions
 };
 
-// The VM's own required node affinity: the pod's, minus the requirements the
-// AND appended. For a node the term allows, the two match exactly the same
-// nodes, so the explainer attributes every exclusion to the VM's own rules.
-std::optional<api::NodeSelector> OwnAffinity(const std::optional<api::NodeSelector>& merged,
-                                             const api::NodeSelectorTerm& term) {
-  if (!merged) return merged;
-  api::NodeSelector own = *merged;
-  bool all_empty = true;
-  for (auto& t : own.terms) {
-    auto strip = [](std::vector<api::NodeSelectorRequirement>& reqs,
-                    const std::vector<api::NodeSelectorRequirement>& added) {
-      std::erase_if(reqs, [&](const api::NodeSelectorRequirement& r) {
-        return std::any_of(added.begin(), added.end(), [&](const api::NodeSelectorRequirement& a) {
-          return api::SameRequirement(r, a);
-        });
-      });
-    };
-    strip(t.match_expressions, term.match_expressions);
-    strip(t.match_fields, term.match_fields);
-    if (!t.empty()) all_empty = false;
-  }
-  // Every term emptied: the pod had no required affinity and the AND created it.
-  if (all_empty) return std::nullopt;
-  return own;
-}
-
 const api::NodeInfo* FindNode(std::span<const api::NodeInfo> nodes, const std::string& name) {
   for (const auto& n : nodes) {
     if (n.name == name) return &n;
@@ -251,7 +225,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
   }
   if (unschedulable) {
     api::TargetPod own = *unschedulable;
-    if (term) own.required_affinity = OwnAffinity(own.required_affinity, *term);
+    if (term) own.required_affinity = api::WithoutTerm(own.required_affinity, *term);
     api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods);
     std::string summary = explainer.Summarize();  // renders only the nodes it shows
     std::string message = fmt::format("Target pod {} is unschedulable: {} Per node{}: {}",
