@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "kube/base64.h"
 #include "kube/error.h"
 
 namespace kmt::kube {
@@ -205,39 +206,6 @@ Getenv ProcessEnv() {
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   };
-}
-
-std::optional<std::string> DecodeBase64(std::string_view in) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t padding = 0;
-  for (char c : in) {
-    if (c == '\n' || c == '\r' || c == ' ') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    if (padding > 0) return std::nullopt;  // data after padding
-    const int v = value(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
-  if (padding > 2 || bits >= 6) return std::nullopt;
-  return out;
 }
 
 ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {

@@ -74,7 +74,4 @@ ClientConfig InClusterConfig(const InClusterOptions& options = {});
 ClientConfig LoadClientConfig(const KubeconfigOptions& options,
                               const InClusterOptions& in_cluster = {});
 
-// Standard base64 (padding optional); nullopt when malformed.
-std::optional<std::string> DecodeBase64(std::string_view in);
-
 }  // namespace kmt::kube

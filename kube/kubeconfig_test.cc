@@ -317,24 +317,5 @@ TEST_CASE("LoadClientConfig: --kubeconfig, KUBECONFIG, in-cluster, then home") {
   CHECK(LoadClientConfig(o, ic).server == "https://home");
 }
 
-TEST_CASE("DecodeBase64") {
-  struct Row {
-    const char* in;
-    std::optional<std::string> out;
-  };
-  const Row row = GENERATE(values<Row>({
-      {"aGVsbG8=", std::string("hello")},
-      {"aGVsbG8", std::string("hello")},
-      {"aGVs\nbG8=", std::string("hello")},
-      {"", std::string("")},
-      {"YQ==", std::string("a")},
-      {"!!", std::nullopt},
-      {"YQ==YQ", std::nullopt},
-      {"Y", std::nullopt},
-  }));
-  CAPTURE(row.in);
-  CHECK(DecodeBase64(row.in) == row.out);
-}
-
 }  // namespace
 }  // namespace kmt::kube

@@ -5,6 +5,8 @@
 #include <exception>
 #include <utility>
 
+#include "kube/base64.h"
+
 namespace kmt::webhook {
 namespace {
 
@@ -279,41 +281,11 @@ Json EncodeAdmissionReview(const AdmissionResponse& response) {
     // Replace rather than throw on invalid UTF-8: a patch is built from decoded JSON, so
     // this only guards against a bug, never against input.
     resp["patch"] =
-        Base64Encode(response.patch->dump(-1, ' ', false, Json::error_handler_t::replace));
+        kube::EncodeBase64(response.patch->dump(-1, ' ', false, Json::error_handler_t::replace));
   }
   return Json{{"apiVersion", kAdmissionApiVersion},
               {"kind", kAdmissionReviewKind},
               {"response", std::move(resp)}};
-}
-
-std::string Base64Encode(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
-                 uint32_t(uint8_t(bytes[i + 2]));
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  size_t rest = bytes.size() - i;
-  if (rest == 1) {
-    uint32_t n = uint32_t(uint8_t(bytes[i])) << 16;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += "==";
-  } else if (rest == 2) {
-    uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += '=';
-  }
-  return out;
 }
 
 }  // namespace kmt::webhook

@@ -109,7 +109,4 @@ Json EncodeAdmissionReview(const AdmissionResponse& response);
 // Nesting depth of a JSON text (brackets outside strings); stops counting at `limit` + 1.
 size_t JsonNestingDepth(std::string_view text, size_t limit);
 
-// Standard base64 (RFC 4648, with padding), as Go encodes []byte in JSON.
-std::string Base64Encode(std::string_view bytes);
-
 }  // namespace kmt::webhook

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "kube/base64.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 #include "webhook/kube_cluster_view.h"
@@ -150,7 +151,7 @@ TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target
   CHECK(gated["allowed"] == true);
   CHECK(gated["patchType"] == "JSONPatch");
   CHECK(gated["patch"] ==
-        Base64Encode(R"([{"op":"add","path":"/spec/schedulingGates","value":[{"name":)"
+        kube::EncodeBase64(R"([{"op":"add","path":"/spec/schedulingGates","value":[{"name":)"
                      R"("migration-target.kubevirt.io/added-node-selector-term"}]}])"));
 
   Json plain = cluster.CreateVmim("mig-plain", false);

@@ -6,10 +6,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kube/base64.h"
 #include "kube/error.h"
-#include "kube/kubeconfig.h"
 #include "kube/resources.h"
-#include "webhook/admission.h"
 #include "webhook/certs/self_signed.h"
 
 namespace kmt::webhook::certs {
@@ -72,10 +71,10 @@ json CertBootstrap::EnsureSecret(BootstrapResult& result) {
     if (serving_ok) return secret;
 
     KeyPair serving = MakeServing(ca, options_.hosts, now, options_.serving_validity);
-    json data = {{"ca.crt", Base64Encode(ca.cert_pem)},
-                 {"ca.key", Base64Encode(ca.key_pem)},
-                 {"tls.crt", Base64Encode(serving.cert_pem)},
-                 {"tls.key", Base64Encode(serving.key_pem)}};
+    json data = {{"ca.crt", kube::EncodeBase64(ca.cert_pem)},
+                 {"ca.key", kube::EncodeBase64(ca.key_pem)},
+                 {"tls.crt", kube::EncodeBase64(serving.cert_pem)},
+                 {"tls.key", kube::EncodeBase64(serving.key_pem)}};
     try {
       if (!exists) {
         json fresh = {{"apiVersion", "v1"},
@@ -157,7 +156,7 @@ BootstrapResult CertBootstrap::Ensure() {
   json secret = EnsureSecret(result);
   const std::string ca = Field(secret, "ca.crt");
   result.files_written = WriteFiles(ca, Field(secret, "tls.crt"), Field(secret, "tls.key"));
-  const std::string ca_b64 = Base64Encode(ca);
+  const std::string ca_b64 = kube::EncodeBase64(ca);
   result.webhooks_patched = InjectCa(kube::kValidatingWebhookConfigurations, ca_b64) +
                             InjectCa(kube::kMutatingWebhookConfigurations, ca_b64);
   return result;

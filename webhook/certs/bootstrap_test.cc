@@ -6,10 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "kube/base64.h"
 #include "kube/fake_client.h"
-#include "kube/kubeconfig.h"
 #include "kube/resources.h"
-#include "webhook/admission.h"
 #include "webhook/certs/self_signed.h"
 
 namespace kmt::webhook::certs {
@@ -81,8 +80,8 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
   std::string key = Slurp(f.dir / "tls.key");
   CHECK(Verifies(ca, crt, key));
   CHECK(Inspect(crt)->hosts == std::vector<std::string>{"127.0.0.1", "localhost"});
-  CHECK(f.CaBundle(kube::kValidatingWebhookConfigurations) == Base64Encode(ca));
-  CHECK(f.CaBundle(kube::kMutatingWebhookConfigurations) == Base64Encode(ca));
+  CHECK(f.CaBundle(kube::kValidatingWebhookConfigurations) == kube::EncodeBase64(ca));
+  CHECK(f.CaBundle(kube::kMutatingWebhookConfigurations) == kube::EncodeBase64(ca));
   json secret = f.fake.Get(kube::kSecrets, "kmt", "migration-target-webhook-cert");
   CHECK(kube::DecodeBase64(secret["data"]["tls.crt"].get<std::string>()) == crt);
 
@@ -115,10 +114,10 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
 
   SECTION("a replaced caBundle is put back") {
     json vwc = f.fake.Get(kube::kValidatingWebhookConfigurations, "", "migration-target");
-    vwc["webhooks"][0]["clientConfig"]["caBundle"] = Base64Encode("stale");
+    vwc["webhooks"][0]["clientConfig"]["caBundle"] = kube::EncodeBase64("stale");
     f.fake.Update(kube::kValidatingWebhookConfigurations, "", vwc);
     CHECK(boot.Ensure().webhooks_patched == 1);
-    CHECK(f.CaBundle(kube::kValidatingWebhookConfigurations) == Base64Encode(ca));
+    CHECK(f.CaBundle(kube::kValidatingWebhookConfigurations) == kube::EncodeBase64(ca));
   }
 }
 
