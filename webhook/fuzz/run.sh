@@ -17,9 +17,9 @@ cxx=${CXX_FUZZ:-clang++-14}
 mkdir -p "$out/corpus" "$out/artifacts"
 
 srcs=(webhook/fuzz/fuzz_target.cc webhook/fuzz/fuzz_entry.cc webhook/admission.cc
-      webhook/shell.cc)
+      webhook/shell.cc kube/base64.cc)
 for f in api/*.cc; do
-  case $f in *_test.cc|*_benchmark.cc) ;; *) srcs+=("$f") ;; esac
+  case $f in *_test.cc|*_benchmark.cc|*_memory.cc) ;; *) srcs+=("$f") ;; esac  # no programs
 done
 
 echo "fuzz: building $out/admission_fuzz with $cxx"
