@@ -11,6 +11,7 @@
 #include "api/term_and.h"
 #include "kube/error.h"
 #include "kube/paging.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -45,19 +46,15 @@ std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::Kub
   if (md.contains("annotations") && md["annotations"].is_object()) {
     job = md["annotations"].value(std::string(api::kAnnotationMigrationJobName), std::string());
   }
-  json vmim;
-  try {
-    if (!job.empty()) vmim = client.Get(kube::kVirtualMachineInstanceMigrations, ns, job);
-  } catch (const kube::KubeError& e) {
-    if (e.kind() != kube::ErrorKind::kNotFound) throw;
-  }
-  if (vmim.is_null()) {
+  std::optional<json> vmim;
+  if (!job.empty()) vmim = kube::GetIfExists(client, kube::kVirtualMachineInstanceMigrations, ns, job);
+  if (!vmim) {
     err << "note: the VM's pod was created by migration " << (job.empty() ? "<unknown>" : job)
         << ", which no longer exists; its node affinity may still include that migration's "
            "request\n";
     return std::nullopt;
   }
-  auto text = api::AddedTermSource(vmim);
+  auto text = api::AddedTermSource(*vmim);
   if (!text) return std::nullopt;
   return api::ParseAddedTerm(*text).term;
 }

@@ -4,6 +4,7 @@
 #include "api/names.h"
 #include "kube/error.h"
 #include "kube/paging.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -39,13 +40,9 @@ void ListAll(kube::KubeClient& client, const kube::Resource& r, const std::strin
 
 std::optional<api::MigrationInfo> ApiView::Migration(const std::string& ns,
                                                      const std::string& name) {
-  try {
-    return api::MigrationInfo::FromJson(
-        client_.Get(kube::kVirtualMachineInstanceMigrations, ns, name));
-  } catch (const kube::KubeError& e) {
-    if (e.kind() == kube::ErrorKind::kNotFound) return std::nullopt;
-    throw;
-  }
+  auto vmim = kube::GetIfExists(client_, kube::kVirtualMachineInstanceMigrations, ns, name);
+  if (!vmim) return std::nullopt;
+  return api::MigrationInfo::FromJson(*vmim);
 }
 
 std::vector<api::TargetPod> ApiView::TargetPods(const std::string& ns,

@@ -2,26 +2,12 @@
 
 #include "kube/error.h"
 #include "kube/paging.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::webhook {
-namespace {
-
-// GET that maps 404 to nullopt; every other error propagates.
-std::optional<Json> GetOrNothing(kube::KubeClient& client, const kube::Resource& r,
-                                 std::string_view ns, std::string_view name) {
-  try {
-    return client.Get(r, ns, name);
-  } catch (const kube::KubeError& e) {
-    if (e.kind() == kube::ErrorKind::kNotFound) return std::nullopt;
-    throw;
-  }
-}
-
-}  // namespace
-
 std::optional<Json> KubeClusterView::GetMigration(std::string_view ns, std::string_view name) {
-  return GetOrNothing(client_, kube::kVirtualMachineInstanceMigrations, ns, name);
+  return kube::GetIfExists(client_, kube::kVirtualMachineInstanceMigrations, ns, name);
 }
 
 NodeList KubeClusterView::ListNodes() {
@@ -74,7 +60,7 @@ NodeList KubeClusterView::ListNodesNow() {
 
 std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,
                                                         std::string_view name) {
-  auto vmi = GetOrNothing(client_, kube::kVirtualMachineInstances, ns, name);
+  auto vmi = kube::GetIfExists(client_, kube::kVirtualMachineInstances, ns, name);
   if (!vmi) return std::nullopt;
   const Json& obj = *vmi;
   auto status = obj.find("status");

@@ -1,6 +1,7 @@
 #include "webhook/certs/bootstrap.h"
 
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 
 #include "kube/base64.h"
 #include "kube/error.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 #include "webhook/certs/self_signed.h"
 
@@ -49,14 +51,10 @@ CertBootstrap::CertBootstrap(kube::KubeClient& client, BootstrapOptions options,
 
 json CertBootstrap::EnsureSecret(BootstrapResult& result) {
   for (int attempt = 0; attempt < 5; ++attempt) {
-    json secret;
-    bool exists = true;
-    try {
-      secret = client_.Get(kube::kSecrets, options_.ns, options_.secret_name);
-    } catch (const kube::KubeError& e) {
-      if (e.kind() != kube::ErrorKind::kNotFound) throw;
-      exists = false;
-    }
+    std::optional<json> found = kube::GetIfExists(client_, kube::kSecrets, options_.ns,
+                                                  options_.secret_name);
+    const bool exists = found.has_value();
+    json secret = exists ? std::move(*found) : json();
     const auto now = now_();
     KeyPair ca{Field(secret, "ca.crt"), Field(secret, "ca.key")};
     auto ca_info = Inspect(ca.cert_pem);
@@ -121,13 +119,9 @@ bool CertBootstrap::WriteFiles(const std::string& ca, const std::string& cert,
 }
 
 int CertBootstrap::InjectCa(const kube::Resource& r, const std::string& ca_b64) {
-  json config;
-  try {
-    config = client_.Get(r, "", options_.webhook_config_name);
-  } catch (const kube::KubeError& e) {
-    if (e.kind() == kube::ErrorKind::kNotFound) return 0;
-    throw;
-  }
+  std::optional<json> found = kube::GetIfExists(client_, r, "", options_.webhook_config_name);
+  if (!found) return 0;
+  json config = std::move(*found);
   json ops = json::array();
   int changed = 0;
   if (config.contains("webhooks") && config["webhooks"].is_array()) {
