@@ -41,12 +41,9 @@ void Controller::OnTargetPod(const api::TargetPod& pod) {
   Enqueue(KeyOf(pod.ns, pod.migration_job_name));
 }
 
-void Controller::OnNodeChange(const std::vector<api::TargetPod>& targets) {
+void Controller::OnNodeChange(const std::vector<std::shared_ptr<const api::TargetPod>>& targets) {
   for (const auto& p : targets) {
-    if (p.node_name.empty() && p.scheduled == api::ConditionStatus::kFalse &&
-        p.scheduled_reason == kReasonUnschedulable) {
-      OnTargetPod(p);
-    }
+    if (WaitsUnschedulable(*p)) OnTargetPod(*p);
   }
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,7 +51,7 @@ class Controller {
   void OnMigration(const api::MigrationInfo& vmim);
   void OnTargetPod(const api::TargetPod& pod);
   // A node changed: re-explain every unschedulable target pod in `targets`.
-  void OnNodeChange(const std::vector<api::TargetPod>& targets);
+  void OnNodeChange(const std::vector<std::shared_ptr<const api::TargetPod>>& targets);
   void Enqueue(const std::string& key);
 
   // Starts the workers (threads blocking on the queue).

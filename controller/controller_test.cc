@@ -177,7 +177,9 @@ TEST_CASE("Node changes enqueue only VMIMs whose target pod is unschedulable") {
   api::TargetPod bound = unschedulable;
   bound.migration_job_name = "m3";
   bound.node_name = "node-1";
-  w.controller.OnNodeChange({unschedulable, gated, bound});
+  w.controller.OnNodeChange({std::make_shared<const api::TargetPod>(unschedulable),
+                             std::make_shared<const api::TargetPod>(gated),
+                             std::make_shared<const api::TargetPod>(bound)});
   REQUIRE(w.controller.ProcessNext().has_value());
   CHECK_FALSE(w.controller.ProcessNext().has_value());
   CHECK(std::find_if(w.lines.begin(), w.lines.end(), [](const std::string& l) {

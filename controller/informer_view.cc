@@ -110,15 +110,15 @@ void InformerView::Connect(Controller& controller) {
                         }});
   nodes_.AddHandlers(
       {[this, &controller](const std::string&, const NodePtr&) {
-         controller.OnNodeChange(UnschedulableTargets());
+         controller.OnNodeChange(targets_.List());
        },
        [this, &controller](const std::string&, const NodePtr& old_node, const NodePtr& node) {
          if (old_node != node && NodeChangeMatters(*old_node, *node)) {
-           controller.OnNodeChange(UnschedulableTargets());
+           controller.OnNodeChange(targets_.List());
          }
        },
        [this, &controller](const std::string&, const NodePtr&) {
-         controller.OnNodeChange(UnschedulableTargets());
+         controller.OnNodeChange(targets_.List());
        }});
 }
 
@@ -198,17 +198,6 @@ std::optional<SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_u
   auto it = seen_.find(pod_uid);
   if (it == seen_.end()) return std::nullopt;
   return it->second;
-}
-
-std::vector<api::TargetPod> InformerView::UnschedulableTargets() const {
-  std::vector<api::TargetPod> out;
-  for (const auto& p : targets_.List()) {
-    if (p->node_name.empty() && p->scheduled == api::ConditionStatus::kFalse &&
-        p->scheduled_reason == kReasonUnschedulable) {
-      out.push_back(*p);
-    }
-  }
-  return out;
 }
 
 InformerView::Sizes InformerView::sizes() const {

@@ -79,7 +79,6 @@ class InformerView : public CacheView {
   Sizes sizes() const;
 
  private:
-  std::vector<api::TargetPod> UnschedulableTargets() const;
 
   const Clock& clock_;
   kube::Informer<api::MigrationInfo> vmims_;

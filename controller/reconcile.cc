@@ -180,9 +180,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
   // unschedulable one.
   if (!in.nodes_loaded) {
     for (const api::TargetPod* p : pods) {
-      const bool unschedulable = !p->has_gate && p->node_name.empty() &&
-                                 p->scheduled == api::ConditionStatus::kFalse &&
-                                 p->scheduled_reason == kReasonUnschedulable;
+      const bool unschedulable = !p->has_gate && WaitsUnschedulable(*p);
       const bool escaped_bound =
           term && !p->has_gate && !p->node_name.empty() &&
           !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, *term));
@@ -218,8 +216,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
     if (Deleted(plan, *p)) continue;
     if (!p->node_name.empty()) {
       if (!bound) bound = p;
-    } else if (p->scheduled == api::ConditionStatus::kFalse &&
-               p->scheduled_reason == kReasonUnschedulable && !p->has_gate) {
+    } else if (WaitsUnschedulable(*p) && !p->has_gate) {
       if (!unschedulable) unschedulable = p;
     }
   }

@@ -53,6 +53,13 @@ inline constexpr const char* kReasonTermApplied = "TermApplied";
 inline constexpr const char* kReasonTargetPodEscapedGate = "TargetPodEscapedGate";
 inline constexpr const char* kReasonInvalidAddedTerm = "InvalidAddedTerm";
 inline constexpr const char* kReasonUnschedulable = "Unschedulable";
+
+// Not bound, and the scheduler said PodScheduled=False, Unschedulable: the pod waits for a
+// node to change (a gated pod says SchedulingGated instead).
+inline bool WaitsUnschedulable(const api::TargetPod& p) {
+  return p.node_name.empty() && p.scheduled == api::ConditionStatus::kFalse &&
+         p.scheduled_reason == kReasonUnschedulable;
+}
 inline constexpr const char* kReasonScheduled = "Scheduled";
 
 // How often an unschedulable target pod's explanation is refreshed (node
