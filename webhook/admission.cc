@@ -132,15 +132,14 @@ AdmissionResponse Denied(int code, std::string reason, std::string message,
 
 AdmissionResponse Invalid(std::vector<api::Cause> causes) {
   // field.Error.Error() is "<field>: <body>"; utilerrors.NewAggregate brackets a list.
-  auto render = [](const api::Cause& c) { return c.field + ": " + c.message; };
   std::string message;
   if (causes.size() == 1) {
-    message = render(causes.front());
+    message = api::ToString(causes.front());
   } else {
     message = "[";
     for (size_t i = 0; i < causes.size(); ++i) {
       if (i > 0) message += ", ";
-      message += render(causes[i]);
+      message += api::ToString(causes[i]);
     }
     message += "]";
   }

@@ -9,6 +9,7 @@
 #include "api/added_term.h"
 #include "api/cause.h"
 #include "api/names.h"
+#include "api/term_and.h"
 #include "webhook/json_access.h"
 
 namespace kmt::webhook {
@@ -28,9 +29,7 @@ std::optional<Json> GatePatch(const Json& pod) {
     return Json::array(
         {{{"op", "add"}, {"path", "/spec/schedulingGates"}, {"value", Json::array({gate})}}});
   }
-  for (const Json& g : *gates) {
-    if (StringAt(g, {"name"}) == api::kSchedulingGate) return std::nullopt;
-  }
+  if (api::PodHasGate(pod, api::kSchedulingGate)) return std::nullopt;
   return Json::array({{{"op", "add"}, {"path", "/spec/schedulingGates/-"}, {"value", gate}}});
 }
 
