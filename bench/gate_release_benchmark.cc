@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "api/added_term.h"
+#include "api/names.h"
 #include "api/term_and.h"
 #include "bench/cluster_ops.h"
 #include "bench/gate_tracker.h"
@@ -87,7 +88,7 @@ class FloorReleaser {
       const std::string name = pod["metadata"].value("name", "");
       for (int attempt = 0; attempt < 5; ++attempt) {
         try {
-          std::vector<Json> ops = api::AndTermIntoPod(pod, term_, kGateName);
+          std::vector<Json> ops = api::AndTermIntoPod(pod, term_, api::kSchedulingGate);
           if (ops.empty()) break;
           client_.Patch(kube::kPods, ns_, name, kube::PatchType::kJsonPatch, Json(ops));
           break;

@@ -4,21 +4,13 @@
 
 #include <algorithm>
 
+#include "api/names.h"
 #include "api/term_and.h"
 
 namespace kmt::bench {
 
 bool Released(const nlohmann::json& pod, const api::NodeSelectorTerm& term) {
-  const nlohmann::json* gates = nullptr;
-  if (pod.contains("spec") && pod["spec"].is_object() && pod["spec"].contains("schedulingGates")) {
-    gates = &pod["spec"]["schedulingGates"];
-  }
-  if (gates != nullptr && gates->is_array()) {
-    for (const auto& g : *gates) {
-      if (g.is_object() && g.value("name", "") == kGateName) return false;
-    }
-  }
-  return api::PodCarriesTerm(pod, term);
+  return !api::PodHasGate(pod, api::kSchedulingGate) && api::PodCarriesTerm(pod, term);
 }
 
 GateTracker::GateTracker(api::NodeSelectorTerm term, size_t expected)

@@ -25,8 +25,6 @@ namespace kmt::bench {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-inline constexpr const char* kGateName = "migration-target.kubevirt.io/added-node-selector-term";
-
 // The gate is gone and the term is in place.
 bool Released(const nlohmann::json& pod, const api::NodeSelectorTerm& term);
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "api/added_term.h"
+#include "api/names.h"
 #include "api/term_and.h"
 #include "bench/kubevirt_objects.h"
 
@@ -20,7 +21,7 @@ Json ReleasedPod(int i) {
   Json pod = TargetPod(i, "vms", "mig", "uid", "node-b", true);
   pod["metadata"]["uid"] = "pod-uid";
   pod["metadata"]["resourceVersion"] = "7";
-  return pod.patch(Json(api::AndTermIntoPod(pod, Term(), kGateName)));
+  return pod.patch(Json(api::AndTermIntoPod(pod, Term(), api::kSchedulingGate)));
 }
 
 TEST_CASE("Released needs the gate gone and the term in place") {
@@ -28,7 +29,7 @@ TEST_CASE("Released needs the gate gone and the term in place") {
   Json ungated_without_term = TargetPod(1, "vms", "mig", "uid", "node-b", false);
   Json released = ReleasedPod(1);
   Json term_but_gated = released;
-  term_but_gated["spec"]["schedulingGates"] = {{{"name", kGateName}}};
+  term_but_gated["spec"]["schedulingGates"] = {{{"name", std::string(api::kSchedulingGate)}}};
   Json other_gate_kept = released;
   other_gate_kept["spec"]["schedulingGates"] = {{{"name", "example.com/other"}}};
   CHECK_FALSE(Released(gated, Term()));

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-namespace kmt::bench {
+#include "api/names.h"
 
+namespace kmt::bench {
 namespace {
-constexpr const char* kGate = "migration-target.kubevirt.io/added-node-selector-term";
-constexpr const char* kTermAnnotation = "migration-target.kubevirt.io/added-node-selector-term";
 
 Json LauncherSpec(int i) {
   const std::string vm = fmt::format("vm-{}", i);
@@ -156,7 +155,7 @@ Json TargetPod(int i, const std::string& ns, const std::string& vmim_name,
                 {"operator", "In"},
                 {"values", {labels["kubevirt.io/created-by"]}}}}}}},
            {"topologyKey", "kubernetes.io/hostname"}}}}}}};
-  if (gated) spec["schedulingGates"] = {{{"name", kGate}}};
+  if (gated) spec["schedulingGates"] = {{{"name", std::string(api::kSchedulingGate)}}};
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata",
@@ -178,7 +177,7 @@ Json Vmim(int i, const std::string& ns, const std::string& term) {
   Json meta = {{"name", fmt::format("mig-{}", i)},
                {"namespace", ns},
                {"labels", {{"kubevirt.io/vmi-name", fmt::format("vm-{}", i)}}}};
-  if (!term.empty()) meta["annotations"] = {{kTermAnnotation, term}};
+  if (!term.empty()) meta["annotations"] = {{std::string(api::kAddedTermAnnotation), term}};
   return {{"apiVersion", "kubevirt.io/v1"},
           {"kind", "VirtualMachineInstanceMigration"},
           {"metadata", meta},

@@ -13,13 +13,14 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <ctime>
+#include <chrono>
 #include <thread>
 
 #include "bench/cluster_ops.h"
 #include "bench/kubevirt_objects.h"
 #include "bench/memory_rows.h"
 #include "bench/operator_process.h"
+#include "controller/clock.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -30,20 +31,6 @@ constexpr int kHealthPort = 36791;
 constexpr int kMetricsPort = 36790;
 constexpr const char* kNs = "bench-memory";
 constexpr const char* kLease = "kmt-bench-held";
-
-std::string MicroTimeNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
-  return buf;
-}
-
-struct Stage {
-  std::string label;
-  uint64_t rss = 0;
-};
 
 uint64_t MeasureOperator(const std::string& bin, const std::string& kubeconfig,
                          const std::string& log) {
@@ -102,8 +89,8 @@ int Main(int argc, char** argv) {
                   {"spec",
                    {{"holderIdentity", "kmt-bench-holder"},
                     {"leaseDurationSeconds", 3600},
-                    {"acquireTime", MicroTimeNow()},
-                    {"renewTime", MicroTimeNow()}}}});
+                    {"acquireTime", controller::FormatMicroTime(std::chrono::system_clock::now())},
+                    {"renewTime", controller::FormatMicroTime(std::chrono::system_clock::now())}}}});
   // The floor must be an empty cluster: wait for earlier runs' namespaces (the gate release
   // benchmark's VMIMs and pods) to be gone.
   const auto quiet_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);

@@ -13,7 +13,6 @@
 namespace kmt::bench {
 
 namespace {
-constexpr const char* kTermAnnotation = "migration-target.kubevirt.io/added-node-selector-term";
 
 Json Review(const std::string& uid, Json resource, const std::string& user, Json groups,
             Json object) {
