@@ -27,11 +27,7 @@ kmt::kube::ClientConfig LoadConfig(const kmt::controller::OperatorFlags& flags) 
   kmt::kube::KubeconfigOptions ko;
   ko.explicit_path = flags.kubeconfig;
   ko.context = flags.context;
-  if (!flags.kubeconfig.empty() || std::getenv("KUBECONFIG") != nullptr) {
-    return kmt::kube::LoadKubeconfig(ko);
-  }
-  if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) return kmt::kube::InClusterConfig();
-  return kmt::kube::LoadKubeconfig(ko);
+  return kmt::kube::LoadClientConfig(ko);  // kubectl's order: flag, $KUBECONFIG, in-cluster, ~/.kube
 }
 
 }  // namespace
