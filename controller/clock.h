@@ -66,10 +66,6 @@ class RealClock : public Clock {
 std::string FormatRfc3339(WallTime t);
 std::string FormatMicroTime(WallTime t);
 
-// Parses either form above (any number of fractional digits, "Z" or a
-// numeric offset). Returns false on malformed input and leaves *out untouched.
-bool ParseRfc3339(const std::string& text, WallTime* out);
-
 // Seconds as a double, for metrics.
 inline double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
