@@ -150,7 +150,6 @@ void InformerCore::Apply(WatcherStep step) {
       case WatcherEventType::kInit: {
         std::lock_guard<std::mutex> lock(mu_);
         relist_.clear();
-        relisting_ = true;
         break;
       }
       case WatcherEventType::kInitApply: {
@@ -171,7 +170,6 @@ void InformerCore::Apply(WatcherStep step) {
         for (const std::string& key : gone) Remove(key, deliveries);
         for (auto& [key, entry] : relist_) Upsert(key, std::move(entry), deliveries);
         relist_.clear();
-        relisting_ = false;
         synced_ = true;
         synced_cv_.notify_all();
         trim_after_step = options_.trim_heap_after_list;

@@ -137,7 +137,6 @@ class InformerCore {
   bool synced_ = false;
   // Objects of a list in progress (between kInit and kInitDone).
   std::map<std::string, Entry> relist_;  // ordered: adds are delivered in key order
-  bool relisting_ = false;
 
   std::mutex deliver_mu_;  // one handler call at a time
 

@@ -82,8 +82,7 @@ std::string Resolve(const File& f, const std::string& path) {
 
 // A file field (read now) or its -data twin (base64).
 std::string FileOrData(const Named& n, const std::string& list, const std::string& name,
-                       const std::string& file_field, const std::string& data_field,
-                       std::string* resolved_path = nullptr) {
+                       const std::string& file_field, const std::string& data_field) {
   const std::string data = Str(n, list, name, data_field);
   if (!data.empty()) {
     std::optional<std::string> decoded = DecodeBase64(data);
@@ -95,7 +94,6 @@ std::string FileOrData(const Named& n, const std::string& list, const std::strin
   }
   const std::string path = Resolve(*n.file, Str(n, list, name, file_field));
   if (path.empty()) return "";
-  if (resolved_path) *resolved_path = path;
   std::string why;
   std::optional<std::string> content = ReadFile(path, &why);
   if (!content) {
