@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "api/names.h"
 #include "api/node_match.h"
 #include "api/quantity.h"
 
@@ -287,7 +288,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   for (const auto& term : pod.anti_affinity) {
     AntiAffinity a{&term, InternIdOf(term.topology_key), {}, false};
     const CompiledSelector selector(term.selector);
-    const std::string* vmi = term.selector.match_labels.Find("kubevirt.io/created-by");
+    const std::string* vmi = term.selector.match_labels.Find(kLabelCreatedBy);
     a.is_vm = vmi != nullptr && *vmi == pod.created_by;
     for (const auto& b : bound) {
       if (b.terminal || b.node_name.empty()) continue;

@@ -149,11 +149,10 @@ Json TargetPod(int i, const std::string& ns, const std::string& vmim_name,
                 {"operator", "DoesNotExist"}}}}}}}}}}},
       {"podAntiAffinity",
        {{"requiredDuringSchedulingIgnoredDuringExecution",
+         // As KubeVirt's migration controller writes it (matchLabels on created-by).
          {{{"labelSelector",
-            {{"matchExpressions",
-              {{{"key", "kubevirt.io/created-by"},
-                {"operator", "In"},
-                {"values", {labels["kubevirt.io/created-by"]}}}}}}},
+            {{"matchLabels",
+              {{std::string(api::kLabelCreatedBy), labels["kubevirt.io/created-by"]}}}}},
            {"topologyKey", "kubernetes.io/hostname"}}}}}}};
   if (gated) spec["schedulingGates"] = {{{"name", std::string(api::kSchedulingGate)}}};
   return {{"apiVersion", "v1"},
