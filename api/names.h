@@ -34,4 +34,9 @@ inline constexpr std::string_view kLabelCreatedBy = "kubevirt.io/created-by";  /
 inline constexpr std::string_view kAnnotationEvacuationMigration =
     "kubevirt.io/evacuationMigration";
 
+// The pods the scheduler counts on nodes (bound, not finished): what the explainer needs
+// for resources and anti-affinity, selected on the server.
+inline constexpr std::string_view kBoundPodsFieldSelector =
+    "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+
 }  // namespace kmt::api

@@ -102,7 +102,7 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
       nodes.push_back(api::NodeInfo::FromJson(n));
     }
     kube::ListOptions bound_opts;
-    bound_opts.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+    bound_opts.field_selector = std::string(api::kBoundPodsFieldSelector);
     std::vector<api::BoundPod> bound;
     for (const auto& p : Items(client, kube::kPods, "", bound_opts)) {
       api::BoundPod b = api::BoundPod::FromJson(p);

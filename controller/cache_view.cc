@@ -66,7 +66,7 @@ std::vector<api::NodeInfo> ApiView::Nodes() {
 std::vector<api::BoundPod> ApiView::BoundPods() {
   std::vector<api::BoundPod> out;
   kube::ListOptions opts;
-  opts.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+  opts.field_selector = std::string(api::kBoundPodsFieldSelector);
   ListAll(client_, kube::kPods, "", opts,
           [&](const nlohmann::json& p) { out.push_back(api::BoundPod::FromJson(p)); });
   return out;

@@ -57,7 +57,7 @@ InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
              Projected<api::NodeInfo>),
       bound_(
           client,
-          Options(kube::kPods, "", "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+          Options(kube::kPods, "", std::string(api::kBoundPodsFieldSelector),
                   std::chrono::milliseconds(0), options),
           Projected<api::BoundPod>) {
   nodes_.AddHandlers({[this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr&) {
