@@ -1,7 +1,6 @@
 #include "api/explain.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <unordered_map>
 
@@ -29,14 +28,6 @@ Op ParseOp(const std::string& s) {
   if (s == kOpGt) return Op::kGt;
   if (s == kOpLt) return Op::kLt;
   return Op::kInvalid;
-}
-
-bool ParseInt64(std::string_view s, int64_t& out) {
-  const bool plus = !s.empty() && s[0] == '+';
-  if (plus) s.remove_prefix(1);
-  if (s.empty() || s[0] == '+' || (plus && s[0] == '-')) return false;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size();
 }
 
 // A label requirement with its key and values resolved to interned pointers once. A text

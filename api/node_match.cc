@@ -7,9 +7,7 @@
 #include <cstdint>
 
 namespace kmt::api {
-namespace {
 
-// strconv.ParseInt(s, 10, 64): optional sign, decimal digits only, in range.
 bool ParseInt64(std::string_view s, int64_t& out) {
   const bool plus = !s.empty() && s[0] == '+';
   if (plus) s.remove_prefix(1);
@@ -17,6 +15,8 @@ bool ParseInt64(std::string_view s, int64_t& out) {
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && ptr == s.data() + s.size();
 }
+
+namespace {
 
 bool Contains(const std::vector<std::string>& values, std::string_view v) {
   return std::find(values.begin(), values.end(), v) != values.end();

@@ -11,6 +11,7 @@
 //    an unknown operator or field matches nothing.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "api/labels.h"
@@ -19,6 +20,10 @@
 namespace kmt::api {
 
 using NodeLabels = Labels;
+
+// strconv.ParseInt(s, 10, 64): optional sign, decimal digits only, in range. Gt/Lt values
+// and the labels they compare must parse this way.
+bool ParseInt64(std::string_view s, int64_t& out);
 
 bool RequirementMatchesLabels(const NodeSelectorRequirement& r, const NodeLabels& labels);
 bool FieldRequirementMatchesNode(const NodeSelectorRequirement& r, std::string_view node_name);

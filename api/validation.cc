@@ -8,25 +8,13 @@
 // non-integer through, and the scheduler then never matches the term.
 #include "api/validation.h"
 
-#include <cerrno>
-#include <cstdlib>
+#include <cstdint>
 
 #include "api/label_validation.h"
+#include "api/node_match.h"
 
 namespace kmt::api {
 namespace {
-
-// strconv.ParseInt(s, 10, 64): optional sign, decimal digits, no spaces, in range.
-bool IsInt64(const std::string& s) {
-  size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
-  if (i == s.size()) return false;
-  for (size_t k = i; k < s.size(); ++k) {
-    if (s[k] < '0' || s[k] > '9') return false;
-  }
-  errno = 0;
-  (void)std::strtoll(s.c_str(), nullptr, 10);
-  return errno != ERANGE;
-}
 
 void ValidateExpression(const NodeSelectorRequirement& r, const std::string& path,
                         std::vector<Cause>& causes) {
@@ -45,7 +33,7 @@ void ValidateExpression(const NodeSelectorRequirement& r, const std::string& pat
     if (r.values.size() != 1) {
       causes.push_back(RequiredCause(
           values_path, "must be specified single value when `operator` is 'Lt' or 'Gt'"));
-    } else if (!IsInt64(r.values[0])) {
+    } else if (int64_t ignored = 0; !ParseInt64(r.values[0], ignored)) {
       causes.push_back(InvalidCause(IndexPath(values_path, 0), r.values[0],
                                     "for 'Gt', 'Lt' operators, the value must be an integer"));
     }
