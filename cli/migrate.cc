@@ -9,6 +9,7 @@
 #include "api/names.h"
 #include "cli/duration.h"
 #include "cli/printer.h"
+#include "kube/error.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -207,7 +208,15 @@ int WaitForMigration(const std::string& ns, const std::string& name,
       if (!deadline.Watching(stream.get())) break;
       while (auto ev = stream->Next()) {
         if (ev->type == "ERROR") {
-          rv.clear();  // 410 Gone and friends: re-read, then watch again
+          // The event's object is a metav1.Status. 410 Gone: our resourceVersion is too
+          // old, re-read and watch again. Anything else counts as a failure below (backed
+          // off, at most 5 in a row), not as a reason to re-watch at once.
+          const int code = ev->object.is_object() ? ev->object.value("code", 0) : 0;
+          kube::KubeError err = kube::ErrorFromResponse(
+              code == 0 ? 500 : code, ev->object.dump(), std::nullopt,
+              "watch virtualmachineinstancemigration " + name);
+          if (err.kind() != kube::ErrorKind::kGone) throw err;
+          rv.clear();
           break;
         }
         const auto& obj = ev->object;

@@ -204,5 +204,48 @@ TEST_CASE("--wait times out with the last known state") {
   CHECK(err.str().rfind("error: timed out after 300ms waiting for migration ", 0) == 0);
 }
 
+// A server whose watches answer with one ERROR event carrying `status`, then end.
+class ErroringWatches : public kube::FakeClient {
+ public:
+  explicit ErroringWatches(json status) : status_(std::move(status)) {}
+  std::unique_ptr<kube::WatchStream> Watch(const kube::Resource&, std::string_view,
+                                           const kube::WatchOptions&) override {
+    ++watches;
+    struct Stream : kube::WatchStream {
+      json status;
+      bool sent = false;
+      std::optional<kube::WatchEvent> Next() override {
+        if (sent) return std::nullopt;
+        sent = true;
+        return kube::WatchEvent{"ERROR", status};
+      }
+      void Cancel() override {}
+    };
+    auto stream = std::make_unique<Stream>();
+    stream->status = status_;
+    return stream;
+  }
+  int watches = 0;
+
+ private:
+  json status_;
+};
+
+TEST_CASE("--wait stops on a watch ERROR that is not 410 instead of re-watching until the timeout") {
+  ErroringWatches fake(json::parse(R"({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+      "code": 403, "reason": "Forbidden", "message": "watch is not allowed"})"));
+  AddVmi(fake, "prod", "db-1");
+  Invocation inv = Migrate("db-1");
+  inv.wait = true;
+  inv.timeout = std::chrono::seconds(30);
+  std::ostringstream out, err;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(RunMigrate(inv, "prod", NodeTerm("worker-3"), fake, {out, err}) == 1);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(fake.watches == 1);
+  CAPTURE(err.str());
+  CHECK(err.str().find("watch is not allowed") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace kmt::cli
