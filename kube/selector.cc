@@ -8,36 +8,10 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "api/label_validation.h"
+
 namespace kmt::kube {
 namespace {
-
-bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-
-// [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63 characters.
-bool IsQualifiedNamePart(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  if (!IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// Lower-case RFC 1123 subdomain, at most 253 characters.
-bool IsDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  size_t start = 0;
-  while (true) {
-    size_t dot = s.find('.', start);
-    std::string_view label = s.substr(start, dot == std::string_view::npos ? s.npos : dot - start);
-    if (label.empty() || label.size() > 63) return false;
-    auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-    if (!lower_alnum(label.front()) || !lower_alnum(label.back())) return false;
-    for (char c : label) {
-      if (!lower_alnum(c) && c != '-') return false;
-    }
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -253,15 +227,9 @@ bool RequirementMatches(const LabelRequirement& r, const nlohmann::json& labels)
 
 }  // namespace
 
-bool IsValidLabelKey(std::string_view key) {
-  const size_t slash = key.find('/');
-  if (slash == std::string_view::npos) return IsQualifiedNamePart(key);
-  return IsDnsSubdomain(key.substr(0, slash)) && IsQualifiedNamePart(key.substr(slash + 1));
-}
+bool IsValidLabelKey(std::string_view key) { return api::IsQualifiedName(key).empty(); }
 
-bool IsValidLabelValue(std::string_view value) {
-  return value.empty() || IsQualifiedNamePart(value);
-}
+bool IsValidLabelValue(std::string_view value) { return api::IsValidLabelValue(value).empty(); }
 
 LabelSelector LabelSelector::Parse(std::string_view text) {
   LabelSelector s;

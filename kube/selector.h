@@ -63,7 +63,8 @@ class FieldSelector {
 // and booleans in their JSON text form ("true").
 std::string FieldValue(const nlohmann::json& object, std::string_view path);
 
-// Kubernetes label key / value syntax (qualified name; value ≤ 63 chars).
+// Kubernetes label key / value syntax (qualified name; value ≤ 63 chars), as
+// api/label_validation.h judges them.
 bool IsValidLabelKey(std::string_view key);
 bool IsValidLabelValue(std::string_view value);
 
