@@ -211,10 +211,8 @@ int WaitForMigration(const std::string& ns, const std::string& name,
           // The event's object is a metav1.Status. 410 Gone: our resourceVersion is too
           // old, re-read and watch again. Anything else counts as a failure below (backed
           // off, at most 5 in a row), not as a reason to re-watch at once.
-          const int code = ev->object.is_object() ? ev->object.value("code", 0) : 0;
-          kube::KubeError err = kube::ErrorFromResponse(
-              code == 0 ? 500 : code, ev->object.dump(), std::nullopt,
-              "watch virtualmachineinstancemigration " + name);
+          kube::KubeError err = kube::ErrorFromWatchEvent(
+              ev->object, "watch virtualmachineinstancemigration " + name);
           if (err.kind() != kube::ErrorKind::kGone) throw err;
           rv.clear();
           break;

@@ -51,14 +51,16 @@ ErrorKind KindForStatus(int code, const nlohmann::json& status) {
 // A body is a metav1.Status when it is a JSON object of kind Status (the
 // API server always sets kind; aggregated or proxied servers sometimes only
 // send code/message, which is accepted too).
+bool IsStatus(const nlohmann::json& j) {
+  if (!j.is_object()) return false;
+  const auto kind = j.find("kind");
+  return (kind != j.end() && kind->is_string() && *kind == "Status") ||
+         (j.contains("code") && j.contains("message"));
+}
+
 nlohmann::json DecodeStatus(const std::string& body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return nullptr;
-  const auto kind = j.find("kind");
-  const bool is_status = (kind != j.end() && kind->is_string() && *kind == "Status") ||
-                         (j.contains("code") && j.contains("message"));
-  if (!is_status) return nullptr;
-  return j;
+  return IsStatus(j) ? j : nlohmann::json(nullptr);
 }
 
 // Bodies that are not a Status end up in the message; keep it readable.
@@ -113,10 +115,12 @@ bool IsRetryable(ErrorKind kind) {
   }
 }
 
-KubeError ErrorFromResponse(int http_status, const std::string& body,
-                            std::optional<std::chrono::seconds> retry_after,
-                            const std::string& what) {
-  nlohmann::json status = DecodeStatus(body);
+namespace {
+
+// `status`: the decoded metav1.Status, or null; `body`: the answer as received, for the
+// message when there is no Status.
+KubeError Build(int http_status, nlohmann::json status, const std::string& body,
+                std::optional<std::chrono::seconds> retry_after, const std::string& what) {
   const ErrorKind kind = KindForStatus(http_status, status);
 
   std::string detail;
@@ -146,6 +150,25 @@ KubeError ErrorFromResponse(int http_status, const std::string& body,
   std::string message =
       fmt::format("{}: HTTP {} {}: {}", what, http_status, ErrorKindName(kind), detail);
   return {kind, std::move(message), http_status, std::move(status), retry_after};
+}
+
+}  // namespace
+
+KubeError ErrorFromResponse(int http_status, const std::string& body,
+                            std::optional<std::chrono::seconds> retry_after,
+                            const std::string& what) {
+  return Build(http_status, DecodeStatus(body), body, retry_after, what);
+}
+
+KubeError ErrorFromStatus(int http_status, const nlohmann::json& status,
+                          const std::string& what) {
+  if (IsStatus(status)) return Build(http_status, status, "", std::nullopt, what);
+  return Build(http_status, nullptr, status.is_null() ? "" : status.dump(), std::nullopt, what);
+}
+
+KubeError ErrorFromWatchEvent(const nlohmann::json& object, const std::string& what) {
+  const int code = object.is_object() ? object.value("code", 0) : 0;
+  return ErrorFromStatus(code == 0 ? 500 : code, object, what);
 }
 
 }  // namespace kmt::kube

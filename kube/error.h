@@ -72,5 +72,9 @@ class KubeError : public std::runtime_error {
 KubeError ErrorFromResponse(int http_status, const std::string& body,
                             std::optional<std::chrono::seconds> retry_after,
                             const std::string& what);
+// The same from a Status already parsed (a non-Status value reads as a body).
+KubeError ErrorFromStatus(int http_status, const nlohmann::json& status, const std::string& what);
+// The object of a watch ERROR event (a metav1.Status; its code, else 500).
+KubeError ErrorFromWatchEvent(const nlohmann::json& object, const std::string& what);
 
 }  // namespace kmt::kube

@@ -133,5 +133,23 @@ TEST_CASE("ErrorKindName and IsRetryable") {
   CHECK(IsRetryable(row.kind) == row.retryable);
 }
 
+TEST_CASE("A parsed Status and a watch ERROR event map as the same answer over HTTP would") {
+  const nlohmann::json gone = nlohmann::json::parse(R"json({"kind": "Status", "apiVersion": "v1",
+      "status": "Failure", "code": 410, "reason": "Expired",
+      "message": "too old resource version: 5 (9)"})json");
+  const KubeError http = ErrorFromResponse(410, gone.dump(), std::nullopt, "watch pods");
+  for (const KubeError& e : {ErrorFromStatus(410, gone, "watch pods"),
+                             ErrorFromWatchEvent(gone, "watch pods")}) {
+    CHECK(e.kind() == ErrorKind::kGone);
+    CHECK(std::string(e.what()) == http.what());
+    CHECK(e.http_status() == 410);
+  }
+  // No code in the event: 500. Not a Status at all: its text is the message.
+  const KubeError no_code = ErrorFromWatchEvent(nlohmann::json{{"kind", "Status"}}, "watch pods");
+  CHECK(no_code.http_status() == 500);
+  const KubeError odd = ErrorFromWatchEvent(nlohmann::json{{"x", 1}}, "watch pods");
+  CHECK(std::string(odd.what()) == R"(watch pods: HTTP 500 Unavailable: {"x":1})");
+}
+
 }  // namespace
 }  // namespace kmt::kube

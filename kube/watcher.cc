@@ -198,9 +198,7 @@ WatcherStep Watcher::StepWatch() {
   events_on_stream_ = true;
   const std::string& type = ev->type;
   if (type == "ERROR") {
-    const int code = ev->object.is_object() ? ev->object.value("code", 0) : 0;
-    KubeError err =
-        ErrorFromResponse(code == 0 ? 500 : code, ev->object.dump(), std::nullopt, What());
+    KubeError err = ErrorFromWatchEvent(ev->object, What());
     if (err.kind() == ErrorKind::kGone) {
       // Our resourceVersion is older than the server's history: relist, now.
       CloseStream();

@@ -17,8 +17,7 @@ Json StatusJson(int code, std::string_view reason, std::string_view message, Jso
 
 KubeError StatusError(int code, std::string_view reason, std::string_view message,
                       const std::string& what, Json details) {
-  return ErrorFromResponse(code, StatusJson(code, reason, message, std::move(details)).dump(),
-                           std::nullopt, what);
+  return ErrorFromStatus(code, StatusJson(code, reason, message, std::move(details)), what);
 }
 
 Json Details(const Resource& r, std::string_view name) {
