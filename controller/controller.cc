@@ -63,21 +63,20 @@ void Controller::Stop() {
 }
 
 void Controller::Worker() {
-  while (auto key = queue_.Get()) {
-    const SteadyTime start = clock_.Now();
-    ReconcileResult r = ReconcileKey(*key);
-    metrics_.ObserveReconcile(r, clock_.Now() - start);
-    queue_.Done(*key);
-  }
+  while (auto key = queue_.Get()) RunOne(*key);
 }
 
 std::optional<ReconcileResult> Controller::ProcessNext() {
   auto key = queue_.TryGet();
   if (!key) return std::nullopt;
+  return RunOne(*key);
+}
+
+ReconcileResult Controller::RunOne(const std::string& key) {
   const SteadyTime start = clock_.Now();
-  ReconcileResult r = ReconcileKey(*key);
+  ReconcileResult r = ReconcileKey(key);
   metrics_.ObserveReconcile(r, clock_.Now() - start);
-  queue_.Done(*key);
+  queue_.Done(key);
   return r;
 }
 

@@ -69,6 +69,8 @@ class Controller {
   ReconcileResult ReconcileKey(const std::string& key);
   void Settle(const std::string& key, ReconcileResult result, std::optional<Duration> after);
   void Worker();
+  // One key: reconcile, observe its duration, mark it done in the queue.
+  ReconcileResult RunOne(const std::string& key);
 
   CacheView& view_;
   Clock& clock_;
