@@ -103,7 +103,7 @@ webhook::ServerOptions BenchServerOptions(const std::string& cert_file,
   o.port = 0;
   o.cert_file = cert_file;
   o.key_file = key_file;
-  o.log = [](std::string_view) {};
+  o.log = [](const webhook::ServerLogEntry&) {};
   return o;
 }
 

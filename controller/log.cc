@@ -83,37 +83,6 @@ std::string LogfmtValue(std::string_view v) {
   return out + "\"";
 }
 
-// Splits a logfmt line into key/value pairs (quoted values unescaped).
-std::vector<std::pair<std::string, std::string>> ParseLogfmt(std::string_view line) {
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && line[i] == ' ') ++i;
-    const size_t eq = line.find('=', i);
-    if (eq == std::string_view::npos) break;
-    std::string key(line.substr(i, eq - i));
-    i = eq + 1;
-    std::string value;
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      while (i < line.size() && line[i] != '"') {
-        if (line[i] == '\\' && i + 1 < line.size()) {
-          ++i;
-          value += line[i] == 'n' ? '\n' : line[i] == 't' ? '\t' : line[i];
-        } else {
-          value += line[i];
-        }
-        ++i;
-      }
-      ++i;  // closing quote
-    } else {
-      while (i < line.size() && line[i] != ' ') value += line[i++];
-    }
-    out.emplace_back(std::move(key), std::move(value));
-  }
-  return out;
-}
-
 // One log line: ts, level and msg first, then `fields` in order. JSON through
 // nlohmann::ordered_json (keeps that order; dump() replaces invalid UTF-8 instead of
 // throwing), text as logfmt.
@@ -135,26 +104,6 @@ std::string RenderLine(LogFormat format, const std::string& ts, LogLevel level,
 
 }  // namespace
 
-void Logger::Forward(std::string_view component, std::string_view logfmt_line) {
-  auto pairs = ParseLogfmt(logfmt_line);
-  LogLevel level = LogLevel::kInfo;
-  std::string msg;
-  std::vector<std::pair<std::string, std::string>> rest{{"component", std::string(component)}};
-  for (auto& [k, v] : pairs) {
-    if (k == "level") {
-      ParseLogLevel(v == "warn" || v == "warning" ? "info" : v, &level);
-    } else if (k == "msg") {
-      msg = v;
-    } else {
-      rest.emplace_back(k, v);
-    }
-  }
-  if (!Enabled(level)) return;
-  const std::string line = RenderLine(format_, FormatMicroTime(clock_.WallNow()), level, msg, rest);
-  std::lock_guard<std::mutex> lock(mu_);
-  sink_(line);
-}
-
 Logger::Logger(const Clock& clock, LogLevel level, LogFormat format,
                std::function<void(const std::string&)> sink)
     : clock_(clock), level_(level), format_(format), sink_(std::move(sink)) {
@@ -166,12 +115,22 @@ Logger::Logger(const Clock& clock, LogLevel level, LogFormat format,
   }
 }
 
-void Logger::Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
+template <typename Fields>
+void Logger::Emit(LogLevel level, std::string_view msg, const Fields& fields) {
   if (!Enabled(level)) return;
   const std::string line =
       RenderLine(format_, FormatMicroTime(clock_.WallNow()), level, msg, fields);
   std::lock_guard<std::mutex> lock(mu_);
   sink_(line);
+}
+
+void Logger::Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
+  Emit(level, msg, fields);
+}
+
+void Logger::Log(LogLevel level, std::string_view msg,
+                 const std::vector<std::pair<std::string, std::string>>& fields) {
+  Emit(level, msg, fields);
 }
 
 }  // namespace kmt::controller

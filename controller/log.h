@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "controller/clock.h"
 
@@ -46,12 +47,15 @@ class Logger {
   }
   bool Enabled(LogLevel level) const { return level >= level_; }
 
-  // Re-emits a key=value line written by another component (the webhook
-  // server logs logfmt without a timestamp) in this logger's format, with a
-  // timestamp and component=<component>; its level= field filters it.
-  void Forward(std::string_view component, std::string_view logfmt_line);
+  // The same with fields built at run time (another component's records, e.g. the
+  // webhook server's).
+  void Log(LogLevel level, std::string_view msg,
+           const std::vector<std::pair<std::string, std::string>>& fields);
 
  private:
+  template <typename Fields>
+  void Emit(LogLevel level, std::string_view msg, const Fields& fields);
+
   const Clock& clock_;
   LogLevel level_;
   LogFormat format_;

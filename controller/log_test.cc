@@ -35,18 +35,18 @@ TEST_CASE("JSON logs keep ts, level, msg first and survive bad UTF-8") {
                        "\"Started workers\",\"count\":\"2\",\"bad\":\"a\xEF\xBF\xBD\"}"});
 }
 
-TEST_CASE("Forwarded logfmt lines get a timestamp, the component and this format") {
+TEST_CASE("Fields built at run time (the webhook server's records) render the same way") {
   FakeClock clock;
   std::vector<std::string> lines;
-  const std::string in =
-      "level=info msg=\"Loaded serving certificate\" cert=/c/tls.crt detail=\"a \\\"b\\\"\"";
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"component", "webhook"}, {"cert", "/c/tls.crt"}, {"detail", "a \"b\""}};
   Logger text(clock, LogLevel::kInfo, LogFormat::kText,
               [&](const std::string& l) { lines.push_back(l); });
-  text.Forward("webhook", in);
-  text.Forward("webhook", "level=debug msg=hidden");
+  text.Log(LogLevel::kInfo, "Loaded serving certificate", fields);
+  text.Log(LogLevel::kDebug, "hidden", fields);
   Logger js(clock, LogLevel::kInfo, LogFormat::kJson,
             [&](const std::string& l) { lines.push_back(l); });
-  js.Forward("webhook", in);
+  js.Log(LogLevel::kInfo, "Loaded serving certificate", fields);
   REQUIRE(lines == std::vector<std::string>{
                        "ts=2026-01-01T00:00:00.000000Z level=info msg=\"Loaded serving "
                        "certificate\" component=webhook cert=/c/tls.crt detail=\"a \\\"b\\\"\"",

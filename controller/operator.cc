@@ -194,7 +194,11 @@ void Operator::Start() {
     wo.port = f.webhook_port;
     wo.cert_file = f.webhook_cert_dir + "/tls.crt";
     wo.key_file = f.webhook_cert_dir + "/tls.key";
-    wo.log = [&s](std::string_view line) { s.log.Forward("webhook", line); };
+    wo.log = [&s](const webhook::ServerLogEntry& e) {
+      std::vector<std::pair<std::string, std::string>> fields{{"component", "webhook"}};
+      fields.insert(fields.end(), e.fields.begin(), e.fields.end());
+      s.log.Log(e.error ? LogLevel::kError : LogLevel::kInfo, e.msg, fields);
+    };
     s.webhook = std::make_unique<webhook::AdmissionServer>(
         wo, webhook::AdmissionRoutes(*s.access, *s.cluster, f.check_kubevirt_added_node_selector));
     if (f.webhook_cert_mode == "self") {

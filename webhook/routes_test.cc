@@ -116,7 +116,7 @@ TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target
   opts.port = 0;
   opts.cert_file = dir + "/tls.crt";
   opts.key_file = dir + "/tls.key";
-  opts.log = [](std::string_view) {};
+  opts.log = [](const ServerLogEntry&) {};
   AdmissionServer server(opts, AdmissionRoutes(access, view));
   server.Start();
   REQUIRE(server.Ready());

@@ -23,31 +23,6 @@ constexpr const char* kTls12Ciphers =
     "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
     "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 
-// Log values quoted when they need it, logfmt style.
-std::string Quote(std::string_view v) {
-  bool plain = !v.empty();
-  for (char c : v) {
-    if (c == ' ' || c == '"' || c == '=' || c == '\\' || static_cast<unsigned char>(c) < 0x20) {
-      plain = false;
-    }
-  }
-  if (plain) return std::string(v);
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // An httplib route pattern (a std::regex) matching exactly `path`.
 std::string ExactPattern(std::string_view path) {
   std::string out;
@@ -142,8 +117,8 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
       ShellAnswer answer = ServeAdmission(req.get_header_value("Content-Type"), body, *admit);
       res.status = answer.http_status;
       if (answer.http_status != 200) {
-        Log(fmt::format("level=info msg=\"Rejected admission request\" path={} status={}", path,
-                        answer.http_status));
+        Log({false, "Rejected admission request",
+             {{"path", path}, {"status", std::to_string(answer.http_status)}}});
       }
       res.set_content(answer.body, "application/json");
     });
@@ -152,12 +127,14 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
 
 AdmissionServer::~AdmissionServer() { Stop(); }
 
-void AdmissionServer::Log(std::string_view line) const {
+void AdmissionServer::Log(ServerLogEntry entry) const {
   if (options_.log) {
-    options_.log(line);
-  } else {
-    std::cerr << line << '\n';
+    options_.log(entry);
+    return;
   }
+  std::string line = std::string(entry.error ? "error: " : "") + entry.msg;
+  for (const auto& [k, v] : entry.fields) line += " " + k + "=" + v;
+  std::cerr << line << '\n';
 }
 
 bool AdmissionServer::ReloadCertificate() {
@@ -166,8 +143,8 @@ bool AdmissionServer::ReloadCertificate() {
     case ReloadOutcome::kLoaded: {
       std::lock_guard<std::mutex> lock(log_mu_);
       last_failure_.clear();
-      Log(fmt::format("level=info msg=\"Loaded serving certificate\" cert={} certificate={}",
-                      Quote(options_.cert_file), Quote(r.message)));
+      Log({false, "Loaded serving certificate",
+           {{"cert", options_.cert_file}, {"certificate", r.message}}});
       return true;
     }
     case ReloadOutcome::kFailed: {
@@ -175,8 +152,8 @@ bool AdmissionServer::ReloadCertificate() {
       std::lock_guard<std::mutex> lock(log_mu_);
       if (r.message == last_failure_) return false;
       last_failure_ = r.message;
-      Log(fmt::format("level=error msg=\"Failed to load serving certificate\" cert={} error={}",
-                      Quote(options_.cert_file), Quote(r.message)));
+      Log({true, "Failed to load serving certificate",
+           {{"cert", options_.cert_file}, {"error", r.message}}});
       return false;
     }
     case ReloadOutcome::kUnchanged:
@@ -215,8 +192,8 @@ void AdmissionServer::Start() {
   }
   serving_ = true;
   poll_thread_ = std::thread([this] { PollCertificate(); });
-  Log(fmt::format("level=info msg=\"Started admission server\" address={} port={}",
-                  Quote(options_.address), port));
+  Log({false, "Started admission server",
+       {{"address", options_.address}, {"port", std::to_string(port)}}});
 }
 
 void AdmissionServer::PollCertificate() {
@@ -240,7 +217,7 @@ void AdmissionServer::Stop() {
   if (http_) http_->stop();
   if (listen_thread_.joinable()) {
     listen_thread_.join();
-    Log(fmt::format("level=info msg=\"Stopped admission server\" port={}", port_.load()));
+    Log({false, "Stopped admission server", {{"port", std::to_string(port_.load())}}});
   }
   serving_ = false;
 }

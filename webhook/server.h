@@ -38,6 +38,13 @@ namespace kmt::webhook {
 
 class ServingCertificate;
 
+// One record of the server's log: a message and its fields, in order.
+struct ServerLogEntry {
+  bool error = false;
+  std::string msg;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
 struct ServerOptions {
   std::string address = "0.0.0.0";
   int port = 9443;  // 0: any free port (see AdmissionServer::port())
@@ -55,8 +62,9 @@ struct ServerOptions {
   size_t max_queued_connections = 64;
   size_t max_body_bytes = size_t{7} * 1024 * 1024;
 
-  // Structured log lines (key=value); default: standard error.
-  std::function<void(std::string_view)> log;
+  // Each log record, as data (the operator renders it with its own logger); default: one
+  // plain line on standard error.
+  std::function<void(const ServerLogEntry&)> log;
 };
 
 struct Route {
@@ -90,7 +98,7 @@ class AdmissionServer {
   bool ReloadCertificate();
 
  private:
-  void Log(std::string_view line) const;
+  void Log(ServerLogEntry entry) const;
   void PollCertificate();
 
   ServerOptions options_;

@@ -61,9 +61,9 @@ struct Fixture {
     opts.cert_file = cert_file;
     opts.key_file = key_file;
     opts.cert_poll_interval = std::chrono::milliseconds(10);
-    opts.log = [this](std::string_view line) {
+    opts.log = [this](const ServerLogEntry& e) {
       std::lock_guard<std::mutex> lock(logs_mu);
-      logs.emplace_back(line);
+      logs.emplace_back(e.msg);
     };
     if (tweak) tweak(opts);
     server = std::make_unique<AdmissionServer>(opts, std::move(routes));
