@@ -74,16 +74,17 @@ class Reader {
     return it->get<bool>();
   }
 
-  // object / oldObject / options: any JSON object, absent or null → null.
-  Json Embedded(const Json& obj, const char* key, const std::string& path) {
-    if (!ok()) return nullptr;
+  // object / oldObject / options: any JSON object, absent or null → null. Moved out of
+  // `obj` (the review is discarded after decoding; a pod is worth not copying).
+  Json Embedded(Json& obj, const char* key, const std::string& path) {
+    if (!ok() || !obj.is_object()) return nullptr;
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return nullptr;
     if (!it->is_object()) {
       Fail(fmt::format("{}.{} must be an object", path, key));
       return nullptr;
     }
-    return *it;
+    return std::move(*it);
   }
 
  private:
@@ -242,10 +243,14 @@ DecodeResult DecodeAdmissionReview(std::string_view body) {
   req.ns = r.String(request, "namespace", "request");
   req.operation = r.String(request, "operation", "request");
   req.user_info = ReadUserInfo(r, request);
-  req.object = r.Embedded(request, "object", "request");
-  req.old_object = r.Embedded(request, "oldObject", "request");
   req.dry_run = r.Bool(request, "dryRun", "request");
-  req.options = r.Embedded(request, "options", "request");
+  // The embedded objects last, moved out of the review (`request` is read no more).
+  Json absent;
+  auto it = review.find("request");
+  Json& owned = it != review.end() && it->is_object() ? *it : absent;
+  req.object = r.Embedded(owned, "object", "request");
+  req.old_object = r.Embedded(owned, "oldObject", "request");
+  req.options = r.Embedded(owned, "options", "request");
   if (r.ok() && req.operation.empty()) r.Fail("request.operation is missing");
 
   if (!r.ok()) {
