@@ -80,9 +80,22 @@ struct Operator::Impl {
   Impl(const OperatorFlags& f, OperatorClients c, Logger& l, OperatorIdentity id)
       : flags(f), clients(c), log(l), identity(std::move(id)) {}
 
+  // What /readyz checks: the caches synced (controller), a certificate loaded (webhook).
+  std::vector<HealthCheck> ReadinessChecks() const {
+    std::vector<HealthCheck> checks;
+    if (!flags.disable_controller) {
+      checks.push_back({"informers-synced", [this] { return view->HasSynced(); }});
+    }
+    if (!flags.disable_webhook) {
+      checks.push_back({"webhook-certificate", [this] { return webhook->Ready(); }});
+    }
+    return checks;
+  }
+
   bool Ready() const {
-    if (!flags.disable_controller && !view->HasSynced()) return false;
-    if (!flags.disable_webhook && !webhook->Ready()) return false;
+    for (const HealthCheck& c : ReadinessChecks()) {
+      if (!c.ok()) return false;
+    }
     return true;
   }
 
@@ -169,16 +182,7 @@ void Operator::Start() {
         host, port,
         std::vector<ProbeServer::Route>{
             {"/healthz", [](bool v) { return AnswerChecks({}, v); }},
-            {"/readyz", [&s](bool v) {
-               std::vector<HealthCheck> checks;
-               if (!s.flags.disable_controller) {
-                 checks.push_back({"informers-synced", [&s] { return s.view->HasSynced(); }});
-               }
-               if (!s.flags.disable_webhook) {
-                 checks.push_back({"webhook-certificate", [&s] { return s.webhook->Ready(); }});
-               }
-               return AnswerChecks(checks, v);
-             }}});
+            {"/readyz", [&s](bool v) { return AnswerChecks(s.ReadinessChecks(), v); }}});
   }
   if (ParseBindAddress(f.metrics_bind_address, &host, &port)) {
     s.metrics_server = std::make_unique<ProbeServer>(
