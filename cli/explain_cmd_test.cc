@@ -107,11 +107,10 @@ TEST_CASE("explain reports a request no node matches, and a VMI that does not ru
   CHECK(err2.str().rfind("Error from server (NotFound): ", 0) == 0);
 }
 
-TEST_CASE("after a placed migration, the earlier request does not constrain the next one") {
-  kube::FakeClient fake;
-  Seed(fake);
-  // The VM now runs in the target pod of migration m1, which ANDed `zone In [a]`
-  // — the same requirement as the owner's — and `metadata.name In [w1]`.
+// The VM now runs in the target pod of migration m1, whose request was
+// `metadata.name In [w1]`: the VMIM exists, and the running pod carries m1's markings
+// and `required` as its required node affinity (what m1's AND left there).
+void PlaceByEarlierMigration(kube::FakeClient& fake, const json& required) {
   fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
               json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
                 "metadata": {"name": "m1", "namespace": "prod", "annotations": {
@@ -121,13 +120,22 @@ TEST_CASE("after a placed migration, the earlier request does not constrain the 
   json pod = fake.Get(kube::kPods, "prod", "virt-launcher-db-1-abcde");
   pod["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = "m1-uid";
   pod["metadata"]["annotations"] = {{"kubevirt.io/migrationJobName", "m1"}};
-  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-     ["nodeSelectorTerms"][0]["matchFields"] =
-      json::parse(R"([{"key": "metadata.name", "operator": "In", "values": ["w1"]}])");
+  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+      required;
   fake.Delete(kube::kPods, "prod", "virt-launcher-db-1-abcde");
   pod["metadata"].erase("resourceVersion");
   pod["metadata"].erase("uid");
   fake.Create(kube::kPods, "prod", pod);
+}
+
+TEST_CASE("after a placed migration, the earlier request does not constrain the next one") {
+  kube::FakeClient fake;
+  Seed(fake);
+  // m1 ANDed `zone In [a]` — the same requirement as the owner's — and
+  // `metadata.name In [w1]` into the owner's term.
+  PlaceByEarlierMigration(fake, json::parse(R"({"nodeSelectorTerms": [{
+      "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
+      "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["w1"]}]}]})"));
   std::ostringstream out, err;
   CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
   CAPTURE(out.str(), err.str());
@@ -145,24 +153,9 @@ TEST_CASE("after a placed migration, the earlier request does not constrain the 
 TEST_CASE("after a placed migration of a VM with no affinity of its own, no node is excluded by it") {
   kube::FakeClient fake;
   Seed(fake);
-  // The VM has no required node affinity; migration m1's AND created one holding only its
-  // request, `metadata.name In [w1]`.
-  fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
-              json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
-                "metadata": {"name": "m1", "namespace": "prod", "annotations": {
-                  "migration-target.kubevirt.io/added-node-selector-term":
-                  "{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"w1\"]}]}"}},
-                "spec": {"vmiName": "db-1"}})"));
-  json pod = fake.Get(kube::kPods, "prod", "virt-launcher-db-1-abcde");
-  pod["metadata"]["labels"]["kubevirt.io/migrationJobUID"] = "m1-uid";
-  pod["metadata"]["annotations"] = {{"kubevirt.io/migrationJobName", "m1"}};
-  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
-      json::parse(R"({"nodeSelectorTerms": [{"matchFields": [
-        {"key": "metadata.name", "operator": "In", "values": ["w1"]}]}]})");
-  fake.Delete(kube::kPods, "prod", "virt-launcher-db-1-abcde");
-  pod["metadata"].erase("resourceVersion");
-  pod["metadata"].erase("uid");
-  fake.Create(kube::kPods, "prod", pod);
+  // The VM has no required node affinity; m1's AND created one holding only its request.
+  PlaceByEarlierMigration(fake, json::parse(R"({"nodeSelectorTerms": [{"matchFields": [
+      {"key": "metadata.name", "operator": "In", "values": ["w1"]}]}]})"));
   std::ostringstream out, err;
   CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
   const std::string o = out.str();
