@@ -22,7 +22,7 @@ SOURCE_DIRS = ["controller", "webhook", "kube"]
 SKIP_FILES = {"kube/fake_client.cc", "kube/fake_client.h", "kube/resources.h"}
 
 # Verbs a wrapper function implies, by the wrapper's name.
-WRAPPERS = {"ListAll": ["list"], "GetOrNothing": ["get"], "InjectCa": ["get", "patch"]}
+WRAPPERS = {"ListAll": ["list"], "GetIfExists": ["get"], "InjectCa": ["get", "patch"]}
 DIRECT = {"Get": "get", "List": "list", "Create": "create", "Update": "update",
           "Patch": "patch", "Delete": "delete", "Watch": "watch"}
 # Grants that no code path in this repository shows but that are needed.
