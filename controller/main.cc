@@ -5,6 +5,7 @@
 // SIGTERM/SIGINT stop gracefully (exit 0); a second one exits at once (1).
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +28,22 @@ kmt::kube::ClientConfig LoadConfig(const kmt::controller::OperatorFlags& flags) 
   kmt::kube::KubeconfigOptions ko;
   ko.explicit_path = flags.kubeconfig;
   ko.context = flags.context;
-  return kmt::kube::LoadClientConfig(ko);  // kubectl's order: flag, $KUBECONFIG, in-cluster, ~/.kube
+  return kmt::kube::LoadClientConfig(
+      ko);  // kubectl's order: flag, $KUBECONFIG, in-cluster, ~/.kube
+}
+
+// Raises the soft limit on open files to the hard one, as Go programs do at start (since Go
+// 1.19): every open connection of the webhook costs a descriptor, and a flood must meet the
+// connection bound (http/connection_table.h), not EMFILE. Returns the soft limit in force.
+rlim_t RaiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return raised.rlim_cur;
+  }
+  return lim.rlim_cur;
 }
 
 }  // namespace
@@ -55,6 +71,8 @@ int main(int argc, char** argv) {
   kmt::controller::ParseLogLevel(flags.log_level, &level);
   kmt::controller::ParseLogFormat(flags.log_format, &format);
   Logger log(clock, level, format);
+  const rlim_t open_files = RaiseOpenFileLimit();
+  log.Info("Set open file limit", {{"limit", std::to_string(open_files)}});
 
   // One client per kind of traffic, each with its own --kube-api-qps/--kube-api-burst
   // bucket and connections (see OperatorClients).
@@ -76,10 +94,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  kmt::controller::Operator op(flags,
-                               {*controller_client, *webhook_client, *events_client,
-                                *election_client},
-                               log, kmt::controller::DefaultIdentity());
+  kmt::controller::Operator op(
+      flags, {*controller_client, *webhook_client, *events_client, *election_client}, log,
+      kmt::controller::DefaultIdentity());
   std::thread signal_thread([&] {
     int received = 0;
     for (;;) {

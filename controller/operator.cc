@@ -17,6 +17,7 @@
 #include "controller/metrics.h"
 #include "controller/operator_metrics.h"
 #include "controller/probes.h"
+#include "controller/webhook_metrics.h"
 #include "webhook/access_review.h"
 #include "webhook/certs/bootstrap.h"
 #include "webhook/kube_cluster_view.h"
@@ -63,6 +64,7 @@ struct Operator::Impl {
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<webhook::SubjectAccessReviewer> access;
   std::unique_ptr<webhook::KubeClusterView> cluster;
+  std::unique_ptr<WebhookMetrics> webhook_metrics;
   std::unique_ptr<webhook::AdmissionServer> webhook;
   std::unique_ptr<webhook::certs::CertBootstrap> certs;
   std::unique_ptr<ProbeServer> health;
@@ -198,6 +200,10 @@ void Operator::Start() {
     wo.port = f.webhook_port;
     wo.cert_file = f.webhook_cert_dir + "/tls.crt";
     wo.key_file = f.webhook_cert_dir + "/tls.key";
+    s.webhook_metrics = std::make_unique<WebhookMetrics>(
+        s.registry, std::vector<std::string>{std::string(webhook::kValidateVmimPath),
+                                             std::string(webhook::kMutatePodPath)});
+    wo.observer = s.webhook_metrics.get();
     wo.log = [&s](const webhook::ServerLogEntry& e) {
       std::vector<std::pair<std::string, std::string>> fields{{"component", "webhook"}};
       fields.insert(fields.end(), e.fields.begin(), e.fields.end());
@@ -227,8 +233,8 @@ void Operator::Start() {
     if (s.cluster) s.cluster->SetCachedNodes([&s] { return s.view->NodeList(); });
     ControllerOptions co;
     co.workers = f.workers;
-    s.controller =
-        std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log, s.metrics, *s.async_events, co);
+    s.controller = std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log,
+                                                s.metrics, *s.async_events, co);
     s.view->Connect(*s.controller);
   }
 

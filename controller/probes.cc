@@ -1,17 +1,31 @@
 // controller/probes.cc
 #include "controller/probes.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <stdexcept>
+#include <string_view>
+
+#include "http/server.h"
 
 namespace kmt::controller {
 namespace {
 
-// Workers per probe or metrics server: a liveness and a readiness probe and a scrape can be
-// answered at once, plus one spare for a keep-alive connection left idle.
-constexpr size_t kProbeThreads = 4;
+// Threads per probe or metrics server. Connections cost no thread (http/server.h), so one
+// I/O thread and two for answers (a scrape renders every series) are plenty for a few
+// requests a minute.
+constexpr size_t kProbeHandlerThreads = 2;
+
+// "verbose" is one of the query's parameters ("verbose", "verbose=1", "a=b&verbose").
+bool HasParam(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view part = query.substr(0, amp);
+    if (part.substr(0, part.find('=')) == name) return true;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -75,34 +89,34 @@ ProbeServer::ProbeServer(std::string host, int port, std::vector<Route> routes)
 ProbeServer::~ProbeServer() { Stop(); }
 
 void ProbeServer::Start() {
-  http_ = std::make_unique<httplib::Server>();
-  // Probes and scrapes are a few requests a minute: a small pool, not httplib's default of
-  // eight threads per server (each thread that allocates gets its own malloc arena).
-  http_->new_task_queue = [] { return new httplib::ThreadPool(kProbeThreads); };
-  http_->set_read_timeout(5, 0);
-  http_->set_write_timeout(5, 0);
+  http::ServerConfig c;
+  c.address = host_;
+  c.port = requested_port_;
+  c.handler_threads = kProbeHandlerThreads;
+  c.handler_queue = 64;
+  c.log = [](const http::LogRecord&) {
+  };  // connection-level noise only; answers are logged by no one
+  std::vector<http::Route> routes;
   for (const auto& [path, answer] : routes_) {
-    http_->Get(path, [answer = answer](const httplib::Request& req, httplib::Response& res) {
-      HttpAnswer a = answer(req.has_param("verbose"));
-      res.status = a.status;
-      res.set_header("X-Content-Type-Options", "nosniff");
-      res.set_content(a.body, a.content_type.c_str());
-    });
+    routes.push_back({"GET", path,
+                      [answer = answer](const http::Request& req) {
+                        HttpAnswer a = answer(HasParam(req.query, "verbose"));
+                        http::Response r;
+                        r.status = a.status;
+                        r.content_type = a.content_type;
+                        r.body = std::move(a.body);
+                        return r;
+                      },
+                      /*inline_handler=*/false, ""});
   }
-  int bound = requested_port_ == 0
-                  ? http_->bind_to_any_port(host_)
-                  : (http_->bind_to_port(host_, requested_port_) ? requested_port_ : -1);
-  if (bound < 0) {
-    throw std::runtime_error("cannot listen on " + host_ + ":" + std::to_string(requested_port_));
-  }
-  port_ = bound;
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  http_ = std::make_unique<http::Server>(std::move(c), std::move(routes));
+  http_->Start();  // throws std::runtime_error naming the address
+  port_ = http_->port();
 }
 
 void ProbeServer::Stop() {
   if (!http_) return;
-  http_->stop();
-  if (thread_.joinable()) thread_.join();
+  http_->Stop();
   http_.reset();
 }
 

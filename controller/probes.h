@@ -17,9 +17,9 @@
 
 #include "controller/metrics.h"
 
-namespace httplib {
+namespace kmt::http {
 class Server;
-}  // namespace httplib
+}  // namespace kmt::http
 
 namespace kmt::controller {
 
@@ -45,7 +45,9 @@ HttpAnswer AnswerMetrics(const Registry& registry);
 // Throws std::invalid_argument on malformed text.
 bool ParseBindAddress(const std::string& text, std::string* host, int* port);
 
-// A small HTTP/1.1 server on its own thread serving fixed GET routes.
+// A small HTTP/1.1 server serving fixed GET routes, on the same event-driven core as the
+// admission webhook (http/server.h: deadlines on every phase, bounded connections), since
+// the probe and metrics ports are just as reachable from the pod network.
 class ProbeServer {
  public:
   using Route = std::pair<std::string, std::function<HttpAnswer(bool verbose)>>;
@@ -64,8 +66,7 @@ class ProbeServer {
   std::string host_;
   int requested_port_;
   std::vector<Route> routes_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<http::Server> http_;
   std::atomic<int> port_{0};
 };
 

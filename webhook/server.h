@@ -5,11 +5,18 @@
 // within cert_poll_interval (webhook/serving_cert.h). It is embeddable: the operator
 // binary starts one on every replica.
 //
+// It runs on the event-driven core of http/server.h, so idle, half-sent or trickling
+// connections cannot take it down: every phase of a connection has a deadline (TLS
+// handshake 2 s, headers 5 s, the whole request 30 s — the API server's longest webhook
+// timeout —, the answer 10 s, keep-alive idle 60 s), at most limits.max_connections are
+// open (the longest-idle connection that never completed a request is closed first), and
+// admission work runs on its own pool of `workers` threads, never on the I/O threads.
+//
 // The shell is strict, like controller-runtime's webhook server: a body over max_body_bytes
-// (7 MiB) → HTTP 413 (also for chunked bodies, which httplib itself does not cap); the rest
-// of the decision (empty body, content type, decoding, exceptions, uid echo) is
-// ServeAdmission's (webhook/shell.h). Reads and writes time out (a slow client cannot hold
-// a worker), and a fixed pool of workers serves the connections (webhook/worker_pool.h).
+// (7 MiB) → HTTP 413, decided from Content-Length before the body is read (also for chunked
+// bodies); headers over 16 KiB → 431; a full admission queue → 503 with Retry-After; the
+// rest of the decision (empty body, content type, decoding, exceptions, uid echo) is
+// ServeAdmission's (webhook/shell.h). Every error answer is a metav1.Status.
 //
 // GET /healthz answers 200 while the server runs; GET /readyz answers 200 once a
 // certificate is loaded, 503 before.
@@ -27,23 +34,16 @@
 #include <thread>
 #include <vector>
 
+#include "http/server.h"
 #include "webhook/admission.h"
 #include "webhook/shell.h"
-
-namespace httplib {
-class SSLServer;
-}  // namespace httplib
 
 namespace kmt::webhook {
 
 class ServingCertificate;
 
 // One record of the server's log: a message and its fields, in order.
-struct ServerLogEntry {
-  bool error = false;
-  std::string msg;
-  std::vector<std::pair<std::string, std::string>> fields;
-};
+using ServerLogEntry = http::LogRecord;
 
 struct ServerOptions {
   std::string address = "0.0.0.0";
@@ -53,14 +53,17 @@ struct ServerOptions {
   std::string key_file = "/tmp/k8s-webhook-server/serving-certs/tls.key";
   std::chrono::milliseconds cert_poll_interval{1000};
 
-  std::chrono::milliseconds read_timeout{10000};
-  std::chrono::milliseconds write_timeout{10000};
-  // An idle keep-alive connection holds a worker, so keep this short.
-  std::chrono::seconds keep_alive_timeout{5};
-  size_t keep_alive_max_requests = 100;
-  size_t workers = 8;
-  size_t max_queued_connections = 64;
+  // Deadlines per connection phase and the bound on open connections (http/connection_table.h).
+  http::Limits limits;
   size_t max_body_bytes = size_t{7} * 1024 * 1024;
+  // Threads for TLS and HTTP I/O, and for admission work (a review may wait on a
+  // SubjectAccessReview); at most `max_queued_reviews` wait for a worker, beyond that 503.
+  size_t io_threads = 1;
+  size_t workers = 8;
+  size_t max_queued_reviews = 1024;
+
+  // Request and connection counts (the operator's /metrics); not owned, may be null.
+  http::ServerObserver* observer = nullptr;
 
   // Each log record, as data (the operator renders it with its own logger); default: one
   // plain line on standard error.
@@ -91,7 +94,10 @@ class AdmissionServer {
   bool Ready() const;
 
   // The bound port (useful with port 0); 0 before Start().
-  int port() const { return port_.load(); }
+  int port() const;
+
+  // Connections open now.
+  size_t open_connections() const;
 
   // Checks the certificate files now instead of waiting for the next poll; returns whether
   // a new pair is being served.
@@ -104,13 +110,10 @@ class AdmissionServer {
   ServerOptions options_;
   std::vector<Route> routes_;
   std::unique_ptr<ServingCertificate> cert_;
-  std::unique_ptr<httplib::SSLServer> http_;
-  std::atomic<int> port_{0};
+  std::unique_ptr<http::Server> http_;
   std::atomic<bool> serving_{false};
-  std::atomic<bool> listen_returned_{false};
   std::mutex log_mu_;
   std::string last_failure_;  // guarded by log_mu_
-  std::thread listen_thread_;
   std::thread poll_thread_;
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;

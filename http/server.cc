@@ -1,0 +1,588 @@
+#include "http/server.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <condition_variable>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+
+#include "http/handler_pool.h"
+
+namespace kmt::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using Id = ConnectionTable::Id;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// How long a connection closed after an error answer (413, 431, 400) keeps reading and
+// discarding what the client still sends, so that closing does not reset the connection
+// before the client has read the answer (Go's net/http waits 500 ms for the same reason).
+constexpr std::chrono::milliseconds kLinger{500};
+// How long accepting pauses after EMFILE and the like.
+constexpr std::chrono::milliseconds kAcceptPause{100};
+
+Response DefaultErrorBody(int status, std::string_view message) {
+  Response r;
+  r.status = status;
+  r.content_type = "text/plain";
+  r.body = std::string(message);
+  return r;
+}
+
+}  // namespace
+
+// The part of a connection the server can reach from outside its strand.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  // Closes the socket at once; the server has already removed the connection from its table.
+  virtual void Abort() = 0;
+  virtual asio::any_io_executor executor() = 0;
+};
+
+class Server::Impl {
+ public:
+  // First member, so destroyed last: handlers still queued when the server stops (and the
+  // connections they own) are destroyed while everything they point to is still alive.
+  asio::io_context ioc;
+  ServerConfig cfg;
+  std::vector<Route> routes;
+  std::optional<asio::ssl::context> ssl;
+  tcp::acceptor acceptor{asio::make_strand(ioc)};
+  asio::steady_timer sweep{ioc};
+  asio::steady_timer accept_pause{acceptor.get_executor()};
+  // Keeps the I/O threads running while a connection has no operation pending (its handler
+  // runs on the pool) until Stop() is done with them.
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::unique_ptr<HandlerPool> pool;
+  std::vector<std::thread> threads;
+
+  mutable std::mutex mu;
+  std::condition_variable drained;
+  ConnectionTable table;                                        // guarded by mu
+  std::unordered_map<Id, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
+  std::string last_accept_error;                                // accept strand only
+
+  std::atomic<bool> stopping{false};
+  std::atomic<int> port{0};
+  bool started = false;
+  bool stopped = false;
+
+  Impl(ServerConfig c, std::vector<Route> r)
+      : cfg(std::move(c)), routes(std::move(r)), table(cfg.limits) {
+    if (!cfg.error_body) cfg.error_body = DefaultErrorBody;
+  }
+
+  void Log(bool error, std::string msg, std::vector<std::pair<std::string, std::string>> fields) {
+    LogRecord rec{error, std::move(msg), std::move(fields)};
+    if (cfg.log) {
+      cfg.log(rec);
+      return;
+    }
+    std::string line = std::string(rec.error ? "error: " : "") + rec.msg;
+    for (const auto& [k, v] : rec.fields) line += " " + k + "=" + v;
+    std::cerr << line << '\n';
+  }
+
+  const Route* FindRoute(std::string_view path, std::string_view method, bool* path_known) const {
+    *path_known = false;
+    for (const Route& r : routes) {
+      if (r.path != path) continue;
+      *path_known = true;
+      if (r.method == method) return &r;
+    }
+    return nullptr;
+  }
+
+  // --- the connection table, with the observer told of every change ---
+
+  ConnectionTable::Admission Open(Phase first, const std::shared_ptr<SessionBase>& s,
+                                  std::shared_ptr<SessionBase>* victim) {
+    std::lock_guard<std::mutex> lock(mu);
+    ConnectionTable::Admission a = table.Open(first, SteadyClock::now());
+    if (a.evicted) {
+      auto it = sessions.find(*a.evicted);
+      if (it != sessions.end()) {
+        *victim = it->second.lock();
+        sessions.erase(it);
+      }
+      if (cfg.observer) cfg.observer->ConnectionClosed(CloseReason::kEvicted);
+    }
+    if (cfg.observer) cfg.observer->ConnectionOpened();
+    if (a.admitted) {
+      sessions.emplace(a.id, s);
+    } else if (cfg.observer) {
+      cfg.observer->ConnectionClosed(CloseReason::kRefused);
+    }
+    return a;
+  }
+
+  bool Enter(Id id, Phase phase) {
+    std::lock_guard<std::mutex> lock(mu);
+    return table.Enter(id, phase, SteadyClock::now());
+  }
+
+  void Touch(Id id) {
+    std::lock_guard<std::mutex> lock(mu);
+    table.Touch(id, SteadyClock::now());
+  }
+
+  // The connection leaves the table (once); false when it had already left.
+  bool Remove(Id id, CloseReason reason) {
+    std::lock_guard<std::mutex> lock(mu);
+    sessions.erase(id);
+    if (!table.Close(id)) return false;
+    if (cfg.observer) cfg.observer->ConnectionClosed(reason);
+    if (table.size() == 0) drained.notify_all();
+    return true;
+  }
+
+  static void AbortAll(const std::vector<std::shared_ptr<SessionBase>>& victims) {
+    for (const auto& s : victims) {
+      if (s) asio::post(s->executor(), [s] { s->Abort(); });
+    }
+  }
+
+  void Sweep() {
+    std::vector<std::shared_ptr<SessionBase>> victims;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [id, reason] : table.Expire(SteadyClock::now())) {
+        auto it = sessions.find(id);
+        if (it != sessions.end()) {
+          victims.push_back(it->second.lock());
+          sessions.erase(it);
+        }
+        if (cfg.observer) cfg.observer->ConnectionClosed(reason);
+      }
+      if (table.size() == 0) drained.notify_all();
+    }
+    AbortAll(victims);
+  }
+
+  void ScheduleSweep() {
+    sweep.expires_after(cfg.sweep_interval);
+    sweep.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping) return;
+      Sweep();
+      ScheduleSweep();
+    });
+  }
+
+  // Closes every connection that is not handling or answering a request.
+  void CloseIdle() {
+    std::vector<std::shared_ptr<SessionBase>> victims;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (Id id : table.Ids()) {
+        std::optional<Phase> p = table.PhaseOf(id);
+        if (p == Phase::kHandling || p == Phase::kWriting) continue;
+        table.Close(id);
+        auto it = sessions.find(id);
+        if (it != sessions.end()) {
+          victims.push_back(it->second.lock());
+          sessions.erase(it);
+        }
+        if (cfg.observer) cfg.observer->ConnectionClosed(CloseReason::kDone);
+      }
+      if (table.size() == 0) drained.notify_all();
+    }
+    AbortAll(victims);
+  }
+
+  void Accept();
+  void OnAccept(tcp::socket socket);
+};
+
+namespace {
+
+template <class Stream>
+class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  template <class... Args>
+  explicit Session(Server::Impl& server, Args&&... args)
+      : server_(server), stream_(std::forward<Args>(args)...) {}
+
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  void set_id(Id id) { id_ = id; }
+
+  asio::any_io_executor executor() override { return stream_.get_executor(); }
+
+  void Abort() override {
+    closed_ = true;
+    boost::system::error_code ignored;
+    beast::get_lowest_layer(stream_).close(ignored);
+  }
+
+  void Start() {
+    if constexpr (kTls) {
+      phase_ = Phase::kHandshake;
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](
+                                  const boost::system::error_code& ec) { self->OnHandshake(ec); });
+    } else {
+      phase_ = Phase::kHeaders;
+      ReadRequest();
+    }
+  }
+
+ private:
+  void OnHandshake(const boost::system::error_code& ec) {
+    if (closed_) return;
+    if (ec) return Finish(CloseReason::kError);
+    phase_ = Phase::kHeaders;
+    server_.Enter(id_, Phase::kHeaders);
+    ReadRequest();
+  }
+
+  void ReadRequest() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.cfg.max_header_bytes));
+    parser_->body_limit(server_.cfg.max_body_bytes);
+    route_ = nullptr;
+    path_known_ = false;
+    observed_ = false;
+    ReadSome();
+  }
+
+  void ReadSome() {
+    bhttp::async_read_some(stream_, buffer_, *parser_,
+                           [self = this->shared_from_this()](const boost::system::error_code& ec,
+                                                             size_t n) { self->OnRead(ec, n); });
+  }
+
+  void OnRead(const boost::system::error_code& ec, size_t n) {
+    if (closed_) return;
+    if (ec == bhttp::error::body_limit) {
+      LocateRoute();
+      if (route_ && !route_->metric_label.empty() && server_.cfg.observer && !observed_) {
+        observed_ = true;
+        server_.cfg.observer->RequestStarted(route_->metric_label);
+      }
+      return Fail(413, fmt::format("request body exceeds {} bytes", server_.cfg.max_body_bytes));
+    }
+    if (ec == bhttp::error::header_limit) {
+      return Fail(431,
+                  fmt::format("request headers exceed {} bytes", server_.cfg.max_header_bytes));
+    }
+    if (ec) {
+      const bool peer_gone = ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+                             ec == asio::error::connection_reset ||
+                             ec == asio::ssl::error::stream_truncated;
+      if (peer_gone) return Finish(CloseReason::kPeerClosed);
+      if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {
+        return Fail(400, "malformed HTTP request: " + ec.message());
+      }
+      return Finish(CloseReason::kError);
+    }
+    if (n > 0) {
+      if (phase_ == Phase::kIdle) {
+        phase_ = Phase::kHeaders;
+        server_.Enter(id_, Phase::kHeaders);
+      } else {
+        server_.Touch(id_);
+      }
+    }
+    if (phase_ == Phase::kHeaders && parser_->is_header_done()) {
+      phase_ = Phase::kBody;
+      server_.Enter(id_, Phase::kBody);
+      headers_done_ = SteadyClock::now();
+      LocateRoute();
+      if (route_ && !route_->metric_label.empty() && server_.cfg.observer) {
+        observed_ = true;
+        server_.cfg.observer->RequestStarted(route_->metric_label);
+      }
+    }
+    if (parser_->is_done()) return Dispatch();
+    ReadSome();
+  }
+
+  void LocateRoute() {
+    const auto& msg = parser_->get();
+    std::string_view target(msg.target().data(), msg.target().size());
+    std::string_view path = target.substr(0, target.find('?'));
+    std::string_view method(msg.method_string().data(), msg.method_string().size());
+    route_ = server_.FindRoute(path, method, &path_known_);
+    if (!observed_ && headers_done_ == SteadyClock::time_point{})
+      headers_done_ = SteadyClock::now();
+  }
+
+  void Dispatch() {
+    phase_ = Phase::kHandling;
+    server_.Enter(id_, Phase::kHandling);
+    bhttp::request<bhttp::string_body> msg = parser_->release();
+    keep_alive_ = msg.keep_alive();
+    if (!route_) {
+      return Respond(path_known_ ? server_.cfg.error_body(405, "method not allowed")
+                                 : server_.cfg.error_body(404, "not found"));
+    }
+    Request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    size_t q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    if (auto it = msg.find(bhttp::field::content_type); it != msg.end()) {
+      req.content_type = std::string(it->value());
+    }
+    req.body = std::move(msg.body());
+    const Route* route = route_;
+    if (route->inline_handler) return Respond(Invoke(*route, req));
+    bool queued = server_.pool->TrySubmit(
+        [self = this->shared_from_this(), route, req = std::move(req)]() mutable {
+          Response r = self->Invoke(*route, req);
+          asio::post(self->stream_.get_executor(),
+                     [self, r = std::move(r)]() mutable { self->Respond(std::move(r)); });
+        });
+    if (!queued) {
+      Response busy = server_.cfg.error_body(503, "the server is busy; retry");
+      busy.headers.emplace_back("Retry-After", "1");
+      Respond(std::move(busy));
+    }
+  }
+
+  Response Invoke(const Route& route, const Request& req) {
+    try {
+      return route.handle(req);
+    } catch (const std::exception& e) {
+      server_.Log(true, "Failed to handle request", {{"path", req.path}, {"error", e.what()}});
+    } catch (...) {
+      server_.Log(true, "Failed to handle request", {{"path", req.path}, {"error", "unknown"}});
+    }
+    return server_.cfg.error_body(500, "internal error");
+  }
+
+  // An error answer to a request that cannot be read further: then the connection closes.
+  void Fail(int status, std::string message) {
+    keep_alive_ = false;
+    Response r = server_.cfg.error_body(status, message);
+    r.close = true;
+    linger_ = true;
+    Respond(std::move(r));
+  }
+
+  void Respond(Response r) {
+    if (closed_) return;
+    phase_ = Phase::kWriting;
+    server_.Enter(id_, Phase::kWriting);
+    status_ = r.status;
+    res_ = std::make_shared<bhttp::response<bhttp::string_body>>();
+    auto& res = *res_;
+    res.version(11);
+    res.result(static_cast<unsigned>(r.status));
+    res.set(bhttp::field::content_type, r.content_type);
+    res.set("X-Content-Type-Options", "nosniff");
+    for (const auto& [k, v] : r.headers) res.set(k, v);
+    res.body() = std::move(r.body);
+    keep_alive_ = keep_alive_ && !r.close && !server_.stopping;
+    res.keep_alive(keep_alive_);
+    res.prepare_payload();
+    bhttp::async_write(stream_, res,
+                       [self = this->shared_from_this()](const boost::system::error_code& ec,
+                                                         size_t) { self->OnWrite(ec); });
+  }
+
+  void OnWrite(const boost::system::error_code& ec) {
+    if (observed_ && server_.cfg.observer) {
+      observed_ = false;
+      server_.cfg.observer->RequestFinished(route_->metric_label, status_,
+                                            SteadyClock::now() - headers_done_);
+    }
+    headers_done_ = {};
+    res_.reset();
+    if (closed_) return;
+    if (ec) return Finish(CloseReason::kError);
+    if (!keep_alive_) return linger_ ? Linger() : Finish(CloseReason::kDone);
+    phase_ = Phase::kIdle;
+    server_.Enter(id_, Phase::kIdle);
+    ReadRequest();
+  }
+
+  // After an error answer: stop sending, discard what still arrives for kLinger, close.
+  void Linger() {
+    server_.Remove(id_, CloseReason::kDone);
+    boost::system::error_code ignored;
+    beast::get_lowest_layer(stream_).shutdown(tcp::socket::shutdown_send, ignored);
+    linger_timer_.emplace(stream_.get_executor());
+    linger_timer_->expires_after(kLinger);
+    linger_timer_->async_wait(
+        [self = this->shared_from_this()](const boost::system::error_code&) { self->Abort(); });
+    Discard();
+  }
+
+  void Discard() {
+    discard_.resize(16 * 1024);
+    beast::get_lowest_layer(stream_).async_read_some(
+        asio::buffer(discard_),
+        [self = this->shared_from_this()](const boost::system::error_code& ec, size_t) {
+          if (ec || self->closed_) {
+            if (self->linger_timer_) self->linger_timer_->cancel();
+            return self->Abort();
+          }
+          self->Discard();
+        });
+  }
+
+  void Finish(CloseReason reason) {
+    if (closed_) return;
+    server_.Remove(id_, reason);
+    Abort();
+  }
+
+  Server::Impl& server_;
+  Stream stream_;
+  Id id_ = 0;
+  Phase phase_ = Phase::kHeaders;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::shared_ptr<bhttp::response<bhttp::string_body>> res_;
+  const Route* route_ = nullptr;
+  bool path_known_ = false;
+  bool observed_ = false;
+  bool keep_alive_ = true;
+  bool linger_ = false;
+  bool closed_ = false;
+  int status_ = 0;
+  SteadyClock::time_point headers_done_{};
+  std::optional<asio::steady_timer> linger_timer_;
+  std::vector<char> discard_;
+};
+
+using PlainSession = Session<tcp::socket>;
+using TlsSession = Session<beast::ssl_stream<tcp::socket>>;
+
+}  // namespace
+
+void Server::Impl::Accept() {
+  acceptor.async_accept(
+      asio::make_strand(ioc), [this](const boost::system::error_code& ec, tcp::socket socket) {
+        if (stopping || ec == asio::error::operation_aborted) return;
+        if (ec) {
+          // Out of descriptors or buffers: pause instead of spinning on the same error.
+          if (ec.message() != last_accept_error) {
+            last_accept_error = ec.message();
+            Log(true, "Failed to accept a connection", {{"error", ec.message()}});
+          }
+          accept_pause.expires_after(kAcceptPause);
+          accept_pause.async_wait([this](const boost::system::error_code& wait_ec) {
+            if (!wait_ec && !stopping) Accept();
+          });
+          return;
+        }
+        last_accept_error.clear();
+        OnAccept(std::move(socket));
+        Accept();
+      });
+}
+
+void Server::Impl::OnAccept(tcp::socket socket) {
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  std::shared_ptr<SessionBase> victim;
+  if (ssl) {
+    auto s = std::make_shared<TlsSession>(*this, std::move(socket), *ssl);
+    auto a = Open(Phase::kHandshake, s, &victim);
+    AbortAll({victim});
+    if (!a.admitted) return s->Abort();
+    s->set_id(a.id);
+    asio::dispatch(s->executor(), [s] { s->Start(); });
+  } else {
+    auto s = std::make_shared<PlainSession>(*this, std::move(socket));
+    auto a = Open(Phase::kHeaders, s, &victim);
+    AbortAll({victim});
+    if (!a.admitted) return s->Abort();
+    s->set_id(a.id);
+    asio::dispatch(s->executor(), [s] { s->Start(); });
+  }
+}
+
+Server::Server(ServerConfig config, std::vector<Route> routes)
+    : impl_(std::make_shared<Impl>(std::move(config), std::move(routes))) {}
+
+Server::~Server() { Stop(); }
+
+void Server::Start() {
+  Impl& s = *impl_;
+  if (s.started) throw std::logic_error("http::Server::Start called twice");
+  s.started = true;
+  if (s.cfg.configure_tls) {
+    s.ssl.emplace(asio::ssl::context::tls_server);
+    SSL_CTX* ctx = s.ssl->native_handle();
+    // Idle TLS connections keep no read/write buffers (a flood of them costs little).
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    if (!s.cfg.configure_tls(ctx)) throw std::runtime_error("cannot set up the TLS context");
+  }
+  boost::system::error_code ec;
+  asio::ip::address addr = asio::ip::make_address(s.cfg.address, ec);
+  if (ec) throw std::runtime_error(fmt::format("invalid listen address \"{}\"", s.cfg.address));
+  tcp::endpoint ep(addr, static_cast<unsigned short>(s.cfg.port));
+  s.acceptor.open(ep.protocol(), ec);
+  if (!ec) s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(ep, ec);
+  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw std::runtime_error(
+        fmt::format("cannot listen on {}:{}: {}", s.cfg.address, s.cfg.port, ec.message()));
+  }
+  s.port = s.acceptor.local_endpoint().port();
+  s.pool = std::make_unique<HandlerPool>(s.cfg.handler_threads, s.cfg.handler_queue);
+  s.work.emplace(s.ioc.get_executor());
+  s.Accept();
+  s.ScheduleSweep();
+  size_t n = s.cfg.io_threads == 0 ? 1 : s.cfg.io_threads;
+  for (size_t i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+}
+
+void Server::Stop() {
+  Impl& s = *impl_;
+  if (!s.started || s.stopped) return;
+  s.stopped = true;
+  s.stopping = true;
+  asio::post(s.acceptor.get_executor(), [&s] {
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);
+    s.accept_pause.cancel();
+  });
+  s.CloseIdle();
+  {
+    // Requests in flight are answered (with Connection: close), then their connections go.
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.drained.wait_for(lock, s.cfg.stop_grace, [&s] { return s.table.size() == 0; });
+  }
+  s.work.reset();
+  s.ioc.stop();
+  for (std::thread& t : s.threads) t.join();
+  s.threads.clear();
+  // The I/O threads are gone: the posted close above may not have run yet, and the port must
+  // be free when Stop() returns.
+  boost::system::error_code ignored;
+  s.acceptor.close(ignored);
+  s.pool->Stop();
+}
+
+int Server::port() const { return impl_->port.load(); }
+
+size_t Server::open_connections() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->table.size();
+}
+
+bool Server::running() const { return impl_->started && !impl_->stopped; }
+
+}  // namespace kmt::http

@@ -1,0 +1,134 @@
+// http/server.h — an event-driven HTTP/1.1 server (Boost.Asio, Boost.Beast's parser,
+// OpenSSL) that idle, slow or hostile clients cannot stop: the admission webhook's, the
+// probes' and the metrics' server.
+//
+// I/O. io_threads run every accept, handshake, read and write asynchronously; no thread
+// ever blocks on a client. Each connection moves through the phases of
+// http/connection_table.h, each with a deadline (handshake 2 s, headers 5 s, body until
+// 30 s after the request began, write 10 s, keep-alive idle 60 s); a sweep every
+// sweep_interval closes what is past its deadline, so a deadline is kept to within one
+// sweep. At most limits.max_connections are open; one more evicts the longest-idle
+// droppable connection (never one whose request is being handled or answered). Accept
+// errors such as EMFILE pause accepting for a moment instead of spinning.
+//
+// Requests. Headers over max_header_bytes → 431; a body over max_body_bytes → 413, decided
+// from Content-Length before any of the body is read, or as soon as a chunked body passes
+// the cap; both close the connection. Unknown paths → 404, a known path with another
+// method → 405. A route's handler runs on the handler pool (http/handler_pool.h), or on the
+// I/O thread when it is marked `inline_handler` (for trivial answers such as /healthz);
+// when the pool's queue is full the answer is 503 with Retry-After: 1. A handler that throws
+// gets a 500. Error bodies come from `error_body`, so the admission server answers them
+// with a metav1.Status.
+//
+// HTTP/1.1 only (ALPN is not offered): see webhook/README.md for why not HTTP/2.
+//
+// Stop() stops accepting, closes idle connections, lets requests in flight be answered
+// (for at most stop_grace), then joins every thread.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "http/connection_table.h"
+
+namespace kmt::http {
+
+struct Request {
+  std::string method;  // "GET", "POST"
+  std::string target;  // as sent: "/readyz?verbose"
+  std::string path;    // target without the query: "/readyz"
+  std::string query;   // after '?', "" when none
+  std::string content_type;
+  std::string body;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "text/plain";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  bool close = false;                                        // Connection: close after it
+};
+
+struct Route {
+  std::string method;  // "GET", "POST"
+  std::string path;    // exact
+  std::function<Response(const Request&)> handle;
+  bool inline_handler = false;  // run on the I/O thread: only for answers that never block
+  std::string metric_label;     // non-empty: reported to the observer under this label
+};
+
+// Hooks for metrics. Called from I/O and handler threads: implementations are thread-safe
+// and fast.
+class ServerObserver {
+ public:
+  virtual ~ServerObserver() = default;
+  virtual void ConnectionOpened() {}
+  virtual void ConnectionClosed(CloseReason /*reason*/) {}
+  // A request for a route with a metric label: its headers were read.
+  virtual void RequestStarted(const std::string& /*label*/) {}
+  // Its response was written (or the connection failed while writing it): status, and the
+  // time from the end of its headers.
+  virtual void RequestFinished(const std::string& /*label*/, int /*status*/,
+                               std::chrono::duration<double> /*elapsed*/) {}
+};
+
+struct LogRecord {
+  bool error = false;
+  std::string msg;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+struct ServerConfig {
+  std::string address = "0.0.0.0";
+  int port = 0;  // 0: any free port (see Server::port())
+  Limits limits;
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = size_t{7} * 1024 * 1024;
+  size_t io_threads = 1;
+  size_t handler_threads = 4;
+  size_t handler_queue = 1024;
+  std::chrono::milliseconds sweep_interval{100};
+  std::chrono::milliseconds stop_grace{5000};
+  // TLS when set: called once on the server's SSL_CTX (versions, ciphers, certificate);
+  // returns false when it cannot be set up (Start() then throws). Plain HTTP when empty.
+  std::function<bool(SSL_CTX*)> configure_tls;
+  // The body of the server's own error answers (404, 405, 413, 431, 500, 503).
+  std::function<Response(int status, std::string_view message)> error_body;
+  std::function<void(const LogRecord&)> log;  // default: standard error
+  ServerObserver* observer = nullptr;         // not owned; outlives the server
+};
+
+class Server {
+ public:
+  Server(ServerConfig config, std::vector<Route> routes);
+  ~Server();  // Stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds (throws std::runtime_error naming the address when it cannot, or when TLS cannot
+  // be set up) and starts the I/O threads. Call once.
+  void Start();
+  // Idempotent; see the banner.
+  void Stop();
+
+  int port() const;  // the bound port; 0 before Start()
+  size_t open_connections() const;
+  bool running() const;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace kmt::http

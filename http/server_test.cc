@@ -1,0 +1,497 @@
+// The event-driven server against real sockets on 127.0.0.1: routes and error answers,
+// every deadline (with short limits), the connection bound, a full handler pool, graceful
+// stop, the observer's counts, and TLS.
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "webhook/testing/test_tls.h"
+
+namespace kmt::http {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class CountingObserver : public ServerObserver {
+ public:
+  void ConnectionOpened() override { ++open; }
+  void ConnectionClosed(CloseReason r) override {
+    --open;
+    std::lock_guard<std::mutex> lock(mu);
+    ++closed[std::string(ToString(r))];
+  }
+  void RequestStarted(const std::string&) override { ++in_flight; }
+  void RequestFinished(const std::string& label, int status,
+                       std::chrono::duration<double>) override {
+    --in_flight;
+    std::lock_guard<std::mutex> lock(mu);
+    ++finished[label + " " + std::to_string(status)];
+  }
+  int Closed(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu);
+    return closed[reason];
+  }
+  int Finished(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    return finished[key];
+  }
+  std::atomic<int> open{0};
+  std::atomic<int> in_flight{0};
+  std::mutex mu;
+  std::map<std::string, int> closed;
+  std::map<std::string, int> finished;
+};
+
+template <typename F>
+bool Eventually(F done, milliseconds limit = milliseconds(10000)) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return done();
+}
+
+Response Text(std::string body) {
+  Response r;
+  r.body = std::move(body);
+  return r;
+}
+
+std::vector<Route> EchoRoutes() {
+  return {
+      {"GET", "/healthz", [](const Request&) { return Text("ok"); }, true, ""},
+      {"POST", "/echo",
+       [](const Request& r) {
+         Response out = Text(r.body);
+         out.content_type = r.content_type;
+         return out;
+       },
+       false, "/echo"},
+      {"POST", "/throw", [](const Request&) -> Response { throw std::runtime_error("boom"); },
+       false, "/throw"},
+  };
+}
+
+ServerConfig Config(CountingObserver* obs, Limits limits = {}) {
+  ServerConfig c;
+  c.address = "127.0.0.1";
+  c.port = 0;
+  c.limits = limits;
+  c.max_body_bytes = 1024 * 1024;
+  c.sweep_interval = milliseconds(20);
+  c.observer = obs;
+  c.log = [](const LogRecord&) {};
+  return c;
+}
+
+Limits Short() {
+  Limits l;
+  l.handshake = milliseconds(300);
+  l.headers = milliseconds(400);
+  l.request = milliseconds(800);
+  l.write = milliseconds(1000);
+  l.idle = milliseconds(500);
+  l.max_connections = 64;
+  return l;
+}
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void SendAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Reads until the peer closes or `limit` passes; returns what arrived and whether it closed.
+std::pair<std::string, bool> ReadUntilClosed(int fd, milliseconds limit) {
+  std::string out;
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    int left =
+        static_cast<int>(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
+    if (poll(&p, 1, std::max(left, 1)) <= 0) continue;
+    char buf[4096];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return {out, true};
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return {out, false};
+}
+
+TEST_CASE("Server routes requests, answers 404/405/500 and keeps connections alive") {
+  CountingObserver obs;
+  Server server(Config(&obs), EchoRoutes());
+  server.Start();
+  httplib::Client cli("127.0.0.1", server.port());
+  cli.set_keep_alive(true);
+
+  auto h = cli.Get("/healthz");
+  REQUIRE(h);
+  CHECK(h->status == 200);
+  CHECK(h->body == "ok");
+  CHECK(h->get_header_value("X-Content-Type-Options") == "nosniff");
+  auto e = cli.Post("/echo", "hello", "application/json");
+  REQUIRE(e);
+  CHECK(e->status == 200);
+  CHECK(e->body == "hello");
+  CHECK(e->get_header_value("Content-Type") == "application/json");
+  auto missing = cli.Get("/nope");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+  auto wrong_method = cli.Get("/echo");
+  REQUIRE(wrong_method);
+  CHECK(wrong_method->status == 405);
+  auto thrown = cli.Post("/throw", "x", "text/plain");
+  REQUIRE(thrown);
+  CHECK(thrown->status == 500);
+  // All of it on one keep-alive connection.
+  CHECK(obs.open == 1);
+  // The observer hears of an answer once it is written, which the client may see first.
+  CHECK(Eventually([&] { return obs.Finished("/throw 500") == 1; }));
+  CHECK(obs.Finished("/echo 200") == 1);
+  CHECK(obs.in_flight == 0);
+}
+
+TEST_CASE("Server answers 413 from Content-Length before reading the body, and for chunked") {
+  CountingObserver obs;
+  Server server(Config(&obs), EchoRoutes());
+  server.Start();
+  SECTION("Content-Length over the cap: 413 at once, nothing of the body sent") {
+    int fd = Connect(server.port());
+    REQUIRE(fd >= 0);
+    auto t0 = Clock::now();
+    SendAll(fd,
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: 67108864\r\n\r\n");
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(Clock::now() - t0 < milliseconds(1000));
+    CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(answer.find("Connection: close") != std::string::npos);
+    CHECK(closed);
+    close(fd);
+    CHECK(Eventually([&] { return obs.Finished("/echo 413") == 1; }));
+  }
+  SECTION("chunked over the cap") {
+    int fd = Connect(server.port());
+    REQUIRE(fd >= 0);
+    SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    std::string chunk(64 * 1024, 'a');
+    std::string framed = "10000\r\n" + chunk + "\r\n";
+    for (int i = 0; i < 17; ++i) SendAll(fd, framed);  // 1.06 MiB > 1 MiB
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION("headers over the cap: 431") {
+    int fd = Connect(server.port());
+    REQUIRE(fd >= 0);
+    SendAll(fd,
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'b') + "\r\n\r\n");
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(answer.rfind("HTTP/1.1 431", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION("not HTTP: 400") {
+    int fd = Connect(server.port());
+    REQUIRE(fd >= 0);
+    SendAll(fd, "\x16\x03\x01 this is not http\r\n\r\n");
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  // The server still serves afterwards.
+  httplib::Client cli("127.0.0.1", server.port());
+  auto ok = cli.Post("/echo", "after", "text/plain");
+  REQUIRE(ok);
+  CHECK(ok->body == "after");
+}
+
+TEST_CASE("Every deadline closes the connection that misses it") {
+  CountingObserver obs;
+  Server server(Config(&obs, Short()), EchoRoutes());
+  server.Start();
+
+  SECTION("silent before the first request (header deadline, plain HTTP)") {
+    int fd = Connect(server.port());
+    auto t0 = Clock::now();
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    auto took = Clock::now() - t0;
+    CHECK(closed);
+    CHECK(answer.empty());
+    CHECK(took >= milliseconds(350));
+    CHECK(took < milliseconds(1500));
+    close(fd);
+    CHECK(Eventually([&] { return obs.Closed("header_timeout") == 1; }));
+  }
+  SECTION("headers trickled a byte at a time") {
+    int fd = Connect(server.port());
+    auto t0 = Clock::now();
+    const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    bool closed = false;
+    for (size_t i = 0; i < head.size() && !closed; ++i) {
+      SendAll(fd, head.substr(i, 1));
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 50) > 0) {
+        char c;
+        closed = recv(fd, &c, 1, 0) <= 0;
+      }
+    }
+    if (!closed) closed = ReadUntilClosed(fd, milliseconds(2000)).second;
+    CHECK(closed);
+    CHECK(Clock::now() - t0 < milliseconds(1500));
+    close(fd);
+    CHECK(Eventually([&] { return obs.Closed("header_timeout") == 1; }));
+  }
+  SECTION("a body trickled a byte at a time (request deadline)") {
+    int fd = Connect(server.port());
+    SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
+    auto t0 = Clock::now();
+    bool closed = false;
+    while (!closed && Clock::now() - t0 < milliseconds(3000)) {
+      SendAll(fd, "a");
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 30) > 0) {
+        char c;
+        closed = recv(fd, &c, 1, 0) <= 0;
+      }
+    }
+    CHECK(closed);
+    CHECK(Clock::now() - t0 < milliseconds(1500));
+    close(fd);
+    CHECK(Eventually([&] { return obs.Closed("request_timeout") == 1; }));
+  }
+  SECTION("keep-alive idle") {
+    int fd = Connect(server.port());
+    SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto t0 = Clock::now();
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(closed);
+    CHECK(Clock::now() - t0 >= milliseconds(450));
+    close(fd);
+    CHECK(Eventually([&] { return obs.Closed("idle_timeout") == 1; }));
+  }
+  SECTION("a client that stops reading the response (write deadline)") {
+    ServerConfig c = Config(&obs, Short());
+    std::string big(8 * 1024 * 1024, 'x');
+    Server writer(c, {{"GET", "/big", [&big](const Request&) { return Text(big); }, false, ""}});
+    writer.Start();
+    int fd = Connect(writer.port());
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    SendAll(fd, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(Eventually([&] { return obs.Closed("write_timeout") == 1; }, milliseconds(5000)));
+    close(fd);
+  }
+  CHECK(Eventually([&] { return server.open_connections() == 0; }));
+  CHECK(Eventually([&] { return obs.open == 0; }));
+}
+
+TEST_CASE("A stalled client does not delay anyone else, even with one handler thread") {
+  CountingObserver obs;
+  ServerConfig c = Config(&obs, Short());
+  c.handler_threads = 1;
+  Server server(c, EchoRoutes());
+  server.Start();
+  std::vector<int> stalled;
+  for (int i = 0; i < 50; ++i) {
+    int fd = Connect(server.port());
+    SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Len");  // half a request
+    stalled.push_back(fd);
+  }
+  httplib::Client cli("127.0.0.1", server.port());
+  auto t0 = Clock::now();
+  auto res = cli.Post("/echo", "through", "text/plain");
+  REQUIRE(res);
+  CHECK(res->body == "through");
+  CHECK(Clock::now() - t0 < milliseconds(200));
+  for (int fd : stalled) CHECK(ReadUntilClosed(fd, milliseconds(3000)).second);
+  for (int fd : stalled) close(fd);
+}
+
+TEST_CASE("The connection bound evicts the longest-idle never-served connection") {
+  CountingObserver obs;
+  Limits l;  // long deadlines: only the bound closes anything here
+  l.max_connections = 4;
+  Server server(Config(&obs, l), EchoRoutes());
+  server.Start();
+  // A keep-alive connection that has served a request.
+  int served = Connect(server.port());
+  SendAll(served, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  char buf[1024];
+  REQUIRE(recv(served, buf, sizeof(buf), 0) > 0);
+  std::vector<int> silent;
+  for (int i = 0; i < 3; ++i) {
+    silent.push_back(Connect(server.port()));
+    REQUIRE(Eventually([&] { return server.open_connections() == static_cast<size_t>(2 + i); }));
+  }
+  // One more: the oldest silent connection goes, the served one stays.
+  int extra = Connect(server.port());
+  CHECK(ReadUntilClosed(silent[0], milliseconds(2000)).second);
+  CHECK(obs.Closed("evicted") == 1);
+  SendAll(served, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto [answer, closed] = ReadUntilClosed(served, milliseconds(300));
+  CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK_FALSE(closed);
+  CHECK(server.open_connections() == 4);
+  for (int fd : silent) close(fd);
+  close(extra);
+  close(served);
+}
+
+TEST_CASE("A full handler queue answers 503 with Retry-After instead of waiting") {
+  CountingObserver obs;
+  ServerConfig c = Config(&obs);
+  c.handler_threads = 1;
+  c.handler_queue = 1;
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> entered{0};
+  Server server(c, {{"POST", "/slow",
+                     [&](const Request&) {
+                       ++entered;
+                       gate.wait();
+                       return Text("done");
+                     },
+                     false, "/slow"}});
+  server.Start();
+  auto post = [&] {
+    return std::async(std::launch::async, [&] {
+      httplib::Client cli("127.0.0.1", server.port());
+      auto r = cli.Post("/slow", "x", "text/plain");
+      return r ? r->status : -1;
+    });
+  };
+  auto first = post();
+  REQUIRE(Eventually([&] { return entered == 1; }));
+  auto second = post();  // waits in the queue
+  REQUIRE(Eventually([&] { return obs.in_flight == 2; }));
+  httplib::Client cli("127.0.0.1", server.port());
+  auto third = cli.Post("/slow", "x", "text/plain");
+  REQUIRE(third);
+  CHECK(third->status == 503);
+  CHECK(third->get_header_value("Retry-After") == "1");
+  release.set_value();
+  CHECK(first.get() == 200);
+  CHECK(second.get() == 200);
+}
+
+TEST_CASE("Stop answers the request in flight, then closes") {
+  CountingObserver obs;
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> entered{0};
+  ServerConfig c = Config(&obs);
+  Server server(c, {{"POST", "/slow",
+                     [&](const Request&) {
+                       ++entered;
+                       gate.wait();
+                       return Text("done");
+                     },
+                     false, ""}});
+  server.Start();
+  int idle = Connect(server.port());
+  auto inflight = std::async(std::launch::async, [&] {
+    httplib::Client cli("127.0.0.1", server.port());
+    auto r = cli.Post("/slow", "x", "text/plain");
+    return r ? r->body : std::string("failed: ") + httplib::to_string(r.error());
+  });
+  REQUIRE(Eventually([&] { return entered == 1; }));
+  auto stopper = std::async(std::launch::async, [&] { server.Stop(); });
+  CHECK(ReadUntilClosed(idle, milliseconds(2000)).second);  // idle ones go at once
+  std::this_thread::sleep_for(milliseconds(50));
+  release.set_value();
+  CHECK(inflight.get() == "done");
+  stopper.get();
+  CHECK_FALSE(server.running());
+  CHECK(Connect(server.port()) < 0);
+  close(idle);
+  server.Stop();  // idempotent
+}
+
+TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
+  webhook::testing::TestAuthority ca;
+  auto pair = ca.Issue(0x42);
+  CountingObserver obs;
+  ServerConfig c = Config(&obs, Short());
+  c.configure_tls = [&pair](SSL_CTX* ctx) {
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    BIO* cb = BIO_new_mem_buf(pair.cert.data(), static_cast<int>(pair.cert.size()));
+    X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
+    BIO_free(cb);
+    BIO* kb = BIO_new_mem_buf(pair.key.data(), static_cast<int>(pair.key.size()));
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
+    BIO_free(kb);
+    bool ok = SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, key) == 1;
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    return ok;
+  };
+  Server server(c, EchoRoutes());
+  server.Start();
+
+  auto t12 = webhook::testing::Probe(server.port(), TLS1_2_VERSION, TLS1_2_VERSION, ca.ca_pem());
+  CHECK(t12.connected);
+  auto t13 = webhook::testing::Probe(server.port(), TLS1_3_VERSION, TLS1_3_VERSION, ca.ca_pem());
+  CHECK(t13.connected);
+  auto t11 = webhook::testing::Probe(server.port(), TLS1_VERSION, TLS1_1_VERSION, ca.ca_pem());
+  CHECK_FALSE(t11.connected);
+
+  // A TCP connection that never starts the handshake is closed at the handshake deadline.
+  int fd = Connect(server.port());
+  auto t0 = Clock::now();
+  CHECK(ReadUntilClosed(fd, milliseconds(3000)).second);
+  CHECK(Clock::now() - t0 < milliseconds(1000));
+  close(fd);
+  CHECK(Eventually([&] { return obs.Closed("handshake_timeout") >= 1; }));
+
+  std::string dir = webhook::testing::MakeTempDir();
+  std::string ca_file = dir + "/ca.crt";
+  webhook::testing::WriteFileAtomically(ca_file, ca.ca_pem());
+  httplib::SSLClient cli("127.0.0.1", server.port());
+  cli.set_ca_cert_path(ca_file.c_str());
+  cli.enable_server_certificate_verification(true);
+  auto r = cli.Post("/echo", "over tls", "text/plain");
+  REQUIRE(r);
+  CHECK(r->body == "over tls");
+}
+
+}  // namespace
+}  // namespace kmt::http
