@@ -306,9 +306,14 @@ func TestAbuse(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Logf("after the flood stopped (%s): %s; back to the count before the flood: gauge after %s, ss after %s (0: not within %s); operator fds %d (before the flood %d)",
-			time.Since(start).Round(100*time.Millisecond), last, gaugeBack.Round(100*time.Millisecond), ssBack.Round(100*time.Millisecond),
-			deadline, framework.OpenFDs(t, pid), fdsBefore)
+		back := func(d time.Duration) string {
+			if d == 0 {
+				return "not within " + deadline.String()
+			}
+			return "after " + d.Round(100*time.Millisecond).String()
+		}
+		t.Logf("after the flood stopped (%s): %s; back to the count before the flood: gauge %s, ss %s; operator fds %d (before the flood %d)",
+			time.Since(start).Round(100*time.Millisecond), last, back(gaugeBack), back(ssBack), framework.OpenFDs(t, pid), fdsBefore)
 		if !before.gaugeFound || !last.gaugeFound {
 			t.Errorf("the operator's /metrics exposes no %s gauge", openConnsGauge)
 		} else if gaugeBack == 0 {
