@@ -106,7 +106,7 @@ webhook::ServerOptions BenchServerOptions(const std::string& cert_file,
   o.port = 0;
   o.cert_file = cert_file;
   o.key_file = key_file;
-  o.log = [](const webhook::ServerLogEntry&) {};
+  o.log = [](const auto&) {};  // whatever record type the server logs
   return o;
 }
 
