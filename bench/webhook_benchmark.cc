@@ -19,9 +19,9 @@
 //       [--connections=4] [--nodes=100] [--node-source=informer|list] [--floor-threads=N]
 //       [--report=FILE]
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

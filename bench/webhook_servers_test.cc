@@ -77,7 +77,7 @@ TEST_CASE("Floor (b), the httplib copy, serves the real routes") {
   REQUIRE(bodies.size() == 20);
   size_t gated = 0;
   for (const std::string& b : bodies) {
-    if (b.find("\"patchType\":\"JSONPatch\"") != std::string::npos) ++gated;
+    if (b.find(R"("patchType":"JSONPatch")") != std::string::npos) ++gated;
   }
   CHECK(gated == 10);  // every target pod review adds the gate
 }
