@@ -3,7 +3,7 @@
 # machine and the command: bench/RESULTS.md for the full set, $KMT_BENCH_OUT/RESULTS.md
 # (printed at the end) for --quick.
 #
-#   full:    explainer, webhook at 200/1,000/3,000 req/s for 5 s each, gate release with
+#   full:    explainer, webhook at 1,000/3,000/5,000 req/s for 5 s each, gate release with
 #            N = 1, 50, 200, memory with 5,000 nodes, 10,000 VMIMs, 10,000 target pods
 #            (about 10-15 minutes on 2 cores);
 #   --quick: the same benchmarks, smaller: webhook 1 s per rate, gate release N = 1, 50,

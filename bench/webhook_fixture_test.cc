@@ -70,33 +70,55 @@ TEST_CASE("The mixed load alternates paths and is allowed by the real routes") {
   CHECK(gated == 10);  // every target pod review adds the gate
 }
 
-TEST_CASE("WebhookRows judges p99 and errors at 1,000 req/s only") {
+TEST_CASE("WebhookRows judges p99 against floor (a) and the absolute budget, and errors") {
   WebhookPhase p;
-  p.rate = 1000;
+  p.rate = 3000;
   for (int i = 1; i <= 100; ++i) {
-    p.real.service_seconds.push_back(i * 1e-5);   // p99 = 990 µs
-    p.floor.service_seconds.push_back(i * 5e-6);  // p99 = 495 µs
+    p.real.load.service_seconds.push_back(i * 4e-6);     // p99 = 396 µs
+    p.floor.load.service_seconds.push_back(i * 3.2e-6);  // p99 = 317 µs
+    p.before.load.service_seconds.push_back(i * 1e-5);   // p99 = 990 µs
   }
-  p.real.response_seconds = p.real.service_seconds;
-  p.floor.response_seconds = p.floor.service_seconds;
-  p.real.sent = p.floor.sent = 100;
-  p.real_admit = {1e-4};
-  p.floor_admit = {1e-6};
+  p.real.load.response_seconds = p.real.load.service_seconds;
+  p.floor.load.response_seconds = p.floor.load.service_seconds;
+  p.real.load.sent = p.floor.load.sent = p.before.load.sent = 100;
+  p.real.cpu_seconds = 0.02;  // 100 reviews → 2 s per 10,000
+  p.floor.cpu_seconds = 0.01;
+  p.before.cpu_seconds = 0.04;
   std::vector<Row> rows = WebhookRows(p);
-  REQUIRE(rows.size() == 6);
-  CHECK(rows[1].figure == "p99 at 1000 req/s");
-  CHECK(rows[1].value == "990 µs");
-  CHECK(rows[1].floor == "495 µs");
-  CHECK(rows[1].ratio == "2.00×");
+  REQUIRE(rows.size() == 10);
+  CHECK(rows[1].figure == "p99 at 3000 req/s");
+  CHECK(rows[1].value == "396 µs");
+  CHECK(rows[1].floor == "317 µs");
+  CHECK(rows[1].ratio == "1.25×");
+  CHECK(rows[1].budget == "≤ 500 µs, ≤ 1.3× floor");
   CHECK(rows[1].pass == true);
+  CHECK(rows[4].value == "2.00 s");
+  CHECK(rows[4].floor == "1.00 s");
+  CHECK(rows[4].ratio == "2.00×");
   CHECK(rows[5].value == "0 / 100");
   CHECK(rows[5].pass == true);
+  CHECK(rows[6].value == "990 µs");
+  CHECK(rows[7].value == "4.00 s");
 
-  p.real.errors = 1;
-  CHECK(WebhookRows(p)[1].pass == false);
+  p.real.load.errors = 1;
   CHECK(WebhookRows(p)[5].pass == false);
-  p.rate = 3000;
-  CHECK(WebhookRows(p)[1].pass == std::nullopt);
+  p.real.load.errors = 0;
+  p.floor.load.service_seconds.assign(100, 2e-4);  // ratio 1.98 > 1.3
+  CHECK(WebhookRows(p)[1].pass == false);
+  p.floor.load.service_seconds.assign(100, 3.5e-4);
+  p.rate = 5000;  // 396 µs ≤ 1 ms and ≤ 1.3× 350 µs
+  CHECK(WebhookRows(p)[1].budget == "≤ 1.00 ms, ≤ 1.3× floor");
+  CHECK(WebhookRows(p)[1].pass == true);
+  p.rate = 1000;
+  CHECK(WebhookRows(p)[1].budget == "≤ 1.3× floor");
+}
+
+TEST_CASE("CpuPer10k divides by the answered reviews") {
+  ServerRun r;
+  CHECK(CpuPer10k(r) == 0);
+  r.load.service_seconds.assign(5000, 1e-4);
+  r.cpu_seconds = 1.5;
+  CHECK(CpuPer10k(r) == Approx(3.0));
 }
 
 }  // namespace

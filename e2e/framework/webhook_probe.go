@@ -1,0 +1,157 @@
+package framework
+
+// Probes of the operator process behind the webhook, for the abuse scenarios: its
+// addresses on 127.0.0.1 (e2e/operator.sh: KMT_E2E_PORT_BASE + 944 webhook, + 980
+// metrics, each + 10 per replica index), its PID, resident memory, open descriptors, the
+// established connections on its webhook port as the kernel sees them (ss), a gauge of
+// its /metrics, and a TLS client configuration that trusts the cluster CA.
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func portBase(t testing.TB) int {
+	t.Helper()
+	base, err := strconv.Atoi(os.Getenv("KMT_E2E_PORT_BASE"))
+	if err != nil {
+		t.Fatalf("KMT_E2E_PORT_BASE: %v", err)
+	}
+	return base
+}
+
+// WebhookPort is the webhook port of replica index.
+func WebhookPort(t testing.TB, index int) int { return portBase(t) + 944 + index*10 }
+
+// MetricsPort is the metrics port of replica index.
+func MetricsPort(t testing.TB, index int) int { return portBase(t) + 980 + index*10 }
+
+// OperatorPID is the PID of replica name (its pid file), checked to be a live operator.
+func OperatorPID(t testing.TB, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(os.Getenv("KMT_E2E_DIR"), "pids", "operator-"+name+".pid"))
+	if err != nil {
+		t.Fatalf("operator %s pid file: %v", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("operator %s pid file: %v", name, err)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil || strings.TrimSpace(string(comm)) != "operator" {
+		t.Fatalf("pid %d of operator %s is not a running operator (comm %q, %v)", pid, name, comm, err)
+	}
+	return pid
+}
+
+// VmRSSBytes is the process's resident set (/proc/PID/status VmRSS).
+func VmRSSBytes(t testing.TB, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("status of pid %d: %v", pid, err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) == 3 && fields[0] == "VmRSS:" && fields[2] == "kB" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS of pid %d: %v", pid, err)
+			}
+			return kb * 1024
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// OpenFDs counts the process's open file descriptors.
+func OpenFDs(t testing.TB, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("fds of pid %d: %v", pid, err)
+	}
+	return len(entries)
+}
+
+// EstablishedOnPort counts the established TCP connections whose local port is port:
+// `ss -Htn state established '( sport = :PORT )'`.
+func EstablishedOnPort(t testing.TB, port int) int {
+	t.Helper()
+	out, err := exec.Command("ss", "-Htn", "state", "established", fmt.Sprintf("( sport = :%d )", port)).Output()
+	if err != nil {
+		t.Fatalf("ss: %v", err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// MetricValue reads one sample of the Prometheus text at url: the line whose name is
+// name (with or without labels). It fails when the page cannot be read and reports
+// found=false when no such sample is exposed.
+func MetricValue(t testing.TB, url, name string) (value float64, found bool) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		rest, ok := strings.CutPrefix(l, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			t.Fatalf("metric %s: %q: %v", name, l, err)
+		}
+		return v, true
+	}
+	return 0, false
+}
+
+// WebhookTLS is a client configuration that verifies the webhook's serving certificate
+// against the cluster CA, as the API server does.
+func WebhookTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	ca, err := os.ReadFile(os.Getenv("KMT_E2E_CA"))
+	if err != nil {
+		t.Fatalf("cluster CA: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		t.Fatalf("cluster CA %s holds no certificate", os.Getenv("KMT_E2E_CA"))
+	}
+	return &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+}
