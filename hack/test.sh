@@ -18,6 +18,25 @@ bazel_rc=${PIPESTATUS[0]}
 unit_summary=$(python3 hack/catch2_summary.py "$(bazel info bazel-testlogs 2>/dev/null)")
 echo "unit: $unit_summary"
 
+# Sanitizers: ASan + UBSan over every test, TSan over the concurrent code (work queue,
+# informer, watcher, leader election, events, the HTTP servers). Each configuration has its
+# own output directory (.bazelrc), so they share the disk cache but not each other's build.
+TSAN_TARGETS=(//http/... //webhook:server_test //controller:work_queue_test
+  //controller:leader_election_test //controller:events_test //controller:controller_test
+  //controller:probes_test //kube:informer_test //kube:watcher_test)
+echo "=== sanitizers: bazel test --config=asan //..."
+bazel test --config=asan --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short //... 2>&1 \
+  | tee /tmp/kmt-asan.log | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'
+asan_rc=${PIPESTATUS[0]}
+asan_summary=$(python3 hack/catch2_summary.py "$(bazel info --config=asan bazel-testlogs 2>/dev/null)")
+echo "asan: $asan_summary"
+echo "=== sanitizers: bazel test --config=tsan ${TSAN_TARGETS[*]}"
+bazel test --config=tsan --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short "${TSAN_TARGETS[@]}" 2>&1 \
+  | tee /tmp/kmt-tsan.log | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'
+tsan_rc=${PIPESTATUS[0]}
+tsan_summary=$(python3 hack/catch2_summary.py "$(bazel info --config=tsan bazel-testlogs 2>/dev/null)")
+echo "tsan: $tsan_summary"
+
 echo "=== least privilege: the operator's API verbs against its RBAC"
 /usr/bin/python3 hack/rbac_check.py | tee /tmp/kmt-rbac.log
 rbac_rc=${PIPESTATUS[0]}
@@ -34,15 +53,17 @@ if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
   [[ -n $e2e_summary ]] || e2e_summary="0 passed, 1 failed"
 fi
 
-python3 - "$unit_summary" "$e2e_summary" "$rbac_summary" "$bazel_rc" "$e2e_rc" "$rbac_rc" <<'PY'
+# Arguments: five summaries ("N passed, M failed"), then five exit codes.
+python3 - "$unit_summary" "$asan_summary" "$tsan_summary" "$e2e_summary" "$rbac_summary" \
+  "$bazel_rc" "$asan_rc" "$tsan_rc" "$e2e_rc" "$rbac_rc" <<'PY'
 import re, sys
 p = f = 0
-for s in sys.argv[1:4]:
+for s in sys.argv[1:6]:
     m = re.search(r'(\d+) passed, (\d+) failed', s)
     if m:
         p += int(m.group(1)); f += int(m.group(2))
-if any(int(rc) != 0 for rc in sys.argv[4:7]):
+if any(int(rc) != 0 for rc in sys.argv[6:11]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $bazel_rc -eq 0 && $e2e_rc -eq 0 && $rbac_rc -eq 0 ]]
+[[ $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $e2e_rc -eq 0 && $rbac_rc -eq 0 ]]
