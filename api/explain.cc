@@ -4,6 +4,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "api/label_requirement.h"
 #include "api/names.h"
 #include "api/node_match.h"
 #include "api/quantity.h"
@@ -18,70 +19,24 @@ constexpr std::string_view kTaintNotReady = "node.kubernetes.io/not-ready";
 constexpr std::string_view kTaintUnreachable = "node.kubernetes.io/unreachable";
 constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 
-enum class Op : uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt, kInvalid };
-
-Op ParseOp(const std::string& s) {
-  if (s == kOpIn) return Op::kIn;
-  if (s == kOpNotIn) return Op::kNotIn;
-  if (s == kOpExists) return Op::kExists;
-  if (s == kOpDoesNotExist) return Op::kDoesNotExist;
-  if (s == kOpGt) return Op::kGt;
-  if (s == kOpLt) return Op::kLt;
-  return Op::kInvalid;
-}
-
-// A label requirement with its key and values resolved to interned pointers once. A text
-// nobody interned is on no node, so it resolves to nullptr and matches no label.
+// A label requirement checked once (api/label_requirement.h) with its key and values
+// resolved to interned ids once. A text nobody interned is on no node, so it resolves to
+// kNoIntern and matches no label.
 struct CompiledExpr {
+  LabelRequirement requirement;
   InternId key = kNoIntern;
-  Op op = Op::kInvalid;
   std::vector<InternId> values;
-  int64_t number = 0;  // Gt / Lt
-  bool valid = true;
 
   explicit CompiledExpr(const NodeSelectorRequirement& r)
-      : key(FindInternId(r.key)), op(ParseOp(r.op)) {
+      : requirement(r.key, NodeSelectorOp(r.op), r.values), key(FindInternId(r.key)) {
     for (const auto& v : r.values) values.push_back(FindInternId(v));
-    switch (op) {
-      case Op::kIn:
-        break;
-      case Op::kNotIn:
-        valid = !r.values.empty();
-        break;
-      case Op::kExists:
-      case Op::kDoesNotExist:
-        valid = r.values.empty();
-        break;
-      case Op::kGt:
-      case Op::kLt:
-        valid = r.values.size() == 1 && ParseInt64(r.values[0], number);
-        break;
-      default:
-        valid = false;
-    }
   }
 
   bool Matches(const Labels& labels) const {
-    if (!valid) return false;
     const InternId v = labels.FindId(key);
-    switch (op) {
-      case Op::kIn:
-        return v != kNoIntern && std::find(values.begin(), values.end(), v) != values.end();
-      case Op::kNotIn:
-        return v == kNoIntern || std::find(values.begin(), values.end(), v) == values.end();
-      case Op::kExists:
-        return v != kNoIntern;
-      case Op::kDoesNotExist:
-        return v == kNoIntern;
-      case Op::kGt:
-      case Op::kLt: {
-        int64_t have = 0;
-        if (v == kNoIntern || !ParseInt64(InternText(v), have)) return false;
-        return op == Op::kGt ? have > number : have < number;
-      }
-      default:
-        return false;
-    }
+    return requirement.Matches(
+        v != kNoIntern, [&] { return std::find(values.begin(), values.end(), v) != values.end(); },
+        [&]() -> std::string_view { return InternText(v); });
   }
 };
 
