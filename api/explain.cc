@@ -94,6 +94,7 @@ struct CompiledToleration {
 
 struct AntiAffinity {
   const PodAffinityTerm* term;
+  InternedString topology;  // holds topology_key's id
   InternId topology_key;
   std::vector<InternId> domains;  // topology values holding a matching pod
   bool is_vm;                     // selects the VM's own pods (created-by)
@@ -144,9 +145,9 @@ struct Explainer::Impl {
   bool tolerates_unschedulable = false;
   bool tolerates_not_ready = false;
   bool tolerates_unreachable = false;
-  const std::string* taint_unschedulable;
-  const std::string* taint_not_ready;
-  const std::string* taint_unreachable;
+  InternedString taint_unschedulable;
+  InternedString taint_not_ready;
+  InternedString taint_unreachable;
   // Pod requests: scalars the pod asks for (> 0).
   std::vector<std::pair<const std::string*, int64_t>> scalars;
   // Per node, in `nodes` order: used cpu, memory, pods, then each of `scalars`.
@@ -169,7 +170,7 @@ struct Explainer::Impl {
     if (t.effect != TaintEffect::kNoSchedule && t.effect != TaintEffect::kNoExecute) return false;
     if (cordoned && t.key == taint_unschedulable) return false;
     if (not_ready && (t.key == taint_not_ready || t.key == taint_unreachable)) return false;
-    return !Tolerated(t.key, t.value, t.effect);
+    return !Tolerated(t.key.get(), t.value.get(), t.effect);
   }
   bool AffinityExcludes(const NodeInfo& n) const {
     if (!affinity) return false;
@@ -212,11 +213,11 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     impl->tolerations.push_back(c);
   }
   impl->tolerates_unschedulable =
-      impl->Tolerated(impl->taint_unschedulable, Intern(""), TaintEffect::kNoSchedule);
+      impl->Tolerated(impl->taint_unschedulable.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->tolerates_not_ready =
-      impl->Tolerated(impl->taint_not_ready, Intern(""), TaintEffect::kNoSchedule);
+      impl->Tolerated(impl->taint_not_ready.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->tolerates_unreachable =
-      impl->Tolerated(impl->taint_unreachable, Intern(""), TaintEffect::kNoSchedule);
+      impl->Tolerated(impl->taint_unreachable.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->node_selector_text = pod.node_selector.Sorted();
   for (const auto& [k, v] : impl->node_selector_text) {
     impl->node_selector.emplace_back(FindInternId(k), FindInternId(v));
@@ -232,7 +233,9 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   for (size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].name, i);
 
   for (const auto& term : pod.anti_affinity) {
-    AntiAffinity a{&term, InternIdOf(term.topology_key), {}, false};
+    InternedString topology(term.topology_key);
+    const InternId topology_id = topology.id();
+    AntiAffinity a{&term, std::move(topology), topology_id, {}, false};
     const CompiledSelector selector(term.selector);
     const std::string* vmi = term.selector.match_labels.Find(kLabelCreatedBy);
     a.is_vm = vmi != nullptr && *vmi == pod.created_by;
@@ -255,7 +258,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   }
 
   for (const auto& [name, amount] : pod.requests.scalar) {
-    if (amount > 0) impl->scalars.emplace_back(name, amount);
+    if (amount > 0) impl->scalars.emplace_back(name.get(), amount);
   }
   impl->stride = 3 + impl->scalars.size();
   impl->used.assign(nodes.size() * impl->stride, 0);
