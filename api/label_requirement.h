@@ -30,8 +30,17 @@ namespace kmt::api {
 
 // selection.Operator: the node selector operators and the label selector string forms
 // (= and == are both kEquals).
-enum class LabelOp : uint8_t { kIn, kNotIn, kEquals, kNotEquals, kExists, kDoesNotExist, kGt, kLt,
-                               kUnknown };
+enum class LabelOp : uint8_t {
+  kIn,
+  kNotIn,
+  kEquals,
+  kNotEquals,
+  kExists,
+  kDoesNotExist,
+  kGt,
+  kLt,
+  kUnknown
+};
 
 // A core/v1 NodeSelectorOperator ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt");
 // anything else is kUnknown (nodeaffinity: "not a valid selector operator", no match).

@@ -25,9 +25,7 @@ struct LabelSet {
   uint32_t size;
   LabelSet* next;  // chain of its bucket in the set table (16 bytes of header in all)
   Labels::Entry* entries() { return reinterpret_cast<Labels::Entry*>(this + 1); }
-  const Labels::Entry* entries() const {
-    return reinterpret_cast<const Labels::Entry*>(this + 1);
-  }
+  const Labels::Entry* entries() const { return reinterpret_cast<const Labels::Entry*>(this + 1); }
 };
 
 }  // namespace internal
@@ -378,8 +376,8 @@ size_t Labels::size() const { return set_ == nullptr ? 0 : set_->size; }
 
 InternId Labels::FindId(InternId key) const {
   if (key == kNoIntern) return kNoIntern;
-  const Entry* it = std::lower_bound(begin(), end(), key,
-                                     [](const Entry& e, InternId k) { return e.first < k; });
+  const Entry* it =
+      std::lower_bound(begin(), end(), key, [](const Entry& e, InternId k) { return e.first < k; });
   return (it != end() && it->first == key) ? it->second : kNoIntern;
 }
 

@@ -110,19 +110,21 @@ void Churn(int round, int objects, int window) {
   std::deque<std::pair<BoundPod, NodeInfo>> alive;
   for (int i = 0; i < objects; ++i) {
     const std::string n = std::to_string(round) + "-" + std::to_string(i);
-    BoundPod pod = BoundPod::FromJson(nlohmann::json{
-        {"metadata",
-         {{"namespace", "vms"},
-          {"labels",
-           {{"kubevirt.io", "virt-launcher"},
-            {"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-" + n},
-            {"pod-template-hash", "h" + n}}}}},
-        {"spec", {{"nodeName", "node-" + n}}}});
+    BoundPod pod = BoundPod::FromJson(
+        nlohmann::json{{"metadata",
+                        {{"namespace", "vms"},
+                         {"labels",
+                          {{"kubevirt.io", "virt-launcher"},
+                           {"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-" + n},
+                           {"pod-template-hash", "h" + n}}}}},
+                       {"spec", {{"nodeName", "node-" + n}}}});
     NodeInfo node = NodeInfo::FromJson(nlohmann::json{
-        {"metadata", {{"name", "node-" + n}, {"labels", {{"kubernetes.io/hostname", "node-" + n}}}}},
+        {"metadata",
+         {{"name", "node-" + n}, {"labels", {{"kubernetes.io/hostname", "node-" + n}}}}},
         {"spec",
          {{"taints",
-           {{{"key", "ToBeDeletedByClusterAutoscaler"}, {"value", "17672256" + n},
+           {{{"key", "ToBeDeletedByClusterAutoscaler"},
+             {"value", "17672256" + n},
              {"effect", "NoSchedule"}}}}}}});
     alive.emplace_back(std::move(pod), std::move(node));
     if (alive.size() > static_cast<size_t>(window)) alive.pop_front();

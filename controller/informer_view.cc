@@ -68,11 +68,10 @@ InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
                Projected<api::TargetPod>),
       nodes_(client, Options(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
              Projected<api::NodeInfo>),
-      bound_(
-          client,
-          Options(kube::kPods, "", std::string(api::kBoundPodsFieldSelector),
-                  std::chrono::milliseconds(0), options),
-          Projected<api::BoundPod>) {
+      bound_(client,
+             Options(kube::kPods, "", std::string(api::kBoundPodsFieldSelector),
+                     std::chrono::milliseconds(0), options),
+             Projected<api::BoundPod>) {
   nodes_.AddHandlers({[this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr&) {
                         node_generation_.fetch_add(1);
                       },
@@ -99,27 +98,27 @@ void InformerView::Connect(Controller& controller) {
                         if (WantsReconcile(*v)) controller.OnMigration(*v);
                       },
                       nullptr});
-  targets_.AddHandlers({[this, &controller](const std::string& key, const PodPtr& p) {
-                          {
-                            std::lock_guard<std::mutex> lock(seen_mu_);
-                            seen_.emplace(p->uid, clock_.Now());
-                          }
-                          TrackWaiting(key, p);
-                          controller.OnTargetPod(*p);
-                        },
-                        [this, &controller](const std::string& key, const PodPtr&,
-                                            const PodPtr& p) {
-                          TrackWaiting(key, p);
-                          controller.OnTargetPod(*p);
-                        },
-                        [this, &controller](const std::string& key, const PodPtr& p) {
-                          {
-                            std::lock_guard<std::mutex> lock(seen_mu_);
-                            seen_.erase(p->uid);
-                          }
-                          TrackWaiting(key, nullptr);
-                          controller.OnTargetPod(*p);
-                        }});
+  targets_.AddHandlers(
+      {[this, &controller](const std::string& key, const PodPtr& p) {
+         {
+           std::lock_guard<std::mutex> lock(seen_mu_);
+           seen_.emplace(p->uid, clock_.Now());
+         }
+         TrackWaiting(key, p);
+         controller.OnTargetPod(*p);
+       },
+       [this, &controller](const std::string& key, const PodPtr&, const PodPtr& p) {
+         TrackWaiting(key, p);
+         controller.OnTargetPod(*p);
+       },
+       [this, &controller](const std::string& key, const PodPtr& p) {
+         {
+           std::lock_guard<std::mutex> lock(seen_mu_);
+           seen_.erase(p->uid);
+         }
+         TrackWaiting(key, nullptr);
+         controller.OnTargetPod(*p);
+       }});
   // Only the target pods that wait unschedulable can change verdict with a node: hand
   // those over, not the whole target-pod list (5,000 copies of it for the initial list
   // of 5,000 nodes).
@@ -211,8 +210,8 @@ InformerView::NodeSnapshot InformerView::NodeList() {
   const uint64_t generation = node_generation_.load();
   std::lock_guard<std::mutex> lock(snapshot_mu_);
   if (snapshot_ && snapshot_generation_ == generation) return snapshot_;
-  snapshot_ = std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
-      nodes_.List());
+  snapshot_ =
+      std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(nodes_.List());
   snapshot_generation_ = generation;
   return snapshot_;
 }

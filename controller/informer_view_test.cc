@@ -149,7 +149,6 @@ TEST_CASE("The node list snapshot is shared until a node changes in a way that m
   view.Stop();
 }
 
-
 TEST_CASE("A node event costs the target pods that wait unschedulable, not every target pod") {
   FakeClock clock;
   kube::FakeClient client;

@@ -127,7 +127,6 @@ TEST_CASE("Leader election outside a pod needs a namespace") {
                     "--leader-election-namespace (or --leader-elect=false)");
 }
 
-
 // A slow API server during a certificate check: the bootstrap's Secret reads hang (as a
 // read that waits out the client's 30 s timeout would) from the `block_from`-th read on,
 // until Open(); the reads before it fail at once. Meanwhile it counts the lease renewals
@@ -185,8 +184,7 @@ void CheckRenewalsWhileCertificateCheckHangs(int block_from, const std::string& 
   RealClock clock;
   Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::filesystem::path dir =
-      std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / dir_name;
+  const std::filesystem::path dir = std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / dir_name;
   std::filesystem::remove_all(dir);
 
   OperatorFlags flags;
@@ -206,8 +204,8 @@ void CheckRenewalsWhileCertificateCheckHangs(int block_from, const std::string& 
   const int renewals_before = api.Renewals();
   // Two renewals take ~4 s; 12 s is past the renew deadline (10 s), where a leader whose
   // renewals wait for the certificate check has lost its lease.
-  const bool renewed = testing::Eventually(
-      [&] { return api.Renewals() >= renewals_before + 2; }, std::chrono::seconds(12));
+  const bool renewed = testing::Eventually([&] { return api.Renewals() >= renewals_before + 2; },
+                                           std::chrono::seconds(12));
   const bool still_blocked = api.Blocked();
   const bool leading = op.Leading();
   api.Open();

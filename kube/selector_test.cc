@@ -11,12 +11,8 @@ namespace {
 using nlohmann::json;
 
 TEST_CASE("Label selectors match like the API server's") {
-  const json labels = {{"app", "web"},
-                       {"tier", "front"},
-                       {"kubevirt.io/migrationJobUID", "u-1"},
-                       {"n", "7"},
-                       {"plus", "+5"},
-                       {"empty", ""}};
+  const json labels = {{"app", "web"}, {"tier", "front"}, {"kubevirt.io/migrationJobUID", "u-1"},
+                       {"n", "7"},     {"plus", "+5"},    {"empty", ""}};
   struct Row {
     const char* selector;
     bool match;
@@ -65,15 +61,32 @@ TEST_CASE("Label requirements: the table, through kube's label selectors") {
   for (const api::testing::RequirementRow& row : api::testing::RequirementTable()) {
     std::optional<Op> op;
     switch (row.op) {
-      case LabelOp::kIn: op = Op::kIn; break;
-      case LabelOp::kNotIn: op = Op::kNotIn; break;
-      case LabelOp::kEquals: op = Op::kEquals; break;
-      case LabelOp::kNotEquals: op = Op::kNotEquals; break;
-      case LabelOp::kExists: op = Op::kExists; break;
-      case LabelOp::kDoesNotExist: op = Op::kDoesNotExist; break;
-      case LabelOp::kGt: op = Op::kGt; break;
-      case LabelOp::kLt: op = Op::kLt; break;
-      case LabelOp::kUnknown: break;  // the selector language has no other operator
+      case LabelOp::kIn:
+        op = Op::kIn;
+        break;
+      case LabelOp::kNotIn:
+        op = Op::kNotIn;
+        break;
+      case LabelOp::kEquals:
+        op = Op::kEquals;
+        break;
+      case LabelOp::kNotEquals:
+        op = Op::kNotEquals;
+        break;
+      case LabelOp::kExists:
+        op = Op::kExists;
+        break;
+      case LabelOp::kDoesNotExist:
+        op = Op::kDoesNotExist;
+        break;
+      case LabelOp::kGt:
+        op = Op::kGt;
+        break;
+      case LabelOp::kLt:
+        op = Op::kLt;
+        break;
+      case LabelOp::kUnknown:
+        break;  // the selector language has no other operator
     }
     if (!op) continue;
     CAPTURE(row.why);
@@ -116,7 +129,8 @@ TEST_CASE("Malformed label selectors are rejected with a precise message") {
       // labels.NewRequirement: the operand is ParseInt's and a label value.
       {"a>+5", "label selector \"a>+5\": invalid label value \"+5\""},
       {"a<-1", "label selector \"a<-1\": invalid label value \"-1\""},
-      {"a>99999999999999999999", "label selector \"a>99999999999999999999\": '>' needs an integer value"},
+      {"a>99999999999999999999",
+       "label selector \"a>99999999999999999999\": '>' needs an integer value"},
       {"-a=b", "label selector \"-a=b\": invalid label key \"-a\""},
       {"a=b c", "label selector \"a=b c\": unexpected 'c' after a requirement"},
       {"a=-b", "label selector \"a=-b\": invalid label value \"-b\""},
