@@ -4,6 +4,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "api/label_requirement.h"
 #include "api/names.h"
 #include "api/node_match.h"
 #include "api/quantity.h"
@@ -18,70 +19,24 @@ constexpr std::string_view kTaintNotReady = "node.kubernetes.io/not-ready";
 constexpr std::string_view kTaintUnreachable = "node.kubernetes.io/unreachable";
 constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 
-enum class Op : uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt, kInvalid };
-
-Op ParseOp(const std::string& s) {
-  if (s == kOpIn) return Op::kIn;
-  if (s == kOpNotIn) return Op::kNotIn;
-  if (s == kOpExists) return Op::kExists;
-  if (s == kOpDoesNotExist) return Op::kDoesNotExist;
-  if (s == kOpGt) return Op::kGt;
-  if (s == kOpLt) return Op::kLt;
-  return Op::kInvalid;
-}
-
-// A label requirement with its key and values resolved to interned pointers once. A text
-// nobody interned is on no node, so it resolves to nullptr and matches no label.
+// A label requirement checked once (api/label_requirement.h) with its key and values
+// resolved to interned ids once. A text nobody interned is on no node, so it resolves to
+// kNoIntern and matches no label.
 struct CompiledExpr {
+  LabelRequirement requirement;
   InternId key = kNoIntern;
-  Op op = Op::kInvalid;
   std::vector<InternId> values;
-  int64_t number = 0;  // Gt / Lt
-  bool valid = true;
 
   explicit CompiledExpr(const NodeSelectorRequirement& r)
-      : key(FindInternId(r.key)), op(ParseOp(r.op)) {
+      : requirement(r.key, NodeSelectorOp(r.op), r.values), key(FindInternId(r.key)) {
     for (const auto& v : r.values) values.push_back(FindInternId(v));
-    switch (op) {
-      case Op::kIn:
-        break;
-      case Op::kNotIn:
-        valid = !r.values.empty();
-        break;
-      case Op::kExists:
-      case Op::kDoesNotExist:
-        valid = r.values.empty();
-        break;
-      case Op::kGt:
-      case Op::kLt:
-        valid = r.values.size() == 1 && ParseInt64(r.values[0], number);
-        break;
-      default:
-        valid = false;
-    }
   }
 
   bool Matches(const Labels& labels) const {
-    if (!valid) return false;
     const InternId v = labels.FindId(key);
-    switch (op) {
-      case Op::kIn:
-        return v != kNoIntern && std::find(values.begin(), values.end(), v) != values.end();
-      case Op::kNotIn:
-        return v == kNoIntern || std::find(values.begin(), values.end(), v) == values.end();
-      case Op::kExists:
-        return v != kNoIntern;
-      case Op::kDoesNotExist:
-        return v == kNoIntern;
-      case Op::kGt:
-      case Op::kLt: {
-        int64_t have = 0;
-        if (v == kNoIntern || !ParseInt64(InternText(v), have)) return false;
-        return op == Op::kGt ? have > number : have < number;
-      }
-      default:
-        return false;
-    }
+    return requirement.Matches(
+        v != kNoIntern, [&] { return std::find(values.begin(), values.end(), v) != values.end(); },
+        [&]() -> std::string_view { return InternText(v); });
   }
 };
 
@@ -139,6 +94,7 @@ struct CompiledToleration {
 
 struct AntiAffinity {
   const PodAffinityTerm* term;
+  InternedString topology;  // holds topology_key's id
   InternId topology_key;
   std::vector<InternId> domains;  // topology values holding a matching pod
   bool is_vm;                     // selects the VM's own pods (created-by)
@@ -189,9 +145,9 @@ struct Explainer::Impl {
   bool tolerates_unschedulable = false;
   bool tolerates_not_ready = false;
   bool tolerates_unreachable = false;
-  const std::string* taint_unschedulable;
-  const std::string* taint_not_ready;
-  const std::string* taint_unreachable;
+  InternedString taint_unschedulable;
+  InternedString taint_not_ready;
+  InternedString taint_unreachable;
   // Pod requests: scalars the pod asks for (> 0).
   std::vector<std::pair<const std::string*, int64_t>> scalars;
   // Per node, in `nodes` order: used cpu, memory, pods, then each of `scalars`.
@@ -214,7 +170,7 @@ struct Explainer::Impl {
     if (t.effect != TaintEffect::kNoSchedule && t.effect != TaintEffect::kNoExecute) return false;
     if (cordoned && t.key == taint_unschedulable) return false;
     if (not_ready && (t.key == taint_not_ready || t.key == taint_unreachable)) return false;
-    return !Tolerated(t.key, t.value, t.effect);
+    return !Tolerated(t.key.get(), t.value.get(), t.effect);
   }
   bool AffinityExcludes(const NodeInfo& n) const {
     if (!affinity) return false;
@@ -257,11 +213,11 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     impl->tolerations.push_back(c);
   }
   impl->tolerates_unschedulable =
-      impl->Tolerated(impl->taint_unschedulable, Intern(""), TaintEffect::kNoSchedule);
+      impl->Tolerated(impl->taint_unschedulable.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->tolerates_not_ready =
-      impl->Tolerated(impl->taint_not_ready, Intern(""), TaintEffect::kNoSchedule);
+      impl->Tolerated(impl->taint_not_ready.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->tolerates_unreachable =
-      impl->Tolerated(impl->taint_unreachable, Intern(""), TaintEffect::kNoSchedule);
+      impl->Tolerated(impl->taint_unreachable.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->node_selector_text = pod.node_selector.Sorted();
   for (const auto& [k, v] : impl->node_selector_text) {
     impl->node_selector.emplace_back(FindInternId(k), FindInternId(v));
@@ -277,7 +233,9 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   for (size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].name, i);
 
   for (const auto& term : pod.anti_affinity) {
-    AntiAffinity a{&term, InternIdOf(term.topology_key), {}, false};
+    InternedString topology(term.topology_key);
+    const InternId topology_id = topology.id();
+    AntiAffinity a{&term, std::move(topology), topology_id, {}, false};
     const CompiledSelector selector(term.selector);
     const std::string* vmi = term.selector.match_labels.Find(kLabelCreatedBy);
     a.is_vm = vmi != nullptr && *vmi == pod.created_by;
@@ -300,7 +258,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   }
 
   for (const auto& [name, amount] : pod.requests.scalar) {
-    if (amount > 0) impl->scalars.emplace_back(name, amount);
+    if (amount > 0) impl->scalars.emplace_back(name.get(), amount);
   }
   impl->stride = 3 + impl->scalars.size();
   impl->used.assign(nodes.size() * impl->stride, 0);

@@ -1,115 +1,407 @@
 #include "api/labels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
+#include <functional>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <unordered_map>
 
 namespace kmt::api {
+namespace internal {
+
+// One pooled text. Lives in a deque (never moves); a slot whose text went is reused.
+struct PoolEntry {
+  std::string text;
+  std::atomic<uint32_t> refs{0};  // 0 only on a free slot
+  InternId id = kNoIntern;        // its index + 1
+};
+
+// One immutable label set, shared by every Labels equal to it; its entries follow it.
+struct LabelSet {
+  std::atomic<uint32_t> refs;
+  uint32_t size;
+  LabelSet* next;  // chain of its bucket in the set table (16 bytes of header in all)
+  Labels::Entry* entries() { return reinterpret_cast<Labels::Entry*>(this + 1); }
+  const Labels::Entry* entries() const { return reinterpret_cast<const Labels::Entry*>(this + 1); }
+};
+
+}  // namespace internal
+
 namespace {
+
+using internal::LabelSet;
+using internal::PoolEntry;
+
+// Drops one reference unless it is the last one; true when it is (the caller then drops
+// it under the lock that new references are handed out under, so a text or set reaches
+// zero references only while nobody can find it).
+bool DropUnlessLast(std::atomic<uint32_t>& refs) {
+  uint32_t r = refs.load(std::memory_order_relaxed);
+  while (r > 1) {
+    if (refs.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel,
+                                   std::memory_order_relaxed)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 class Pool {
  public:
+  PoolEntry* Acquire(std::string_view s) {
+    {
+      std::shared_lock lock(mu_);
+      if (auto it = ids_.find(s); it != ids_.end()) return Ref(&entries_[it->second - 1]);
+    }
+    std::unique_lock lock(mu_);
+    if (auto it = ids_.find(s); it != ids_.end()) return Ref(&entries_[it->second - 1]);
+    PoolEntry* e;
+    if (!free_.empty()) {
+      e = &entries_[free_.back() - 1];
+      free_.pop_back();
+    } else {
+      e = &entries_.emplace_back();
+      e->id = static_cast<InternId>(entries_.size());
+    }
+    e->text.assign(s);
+    e->refs.store(1, std::memory_order_relaxed);
+    ids_.emplace(e->text, e->id);  // the view points into the entry: its address is stable
+    return e;
+  }
+
+  static PoolEntry* Ref(PoolEntry* e) {
+    e->refs.fetch_add(1, std::memory_order_relaxed);
+    return e;
+  }
+
+  void Release(PoolEntry* e) {
+    if (!DropUnlessLast(e->refs)) return;
+    std::unique_lock lock(mu_);
+    if (e->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) EraseLocked(e);
+  }
+
+  // Releases the key and value of every entry (a label set that went).
+  void Release(const Labels::Entry* begin, const Labels::Entry* end) {
+    std::vector<PoolEntry*> held;
+    held.reserve(2 * static_cast<size_t>(end - begin));
+    {
+      std::shared_lock lock(mu_);
+      for (const Labels::Entry* it = begin; it != end; ++it) {
+        held.push_back(&entries_[it->first - 1]);
+        held.push_back(&entries_[it->second - 1]);
+      }
+    }
+    std::vector<PoolEntry*> last;
+    for (PoolEntry* e : held) {
+      if (DropUnlessLast(e->refs)) last.push_back(e);
+    }
+    if (last.empty()) return;
+    std::unique_lock lock(mu_);
+    for (PoolEntry* e : last) {
+      if (e->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) EraseLocked(e);
+    }
+  }
+
   InternId Find(std::string_view s) const {
     std::shared_lock lock(mu_);
     auto it = ids_.find(s);
     return it == ids_.end() ? kNoIntern : it->second;
   }
-  InternId Intern(std::string_view s) {
-    if (InternId id = Find(s); id != kNoIntern) return id;
-    std::unique_lock lock(mu_);
-    if (auto it = ids_.find(s); it != ids_.end()) return it->second;
-    texts_.emplace_back(s);
-    const auto id = static_cast<InternId>(texts_.size());
-    ids_.emplace(texts_.back(), id);  // the view points into the deque: addresses are stable
-    return id;
-  }
+
   const std::string& Text(InternId id) const {
     static const std::string empty;
     std::shared_lock lock(mu_);
-    return (id == kNoIntern || id > texts_.size()) ? empty : texts_[id - 1];
+    return (id == kNoIntern || id > entries_.size()) ? empty : entries_[id - 1].text;
+  }
+
+  void Stats(InternStats& s) const {
+    std::shared_lock lock(mu_);
+    s.texts = ids_.size();
+    s.slots = entries_.size();
   }
 
  private:
+  void EraseLocked(PoolEntry* e) {
+    ids_.erase(std::string_view(e->text));
+    std::string().swap(e->text);
+    free_.push_back(e->id);
+  }
+
   mutable std::shared_mutex mu_;
-  std::deque<std::string> texts_;  // id - 1 → text
+  std::deque<PoolEntry> entries_;  // id - 1 → entry
   std::unordered_map<std::string_view, InternId> ids_;
+  std::vector<InternId> free_;  // ids of free slots
 };
 
 Pool& ThePool() {
-  static Pool* pool = new Pool();  // never destroyed: ids and pointers outlive statics
+  static Pool* pool = new Pool();  // never destroyed: objects with static storage outlive it
   return *pool;
+}
+
+size_t HashOf(const Labels::Entry* entries, size_t n) {
+  return std::hash<std::string_view>{}(
+      std::string_view(reinterpret_cast<const char*>(entries), n * sizeof(Labels::Entry)));
+}
+
+// The distinct label sets, chained per bucket: no node allocations, and at most two sets
+// per bucket on average (~4-8 bytes of table per set). Hashes are recomputed, not stored.
+class SetTable {
+ public:
+  // `entries` (sorted by key id, unique keys, each id holding one reference) as a shared
+  // set holding one reference for the caller: an existing equal set (the entries'
+  // references are then given back) or a new one that takes them over.
+  LabelSet* Intern(const std::vector<Labels::Entry>& entries) {
+    const size_t hash = HashOf(entries.data(), entries.size());
+    LabelSet* found = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!buckets_.empty()) {
+        for (LabelSet* s = buckets_[hash & (buckets_.size() - 1)]; s != nullptr; s = s->next) {
+          if (s->size == entries.size() &&
+              std::equal(entries.begin(), entries.end(), s->entries())) {
+            s->refs.fetch_add(1, std::memory_order_relaxed);
+            found = s;
+            break;
+          }
+        }
+      }
+      if (found == nullptr) {
+        void* mem = ::operator new(sizeof(LabelSet) + entries.size() * sizeof(Labels::Entry));
+        found = new (mem) LabelSet{{1}, static_cast<uint32_t>(entries.size()), nullptr};
+        std::copy(entries.begin(), entries.end(), found->entries());
+        if (count_ + 1 > 2 * buckets_.size()) Grow();
+        LabelSet*& head = buckets_[hash & (buckets_.size() - 1)];
+        found->next = head;
+        head = found;
+        ++count_;
+        return found;
+      }
+    }
+    ThePool().Release(entries.data(), entries.data() + entries.size());
+    return found;
+  }
+
+  static void Ref(LabelSet* s) { s->refs.fetch_add(1, std::memory_order_relaxed); }
+
+  void Release(LabelSet* s) {
+    if (!DropUnlessLast(s->refs)) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      LabelSet** link = &buckets_[HashOf(s->entries(), s->size) & (buckets_.size() - 1)];
+      while (*link != s) link = &(*link)->next;
+      *link = s->next;
+      --count_;
+    }
+    ThePool().Release(s->entries(), s->entries() + s->size);
+    s->~LabelSet();
+    ::operator delete(s);
+  }
+
+  size_t Count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_;
+  }
+
+ private:
+  void Grow() {
+    std::vector<LabelSet*> grown(buckets_.empty() ? 64 : 2 * buckets_.size(), nullptr);
+    for (LabelSet* head : buckets_) {
+      while (head != nullptr) {
+        LabelSet* next = head->next;
+        LabelSet*& slot = grown[HashOf(head->entries(), head->size) & (grown.size() - 1)];
+        head->next = slot;
+        slot = head;
+        head = next;
+      }
+    }
+    buckets_.swap(grown);
+  }
+
+  std::mutex mu_;
+  std::vector<LabelSet*> buckets_;  // size: a power of two (or 0)
+  size_t count_ = 0;
+};
+
+SetTable& TheSets() {
+  static SetTable* sets = new SetTable();  // never destroyed, as the pool
+  return *sets;
 }
 
 }  // namespace
 
-InternId InternIdOf(std::string_view s) { return ThePool().Intern(s); }
+// ---- InternedString ----
+
+InternedString::InternedString(std::string_view s) : e_(ThePool().Acquire(s)) {}
+
+InternedString::InternedString(const InternedString& o) : e_(o.e_) {
+  if (e_ != nullptr) Pool::Ref(e_);
+}
+
+InternedString& InternedString::operator=(const InternedString& o) {
+  if (o.e_ != nullptr) Pool::Ref(o.e_);
+  if (e_ != nullptr) ThePool().Release(e_);
+  e_ = o.e_;
+  return *this;
+}
+
+InternedString& InternedString::operator=(InternedString&& o) noexcept {
+  if (this != &o) {
+    if (e_ != nullptr) ThePool().Release(e_);
+    e_ = o.e_;
+    o.e_ = nullptr;
+  }
+  return *this;
+}
+
+InternedString::~InternedString() {
+  if (e_ != nullptr) ThePool().Release(e_);
+}
+
+const std::string* InternedString::get() const { return e_ == nullptr ? nullptr : &e_->text; }
+
+const std::string& InternedString::str() const {
+  static const std::string empty;
+  return e_ == nullptr ? empty : e_->text;
+}
+
+InternId InternedString::id() const { return e_ == nullptr ? kNoIntern : e_->id; }
+
+InternedString Intern(std::string_view s) { return InternedString(s); }
+
 InternId FindInternId(std::string_view s) { return ThePool().Find(s); }
+
 const std::string& InternText(InternId id) { return ThePool().Text(id); }
-const std::string* Intern(std::string_view s) { return &InternText(InternIdOf(s)); }
+
 const std::string* FindInterned(std::string_view s) {
   const InternId id = FindInternId(s);
   return id == kNoIntern ? nullptr : &InternText(id);
 }
 
-Labels::Labels(const std::vector<std::pair<std::string, std::string>>& kv) {
-  entries_.reserve(kv.size());
-  for (const auto& [k, v] : kv) entries_.emplace_back(InternIdOf(k), InternIdOf(v));
-  Normalize();
+InternStats InternPoolStats() {
+  InternStats s;
+  ThePool().Stats(s);
+  s.label_sets = TheSets().Count();
+  return s;
 }
 
-Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
-  entries_.reserve(kv.size());
-  for (const auto& [k, v] : kv) entries_.emplace_back(InternIdOf(k), InternIdOf(v));
-  Normalize();
-}
+// ---- Labels ----
 
-Labels Labels::FromJson(const nlohmann::json& j) {
+Labels Labels::Make(std::vector<Entry> entries) {
   Labels l;
-  if (!j.is_object()) return l;
-  l.entries_.reserve(j.size());
-  for (const auto& [k, v] : j.items()) {
-    if (v.is_string())
-      l.entries_.emplace_back(InternIdOf(k), InternIdOf(v.get_ref<const std::string&>()));
+  if (entries.empty()) return l;
+  // Stable, so the first of duplicate keys (initializer lists) wins; the others' references
+  // go back.
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.first < b.first; });
+  std::vector<Entry> dropped;
+  size_t kept = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (kept > 0 && entries[kept - 1].first == entries[i].first) {
+      dropped.push_back(entries[i]);
+    } else {
+      entries[kept++] = entries[i];
+    }
   }
-  l.Normalize();
+  entries.resize(kept);
+  if (!dropped.empty()) ThePool().Release(dropped.data(), dropped.data() + dropped.size());
+  l.set_ = TheSets().Intern(entries);
   return l;
 }
 
-void Labels::Normalize() {
-  // Stable, so the first of duplicate keys (initializer lists) wins.
-  std::stable_sort(entries_.begin(), entries_.end(),
-                   [](const Entry& a, const Entry& b) { return a.first < b.first; });
-  entries_.erase(std::unique(entries_.begin(), entries_.end(),
-                             [](const Entry& a, const Entry& b) { return a.first == b.first; }),
-                 entries_.end());
-  entries_.shrink_to_fit();
+namespace {
+Labels::Entry AcquirePair(std::string_view k, std::string_view v) {
+  Pool& pool = ThePool();
+  return {pool.Acquire(k)->id, pool.Acquire(v)->id};
 }
+}  // namespace
+
+Labels::Labels(const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::vector<Entry> entries;
+  entries.reserve(kv.size());
+  for (const auto& [k, v] : kv) entries.push_back(AcquirePair(k, v));
+  *this = Make(std::move(entries));
+}
+
+Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
+  std::vector<Entry> entries;
+  entries.reserve(kv.size());
+  for (const auto& [k, v] : kv) entries.push_back(AcquirePair(k, v));
+  *this = Make(std::move(entries));
+}
+
+Labels Labels::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return Labels();
+  std::vector<Entry> entries;
+  entries.reserve(j.size());
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_string()) entries.push_back(AcquirePair(k, v.get_ref<const std::string&>()));
+  }
+  return Make(std::move(entries));
+}
+
+Labels::Labels(const Labels& o) : set_(o.set_) {
+  if (set_ != nullptr) SetTable::Ref(set_);
+}
+
+Labels& Labels::operator=(const Labels& o) {
+  if (o.set_ != nullptr) SetTable::Ref(o.set_);
+  if (set_ != nullptr) TheSets().Release(set_);
+  set_ = o.set_;
+  return *this;
+}
+
+Labels& Labels::operator=(Labels&& o) noexcept {
+  if (this != &o) {
+    if (set_ != nullptr) TheSets().Release(set_);
+    set_ = o.set_;
+    o.set_ = nullptr;
+  }
+  return *this;
+}
+
+Labels::~Labels() {
+  if (set_ != nullptr) TheSets().Release(set_);
+}
+
+const Labels::Entry* Labels::begin() const { return set_ == nullptr ? nullptr : set_->entries(); }
+const Labels::Entry* Labels::end() const {
+  return set_ == nullptr ? nullptr : set_->entries() + set_->size;
+}
+
+size_t Labels::size() const { return set_ == nullptr ? 0 : set_->size; }
 
 InternId Labels::FindId(InternId key) const {
   if (key == kNoIntern) return kNoIntern;
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, InternId k) { return e.first < k; });
-  return (it != entries_.end() && it->first == key) ? it->second : kNoIntern;
+  const Entry* it =
+      std::lower_bound(begin(), end(), key, [](const Entry& e, InternId k) { return e.first < k; });
+  return (it != end() && it->first == key) ? it->second : kNoIntern;
 }
 
 const std::string* Labels::Find(std::string_view key) const {
+  if (set_ == nullptr) return nullptr;
   const InternId v = FindId(FindInternId(key));
   return v == kNoIntern ? nullptr : &InternText(v);
 }
 
 std::vector<std::pair<std::string, std::string>> Labels::Sorted() const {
   std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(entries_.size());
-  for (const auto& [k, v] : entries_) out.emplace_back(InternText(k), InternText(v));
+  out.reserve(size());
+  for (const Entry* it = begin(); it != end(); ++it) {
+    out.emplace_back(InternText(it->first), InternText(it->second));
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
 
 nlohmann::json Labels::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : entries_) j[InternText(k)] = InternText(v);
+  for (const Entry* it = begin(); it != end(); ++it) {
+    j[InternText(it->first)] = InternText(it->second);
+  }
   return j;
 }
 

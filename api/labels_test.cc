@@ -1,28 +1,53 @@
 #include "api/labels.h"
 
+#include <malloc.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <deque>
+#include <thread>
+
+#include "api/projections.h"
 
 namespace kmt::api {
 namespace {
 
-TEST_CASE("Intern returns one stable copy per text") {
-  const std::string* a = Intern("cpu-feature.node.kubevirt.io/avx2");
+TEST_CASE("Intern hands out one stable copy per text while it is held") {
+  const InternedString a = Intern("cpu-feature.node.kubevirt.io/avx2");
   CHECK(*a == "cpu-feature.node.kubevirt.io/avx2");
   CHECK(Intern(std::string("cpu-feature.node.kubevirt.io/") + "avx2") == a);
-  CHECK(FindInterned("cpu-feature.node.kubevirt.io/avx2") == a);
+  CHECK(FindInterned("cpu-feature.node.kubevirt.io/avx2") == a.get());
   CHECK(FindInterned("never-interned-anywhere-9f2c") == nullptr);
-  for (int i = 0; i < 10000; ++i) Intern("filler-" + std::to_string(i));  // rehashes
-  CHECK(Intern("cpu-feature.node.kubevirt.io/avx2") == a);
+  std::vector<InternedString> filler;
+  for (int i = 0; i < 10000; ++i) filler.push_back(Intern("filler-" + std::to_string(i)));
+  CHECK(Intern("cpu-feature.node.kubevirt.io/avx2").get() == a.get());  // rehashed, same copy
+  const InternedString copy = a;
+  CHECK(copy == a);
+  CHECK(InternedString().get() == nullptr);
+  CHECK(InternedString().str().empty());
 }
 
 TEST_CASE("Intern ids name the same texts") {
-  const InternId id = InternIdOf("topology.kubernetes.io/zone");
+  const InternedString zone = Intern("topology.kubernetes.io/zone");
+  const InternId id = zone.id();
   CHECK(id != kNoIntern);
   CHECK(FindInternId("topology.kubernetes.io/zone") == id);
   CHECK(InternText(id) == "topology.kubernetes.io/zone");
-  CHECK(&InternText(id) == Intern("topology.kubernetes.io/zone"));
+  CHECK(&InternText(id) == zone.get());
   CHECK(FindInternId("never-interned-anywhere-77aa") == kNoIntern);
   CHECK(InternText(kNoIntern).empty());
+}
+
+TEST_CASE("A text nobody holds leaves the pool") {
+  {
+    const InternedString once = Intern("held-only-here-5e1f");
+    CHECK(FindInterned("held-only-here-5e1f") != nullptr);
+    const Labels l{{"held-only-here-key-5e1f", "held-only-here-value-5e1f"}};
+    CHECK(FindInternId("held-only-here-value-5e1f") != kNoIntern);
+  }
+  CHECK(FindInterned("held-only-here-5e1f") == nullptr);
+  CHECK(FindInternId("held-only-here-key-5e1f") == kNoIntern);
+  CHECK(FindInternId("held-only-here-value-5e1f") == kNoIntern);
 }
 
 TEST_CASE("Labels find by text and by interned key") {
@@ -33,9 +58,10 @@ TEST_CASE("Labels find by text and by interned key") {
   CHECK(*l.Find("gpu") == "");
   CHECK(l.Find("rack") == nullptr);
   CHECK(l.Find("never-interned-anywhere-1b7d") == nullptr);
-  CHECK(InternText(l.FindId(InternIdOf("kubernetes.io/hostname"))) == "node-1");
+  CHECK(InternText(l.FindId(FindInternId("kubernetes.io/hostname"))) == "node-1");
   CHECK(l.FindId(kNoIntern) == kNoIntern);
-  CHECK(l.FindId(InternIdOf("rack")) == kNoIntern);
+  const InternedString rack = Intern("rack");
+  CHECK(l.FindId(rack.id()) == kNoIntern);
   CHECK(l.Sorted() == std::vector<std::pair<std::string, std::string>>{
                           {"gpu", ""}, {"kubernetes.io/hostname", "node-1"}, {"zone", "a"}});
 }
@@ -47,6 +73,7 @@ TEST_CASE("Labels from JSON keep string values only") {
   CHECK(l.ToJson() == nlohmann::json::parse(R"({"a": "1", "d": "x"})"));
   CHECK(Labels::FromJson(nlohmann::json::array()).empty());
   CHECK(Labels::FromJson(nullptr).empty());
+  CHECK(Labels::FromJson(nlohmann::json::object()).empty());
   CHECK(Labels::FromJson(nlohmann::json::parse(R"({"a": "1"})")) == Labels{{"a", "1"}});
 }
 
@@ -54,6 +81,105 @@ TEST_CASE("Duplicate keys keep the first value") {
   const Labels l{{"a", "1"}, {"a", "2"}};
   CHECK(l.size() == 1);
   CHECK(*l.Find("a") == "1");
+}
+
+TEST_CASE("Equal label sets share one block; copies and moves keep it") {
+  const size_t sets = InternPoolStats().label_sets;
+  Labels a{{"app", "web"}, {"tier", "front"}};
+  Labels b = Labels::FromJson(nlohmann::json::parse(R"({"tier": "front", "app": "web"})"));
+  CHECK(a == b);
+  CHECK(InternPoolStats().label_sets == sets + 1);
+  Labels c{{"app", "db"}};
+  CHECK_FALSE(a == c);
+  CHECK(InternPoolStats().label_sets == sets + 2);
+  Labels moved = std::move(c);
+  CHECK(moved.size() == 1);
+  CHECK(c.empty());  // NOLINT: moved-from is empty
+  c = a;
+  CHECK(c == a);
+  moved = Labels();
+  CHECK(InternPoolStats().label_sets == sets + 1);
+  a = b;  // self-equal assignment keeps the set
+  CHECK(*a.Find("app") == "web");
+}
+
+// Per-object values churning through a long-running operator's caches: each round's
+// objects carry values no earlier round had (pod uids, pod-template-hash, node names, the
+// cluster autoscaler's timestamp taints), and a bounded window of them is alive at once.
+void Churn(int round, int objects, int window) {
+  std::deque<std::pair<BoundPod, NodeInfo>> alive;
+  for (int i = 0; i < objects; ++i) {
+    const std::string n = std::to_string(round) + "-" + std::to_string(i);
+    BoundPod pod = BoundPod::FromJson(
+        nlohmann::json{{"metadata",
+                        {{"namespace", "vms"},
+                         {"labels",
+                          {{"kubevirt.io", "virt-launcher"},
+                           {"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-" + n},
+                           {"pod-template-hash", "h" + n}}}}},
+                       {"spec", {{"nodeName", "node-" + n}}}});
+    NodeInfo node = NodeInfo::FromJson(nlohmann::json{
+        {"metadata",
+         {{"name", "node-" + n}, {"labels", {{"kubernetes.io/hostname", "node-" + n}}}}},
+        {"spec",
+         {{"taints",
+           {{{"key", "ToBeDeletedByClusterAutoscaler"},
+             {"value", "17672256" + n},
+             {"effect", "NoSchedule"}}}}}}});
+    alive.emplace_back(std::move(pod), std::move(node));
+    if (alive.size() > static_cast<size_t>(window)) alive.pop_front();
+  }
+}
+
+TEST_CASE("Churn of distinct per-object values leaves the intern pool bounded") {
+  const InternStats before = InternPoolStats();
+  for (int round = 0; round < 20; ++round) {
+    Churn(round, 1000, 50);
+    const InternStats now = InternPoolStats();
+    CAPTURE(round, now.texts, now.slots, now.label_sets);
+    // Everything the churn made went with its objects ...
+    CHECK(now.texts == before.texts);
+    CHECK(now.label_sets == before.label_sets);
+    // ... and the slots it needed are the window's, reused round after round (20,000
+    // objects with 5 distinct texts each went through).
+    CHECK(now.slots <= before.slots + 50 * 6 + 16);
+  }
+}
+
+TEST_CASE("Churn of distinct per-object values does not grow the heap") {
+  Churn(100, 2000, 50);  // warm up: the pool's and the allocator's structures at their peak
+  malloc_trim(0);
+  const size_t before = mallinfo2().uordblks;
+  for (int round = 101; round < 106; ++round) Churn(round, 2000, 50);
+  malloc_trim(0);
+  const size_t after = mallinfo2().uordblks;
+  CAPTURE(before, after);
+  // 10,000 objects with 5 new texts each: an append-only pool keeps > 1 MiB of them.
+  CHECK(after <= before + 64 * 1024);
+}
+
+TEST_CASE("Labels and handles are shared across threads") {
+  const Labels shared{{"app", "web"}, {"zone", "a"}};
+  std::atomic<int> wrong{0};  // Catch's assertions are not thread-safe
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&shared, &wrong, t] {
+      for (int i = 0; i < 2000; ++i) {
+        Labels copy = shared;
+        Labels mine{{"app", "web"}, {"zone", "a"}};
+        Labels own{{"thread", std::to_string(t)}, {"i", std::to_string(i % 7)}};
+        if (!(copy == mine && own.size() == 2 && *own.Find("thread") == std::to_string(t))) {
+          ++wrong;
+        }
+        InternedString s = Intern("shared-text");
+        InternedString other = s;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
+  CHECK(*shared.Find("zone") == "a");
+  CHECK(FindInterned("shared-text") == nullptr);
 }
 
 }  // namespace

@@ -2,46 +2,10 @@
 // nodeSelectorTerm.match) and k8s.io/apimachinery/pkg/labels Requirement.Matches.
 #include "api/node_match.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cstdint>
-
 namespace kmt::api {
 
-bool ParseInt64(std::string_view s, int64_t& out) {
-  const bool plus = !s.empty() && s[0] == '+';
-  if (plus) s.remove_prefix(1);
-  if (s.empty() || s[0] == '+' || (plus && s[0] == '-')) return false;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size();
-}
-
-namespace {
-
-bool Contains(const std::vector<std::string>& values, std::string_view v) {
-  return std::find(values.begin(), values.end(), v) != values.end();
-}
-
-}  // namespace
-
 bool RequirementMatchesLabels(const NodeSelectorRequirement& r, const NodeLabels& labels) {
-  const std::string* value = labels.Find(r.key);
-  if (r.op == kOpIn) return value != nullptr && Contains(r.values, *value);
-  // labels.NewRequirement rejects NotIn without values and Exists/DoesNotExist with values;
-  // the scheduler then treats the term as matching nothing.
-  if (r.op == kOpNotIn)
-    return !r.values.empty() && (value == nullptr || !Contains(r.values, *value));
-  if (r.op == kOpExists) return r.values.empty() && value != nullptr;
-  if (r.op == kOpDoesNotExist) return r.values.empty() && value == nullptr;
-  if (r.op == kOpGt || r.op == kOpLt) {
-    int64_t have = 0, want = 0;
-    if (value == nullptr || r.values.size() != 1 || !ParseInt64(*value, have) ||
-        !ParseInt64(r.values[0], want)) {
-      return false;
-    }
-    return r.op == kOpGt ? have > want : have < want;
-  }
-  return false;
+  return LabelRequirement(r.key, NodeSelectorOp(r.op), r.values).Matches(labels.Find(r.key));
 }
 
 bool FieldRequirementMatchesNode(const NodeSelectorRequirement& r, std::string_view node_name) {

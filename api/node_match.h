@@ -3,10 +3,8 @@
 // k8s.io/apimachinery/pkg/labels/selector.go Requirement.Matches):
 //  - terms are ORed, requirements in a term ANDed; a term with no requirements
 //    matches nothing (and so does a selector with no terms);
-//  - In: label present with one of the values; NotIn: label absent or not one of them;
-//  - Exists / DoesNotExist: label present / absent;
-//  - Gt / Lt: label present, both label and the single value parse as integers, and
-//    compare; anything else does not match;
+//  - label requirements: api/label_requirement.h (one implementation for the project);
+//    a requirement labels.NewRequirement rejects matches nothing;
 //  - matchFields: only metadata.name, compared with the node name (In / NotIn);
 //    an unknown operator or field matches nothing.
 #pragma once
@@ -14,16 +12,13 @@
 #include <cstdint>
 #include <string_view>
 
+#include "api/label_requirement.h"
 #include "api/labels.h"
 #include "api/node_selector.h"
 
 namespace kmt::api {
 
 using NodeLabels = Labels;
-
-// strconv.ParseInt(s, 10, 64): optional sign, decimal digits only, in range. Gt/Lt values
-// and the labels they compare must parse this way.
-bool ParseInt64(std::string_view s, int64_t& out);
 
 bool RequirementMatchesLabels(const NodeSelectorRequirement& r, const NodeLabels& labels);
 bool FieldRequirementMatchesNode(const NodeSelectorRequirement& r, std::string_view node_name);

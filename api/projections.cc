@@ -76,7 +76,7 @@ int64_t Resources::Scalar(const std::string* name) const {
   return 0;
 }
 
-void Resources::AddScalar(const std::string* name, int64_t amount) {
+void Resources::AddScalar(const InternedString& name, int64_t amount) {
   for (auto& [n, v] : scalar) {
     if (n == name) {
       v += amount;
@@ -85,7 +85,7 @@ void Resources::AddScalar(const std::string* name, int64_t amount) {
   }
   scalar.emplace_back(name, amount);
   std::sort(scalar.begin(), scalar.end(), [](const auto& a, const auto& b) {
-    return std::less<const std::string*>{}(a.first, b.first);
+    return std::less<const std::string*>{}(a.first.get(), b.first.get());
   });
 }
 
@@ -113,7 +113,7 @@ void Resources::MaxWith(const Resources& o) {
   memory_bytes = std::max(memory_bytes, o.memory_bytes);
   pods = std::max(pods, o.pods);
   for (const auto& [n, v] : o.scalar) {
-    const int64_t mine = Scalar(n);
+    const int64_t mine = Scalar(n.get());
     if (v > mine) AddScalar(n, v - mine);
   }
 }
@@ -125,21 +125,14 @@ void Resources::Add(const Resources& o) {
   for (const auto& [n, v] : o.scalar) AddScalar(n, v);
 }
 
-namespace {
-const std::string& OrEmpty(const std::string* s) {
-  static const std::string empty;
-  return s == nullptr ? empty : *s;
-}
-}  // namespace
-
 Toleration Toleration::Make(std::string_view key, std::string_view op, std::string_view value,
                             std::string_view effect) {
   return {Intern(key), Intern(op), Intern(value), Intern(effect)};
 }
-const std::string& Toleration::Key() const { return OrEmpty(key); }
-const std::string& Toleration::Op() const { return OrEmpty(op); }
-const std::string& Toleration::Value() const { return OrEmpty(value); }
-const std::string& Toleration::Effect() const { return OrEmpty(effect); }
+const std::string& Toleration::Key() const { return key.str(); }
+const std::string& Toleration::Op() const { return op.str(); }
+const std::string& Toleration::Value() const { return value.str(); }
+const std::string& Toleration::Effect() const { return effect.str(); }
 
 std::string_view ToString(TaintEffect e) {
   switch (e) {

@@ -1,7 +1,8 @@
 // api/projections.h — compact views of Node, target Pod and VMIM objects that keep only
 // what the operator uses. Caches hold tens of thousands of these, so label-like strings
-// are interned (api/labels.h) and nothing else of the object is kept. FromJson never
-// throws: a missing or oddly typed field leaves its default.
+// are interned (api/labels.h: counted references, so a text goes with the last object
+// holding it) and nothing else of the object is kept. FromJson never throws: a missing or
+// oddly typed field leaves its default.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +25,12 @@ struct Resources {
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
   int64_t pods = 0;
-  std::vector<std::pair<const std::string*, int64_t>> scalar;  // sorted by pointer
+  std::vector<std::pair<InternedString, int64_t>> scalar;  // sorted by text address
 
   // The amount of a scalar resource (0 when absent); `name` interned or nullptr.
   int64_t Scalar(const std::string* name) const;
-  void AddScalar(const std::string* name, int64_t amount);
+  int64_t Scalar(const InternedString& name) const { return Scalar(name.get()); }
+  void AddScalar(const InternedString& name, int64_t amount);
   // Adds a core/v1 ResourceList JSON ({"cpu": "100m", ...}); unparsable amounts skipped.
   void AddList(const nlohmann::json& list);
   // Element-wise maximum (init containers: the pod needs the larger of the two).
@@ -42,8 +44,8 @@ std::string_view ToString(TaintEffect e);
 TaintEffect ParseTaintEffect(std::string_view s);
 
 struct Taint {
-  const std::string* key = nullptr;    // interned
-  const std::string* value = nullptr;  // interned ("" when absent)
+  InternedString key;
+  InternedString value;  // "" when absent
   TaintEffect effect = TaintEffect::kOther;
   bool operator==(const Taint&) const = default;
 };
@@ -62,12 +64,12 @@ struct NodeInfo {
   static NodeInfo FromJson(const nlohmann::json& node);
 };
 
-// Interned texts (tolerations repeat across every pod); nullptr reads as "".
+// Interned texts (tolerations repeat across every pod); none reads as "".
 struct Toleration {
-  const std::string* key = nullptr;  // "" with Exists: every key
-  const std::string* op = nullptr;   // "Exists" or "Equal" ("" means Equal)
-  const std::string* value = nullptr;
-  const std::string* effect = nullptr;  // "" matches every effect
+  InternedString key;  // "" with Exists: every key
+  InternedString op;   // "Exists" or "Equal" ("" means Equal)
+  InternedString value;
+  InternedString effect;  // "" matches every effect
 
   static Toleration Make(std::string_view key, std::string_view op, std::string_view value,
                          std::string_view effect);

@@ -16,10 +16,14 @@
 // not in a final phase, enqueues itself (also on the periodic resync). A
 // target pod enqueues its VMIM on every change. A node change that matters to
 // scheduling (labels, taints, cordon, readiness, allocatable) enqueues the
-// VMIMs whose target pods are unschedulable. Bound pods have no handlers: the
-// unschedulable report refreshes on its own timer.
+// VMIMs whose target pods are unschedulable: the view keeps those pods in an
+// index of their own (kept by the target pod handlers), so a node event costs
+// the pods that wait, not a copy of every target pod. Bound pods have no
+// handlers: the unschedulable report refreshes on its own timer.
 #pragma once
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,7 +82,12 @@ class InformerView : public CacheView {
   };
   Sizes sizes() const;
 
+  // Target pods handed to the controller because a node changed, since construction (the
+  // work node events cost; for tests).
+  uint64_t node_rechecks() const;
+
  private:
+  void TrackWaiting(const std::string& key, const kube::Informer<api::TargetPod>::Ptr& pod);
 
   const Clock& clock_;
   kube::Informer<api::MigrationInfo> vmims_;
@@ -91,7 +100,16 @@ class InformerView : public CacheView {
   uint64_t snapshot_generation_ = 0;
   std::mutex seen_mu_;
   std::unordered_map<std::string, SteadyTime> seen_;  // target pod uid -> first seen
+  std::mutex waiting_mu_;
+  // Target pods that WaitsUnschedulable, by informer key.
+  std::map<std::string, kube::Informer<api::TargetPod>::Ptr> waiting_;
+  std::atomic<uint64_t> node_rechecks_{0};
 };
+
+// The values of the target-pod index: the pod's kubevirt.io/migrationJobUID label. Any
+// JSON (no metadata, labels that are no object, a value that is no string): none, and
+// never an exception or undefined behaviour.
+std::vector<std::string> MigrationJobIndexValues(const nlohmann::json& pod);
 
 // Whether a node change can change a scheduling verdict.
 bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b);

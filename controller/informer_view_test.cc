@@ -4,6 +4,7 @@
 #include "controller/informer_view.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 #include <thread>
 
 #include "controller/fake_clock.h"
@@ -146,6 +147,116 @@ TEST_CASE("The node list snapshot is shared until a node changes in a way that m
     return false;
   }));
   view.Stop();
+}
+
+TEST_CASE("A node event costs the target pods that wait unschedulable, not every target pod") {
+  FakeClock clock;
+  kube::FakeClient client;
+  Logger log{clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {}};
+  Registry registry;
+  OperatorMetrics metrics{registry, "vmim"};
+  KubeEventRecorder events{client, clock, log, "operator-0"};
+  constexpr int kNodes = 300;
+  constexpr int kPods = 200;
+  constexpr int kWaiting = 2;  // ungated, PodScheduled=False/Unschedulable
+  for (int i = 0; i < kPods; ++i) {
+    const bool waiting = i < kWaiting;
+    json pod = Stripped(Pod({.name = "virt-launcher-" + std::to_string(i),
+                             .job_uid = "job-" + std::to_string(i),
+                             .gated = !waiting,
+                             .scheduled_reason = waiting ? "Unschedulable" : "",
+                             .scheduled_message = waiting ? "0/300 nodes are available" : ""}));
+    pod["metadata"]["annotations"]["kubevirt.io/migrationJobName"] = "mig-" + std::to_string(i);
+    json stored = client.Create(kube::kPods, kNs, pod);  // the server drops .status
+    if (waiting) {
+      stored["status"] = pod["status"];
+      client.Update(kube::kPods, kNs, stored, "status");
+    }
+  }
+
+  InformerView view(client, clock);
+  Controller controller(view, client, clock, log, metrics, events);
+  view.Connect(controller);
+  view.Start();
+  REQUIRE(view.WaitForSync(std::chrono::seconds(20)));
+  REQUIRE(view.sizes().target_pods == kPods);
+  // Every target pod's add has been handled once its key is queued; then empty the queue
+  // to see what node events enqueue.
+  REQUIRE(Eventually([&] { return controller.queue().Len() == kPods; }));
+  while (auto key = controller.queue().TryGet()) controller.queue().Done(*key);
+
+  // 300 nodes arrive (as with a node list): each hands over the two waiting pods, where a
+  // copy of the target-pod list per node was 300 x 200.
+  for (int i = 0; i < kNodes; ++i) {
+    client.Create(kube::kNodes, "", Node({"node-" + std::to_string(i), {{"zone", "a"}}}));
+  }
+  CHECK(Eventually([&] { return view.node_rechecks() == uint64_t{kNodes} * kWaiting; }));
+
+  // Ten node changes that matter: each hands over exactly the two waiting pods.
+  const uint64_t before = view.node_rechecks();
+  for (int i = 0; i < 10; ++i) {
+    json n = client.Get(kube::kNodes, "", "node-" + std::to_string(i));
+    n["metadata"]["labels"]["zone"] = "b";
+    client.Update(kube::kNodes, "", n);
+  }
+  CHECK(Eventually([&] { return view.node_rechecks() == before + 10 * kWaiting; }));
+  // ... whose VMIMs are queued, and only those.
+  std::set<std::string> queued;
+  while (auto key = controller.queue().TryGet()) {
+    queued.insert(*key);
+    controller.queue().Done(*key);
+  }
+  CHECK(queued == std::set<std::string>{std::string(kNs) + "/mig-0", std::string(kNs) + "/mig-1"});
+
+  // A waiting pod that got scheduled leaves the index; a deleted one too. Their handlers
+  // have run once each queued its VMIM (the index is kept before the controller is told).
+  json bound = client.Get(kube::kPods, kNs, "virt-launcher-0");
+  bound["spec"]["nodeName"] = "node-1";
+  bound["status"]["conditions"] = json::array({{{"type", "PodScheduled"}, {"status", "True"}}});
+  client.Update(kube::kPods, kNs, bound);
+  client.Delete(kube::kPods, kNs, "virt-launcher-1");
+  REQUIRE(Eventually([&] { return controller.queue().Len() == 2; }));
+  const uint64_t settled = view.node_rechecks();
+  json n = client.Get(kube::kNodes, "", "node-20");
+  n["spec"]["unschedulable"] = true;
+  client.Update(kube::kNodes, "", n);
+  client.Create(kube::kNodes, "", Node({"node-marker"}));
+  REQUIRE(Eventually([&] { return view.sizes().nodes == kNodes + 1; }));
+  CHECK(view.node_rechecks() == settled);  // nobody waits: no work
+  CHECK(controller.queue().Len() == 2);    // and nothing queued
+  view.Stop();
+  controller.Stop();
+}
+
+TEST_CASE("The target-pod index reads any JSON without undefined behaviour or exceptions") {
+  struct Row {
+    const char* json;
+    std::vector<std::string> values;
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({"metadata": {"labels": {"kubevirt.io/migrationJobUID": "u-1"}}})", {"u-1"}},
+      {R"({})", {}},
+      {R"(null)", {}},
+      {R"([])", {}},
+      {R"([{"metadata": {}}])", {}},
+      {R"("pod")", {}},
+      {R"(7)", {}},
+      {R"({"metadata": null})", {}},
+      {R"({"metadata": 5})", {}},
+      {R"({"metadata": ["labels"]})", {}},
+      {R"({"metadata": {}})", {}},
+      {R"({"metadata": {"labels": null}})", {}},
+      {R"({"metadata": {"labels": "kubevirt.io/migrationJobUID=u-1"}})", {}},
+      {R"({"metadata": {"labels": ["kubevirt.io/migrationJobUID"]}})", {}},
+      {R"({"metadata": {"labels": {"kubevirt.io/migrationJobUID": 5}}})", {}},
+      {R"({"metadata": {"labels": {"kubevirt.io/migrationJobUID": null}}})", {}},
+      {R"({"metadata": {"labels": {"kubevirt.io/migrationJobUID": {"a": "b"}}}})", {}},
+  }));
+  CAPTURE(row.json);
+  const json pod = json::parse(row.json);  // const: as the informer hands it over
+  std::vector<std::string> got;
+  CHECK_NOTHROW(got = MigrationJobIndexValues(pod));
+  CHECK(got == row.values);
 }
 
 }  // namespace

@@ -78,6 +78,10 @@ struct Operator::Impl {
   std::atomic<bool> leading{false};
   std::atomic<bool> stopping{false};
   std::optional<TimerId> cert_timer;
+  // Certificate passes make blocking API calls too (up to the client's read timeout): a
+  // thread of their own, so a slow certificate check never delays a Lease renewal. Last
+  // member: destroyed (its thread joined) before anything a pass in flight touches.
+  RealClock cert_clock;
 
   Impl(const OperatorFlags& f, OperatorClients c, Logger& l, OperatorIdentity id)
       : flags(f), clients(c), log(l), identity(std::move(id)) {}
@@ -125,7 +129,7 @@ struct Operator::Impl {
                   {"secretRenewed", r.secret_renewed ? "true" : "false"},
                   {"filesWritten", r.files_written ? "true" : "false"},
                   {"webhooksPatched", std::to_string(r.webhooks_patched)}});
-        if (r.files_written && webhook) webhook->ReloadCertificate();
+        if (r.files_written && webhook && !stopping.load()) webhook->ReloadCertificate();
       }
       ScheduleCerts(std::chrono::hours(1));
     } catch (const std::exception& e) {
@@ -137,7 +141,7 @@ struct Operator::Impl {
   void ScheduleCerts(Duration d) {
     if (stopping.load()) return;
     std::lock_guard<std::mutex> lock(mu);
-    cert_timer = election_clock.RunAfter(d, [this] { EnsureCerts(); });
+    cert_timer = cert_clock.RunAfter(d, [this] { EnsureCerts(); });
   }
 
   void RequestStop() {
@@ -151,7 +155,7 @@ struct Operator::Impl {
     if (stopping.exchange(true)) return;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (cert_timer) election_clock.Cancel(*cert_timer);
+      if (cert_timer) cert_clock.Cancel(*cert_timer);
     }
     if (starter.joinable()) starter.join();
     if (controller) controller->Stop();      // drain keys in progress
@@ -217,7 +221,6 @@ void Operator::Start() {
       bo.cert_dir = f.webhook_cert_dir;
       if (!f.webhook_cert_hosts.empty()) bo.hosts = f.webhook_cert_hosts;
       s.certs = std::make_unique<webhook::certs::CertBootstrap>(s.clients.webhook, bo);
-      s.EnsureCerts();
     }
   }
 
@@ -244,6 +247,9 @@ void Operator::Start() {
     s.webhook->Start();
     s.log.Info("Started webhook", {{"port", std::to_string(s.webhook->port())}});
   }
+  // The first pass too runs on the certificate thread: until it has written the files,
+  // /readyz reports the webhook certificate missing.
+  if (s.certs) s.ScheduleCerts(Duration::zero());
   if (!f.disable_controller) {
     s.view->Start();
     if (f.leader_elect) {

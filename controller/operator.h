@@ -4,7 +4,8 @@
 //   every replica: /healthz, /readyz, /metrics; the admission webhook (unless
 //                  --disable-webhook); the informer caches (warm standby, so a
 //                  new leader starts at once); with --webhook-cert-mode=self
-//                  the certificate bootstrap (now and every hour);
+//                  the certificate bootstrap (now and every hour, on a thread of its
+//                  own: its API calls never delay a Lease renewal);
 //   the leader:    the reconcile workers (--leader-elect; without it, at once).
 //
 // /readyz is ready when the caches are synced (if the controller runs) and

@@ -6,10 +6,14 @@
 #include <httplib.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "controller/clock.h"
 #include "controller/testing/objects.h"
+#include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -121,6 +125,107 @@ TEST_CASE("Leader election outside a pod needs a namespace") {
   CHECK_THROWS_WITH(op.Start(),
                     "leader election needs a namespace: not running in a pod, so pass "
                     "--leader-election-namespace (or --leader-elect=false)");
+}
+
+// A slow API server during a certificate check: the bootstrap's Secret reads hang (as a
+// read that waits out the client's 30 s timeout would) from the `block_from`-th read on,
+// until Open(); the reads before it fail at once. Meanwhile it counts the lease renewals
+// (PUTs of the Lease), which must keep coming every retry period (2 s) because the
+// certificate checks run on a thread of their own.
+class SlowCertificateApi {
+ public:
+  explicit SlowCertificateApi(int block_from) : block_from_(block_from) {}
+  ~SlowCertificateApi() { Open(); }
+
+  void Hook(const kube::FakeCall& call) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (call.resource == "leases.coordination.k8s.io" && call.verb == kube::Verb::kUpdate) {
+      ++renewals_;
+      return;
+    }
+    if (call.resource != "secrets") return;
+    if (++secret_reads_ < block_from_) {
+      throw kube::KubeError(kube::ErrorKind::kTimeout, "get secrets: injected timeout");
+    }
+    ++blocked_;
+    cv_.wait_for(lock, std::chrono::seconds(60), [this] { return open_; });
+    --blocked_;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool Blocked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return blocked_ > 0;
+  }
+  int Renewals() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return renewals_;
+  }
+
+ private:
+  const int block_from_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int secret_reads_ = 0;
+  int blocked_ = 0;
+  int renewals_ = 0;
+};
+
+// The leader keeps renewing while a certificate check hangs on the API server; once the
+// API answers again the certificate is written and loaded.
+void CheckRenewalsWhileCertificateCheckHangs(int block_from, const std::string& dir_name) {
+  kube::FakeClient client;
+  SlowCertificateApi api(block_from);
+  client.SetCallHook([&api](const kube::FakeCall& c) { api.Hook(c); });
+  RealClock clock;
+  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path dir = std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / dir_name;
+  std::filesystem::remove_all(dir);
+
+  OperatorFlags flags;
+  flags.webhook_port = 0;
+  flags.webhook_cert_mode = "self";
+  flags.webhook_cert_dir = dir.string();
+  flags.webhook_cert_hosts = {"127.0.0.1"};
+  flags.leader_election_namespace = "kmt-system";
+  flags.health_probe_bind_address = "0";
+  flags.metrics_bind_address = "0";
+  Operator op(flags, client, log, {"replica-a", "kmt-system"});
+  // Start() on a thread of its own: it must not wait for the certificate either, but if it
+  // does (it did), the test reports the missing renewals instead of hanging.
+  std::thread starter([&op] { op.Start(); });
+
+  REQUIRE(Eventually([&] { return api.Blocked(); }));
+  const int renewals_before = api.Renewals();
+  // Two renewals take ~4 s; 12 s is past the renew deadline (10 s), where a leader whose
+  // renewals wait for the certificate check has lost its lease.
+  const bool renewed = testing::Eventually([&] { return api.Renewals() >= renewals_before + 2; },
+                                           std::chrono::seconds(12));
+  const bool still_blocked = api.Blocked();
+  const bool leading = op.Leading();
+  api.Open();
+  starter.join();
+  CHECK(still_blocked);  // the renewals happened during the hanging certificate check
+  CHECK(renewed);
+  CHECK(leading);
+  CHECK(Eventually([&] { return op.Ready(); }));  // certificate written and loaded
+  CHECK(std::filesystem::exists(dir / "tls.crt"));
+  op.RequestStop();
+  CHECK(op.Run() == 0);  // leadership was never lost
+}
+
+TEST_CASE("A hanging certificate check at start never delays the Lease renewals") {
+  CheckRenewalsWhileCertificateCheckHangs(/*block_from=*/1, "certs-first-pass");
+}
+
+TEST_CASE("A hanging certificate retry never delays the Lease renewals") {
+  // The first pass fails at once; its retry 10 s later hangs while the replica leads.
+  CheckRenewalsWhileCertificateCheckHangs(/*block_from=*/2, "certs-retry");
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <stdexcept>
 
+#include "api/label_requirement.h"
 #include "api/label_validation.h"
 
 namespace kmt::kube {
@@ -17,12 +17,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
-}
-
-bool IsInteger(std::string_view s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size();
 }
 
 // Tokens of the label selector language.
@@ -143,9 +137,12 @@ class LabelParser {
         Take();
         r.op = gt ? LabelRequirement::Op::kGt : LabelRequirement::Op::kLt;
         const Token& v = Take();
-        if (v.tok != Tok::kIdent || !IsInteger(v.text)) {
+        int64_t ignored = 0;
+        if (v.tok != Tok::kIdent || !api::ParseInt64(v.text, ignored)) {
           Fail(fmt::format("'{}' needs an integer value", gt ? ">" : "<"));
         }
+        // labels.NewRequirement: the operand is a label value too ("+5", "-1" are not).
+        if (!IsValidLabelValue(v.text)) Fail(fmt::format("invalid label value \"{}\"", v.text));
         r.values.push_back(v.text);
         return r;
       }
@@ -185,44 +182,34 @@ class LabelParser {
   size_t pos_ = 0;
 };
 
-const nlohmann::json* Label(const nlohmann::json& labels, const std::string& key) {
+const std::string* Label(const nlohmann::json& labels, const std::string& key) {
   if (!labels.is_object()) return nullptr;
   auto it = labels.find(key);
   if (it == labels.end() || !it->is_string()) return nullptr;
-  return &*it;
+  return &it->get_ref<const std::string&>();
 }
 
-bool RequirementMatches(const LabelRequirement& r, const nlohmann::json& labels) {
-  const nlohmann::json* v = Label(labels, r.key);
+api::LabelOp ToLabelOp(LabelRequirement::Op op) {
   using Op = LabelRequirement::Op;
-  switch (r.op) {
+  switch (op) {
     case Op::kExists:
-      return v != nullptr;
+      return api::LabelOp::kExists;
     case Op::kDoesNotExist:
-      return v == nullptr;
+      return api::LabelOp::kDoesNotExist;
     case Op::kEquals:
-      return v != nullptr && v->get_ref<const std::string&>() == r.values[0];
+      return api::LabelOp::kEquals;
     case Op::kNotEquals:
-      return v == nullptr || v->get_ref<const std::string&>() != r.values[0];
+      return api::LabelOp::kNotEquals;
     case Op::kIn:
-      return v != nullptr &&
-             std::binary_search(r.values.begin(), r.values.end(), v->get_ref<const std::string&>());
+      return api::LabelOp::kIn;
     case Op::kNotIn:
-      return v == nullptr || !std::binary_search(r.values.begin(), r.values.end(),
-                                                 v->get_ref<const std::string&>());
+      return api::LabelOp::kNotIn;
     case Op::kGt:
-    case Op::kLt: {
-      if (v == nullptr) return false;
-      const auto& s = v->get_ref<const std::string&>();
-      int64_t have = 0;
-      int64_t want = 0;
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), have);
-      if (ec != std::errc() || p != s.data() + s.size()) return false;
-      std::from_chars(r.values[0].data(), r.values[0].data() + r.values[0].size(), want);
-      return r.op == Op::kGt ? have > want : have < want;
-    }
+      return api::LabelOp::kGt;
+    case Op::kLt:
+      return api::LabelOp::kLt;
   }
-  return false;
+  return api::LabelOp::kUnknown;
 }
 
 }  // namespace
@@ -235,6 +222,10 @@ LabelSelector LabelSelector::Parse(std::string_view text) {
   LabelSelector s;
   s.requirements_ = LabelParser(text).Parse();
   return s;
+}
+
+bool RequirementMatches(const LabelRequirement& r, const nlohmann::json& labels) {
+  return api::LabelRequirement(r.key, ToLabelOp(r.op), r.values).Matches(Label(labels, r.key));
 }
 
 bool LabelSelector::Matches(const nlohmann::json& labels) const {

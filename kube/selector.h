@@ -23,6 +23,10 @@ struct LabelRequirement {
   std::vector<std::string> values;  // one for =, !=, >, <; one or more for in/notin
 };
 
+// Requirement.Matches (api/label_requirement.h, the project's one matcher) against an
+// object's metadata.labels (an object of strings, or null).
+bool RequirementMatches(const LabelRequirement& r, const nlohmann::json& labels);
+
 class LabelSelector {
  public:
   // Throws std::invalid_argument with a message naming the selector and the

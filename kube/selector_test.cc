@@ -3,17 +3,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "api/label_requirement_table.h"
+
 namespace kmt::kube {
 namespace {
 
 using nlohmann::json;
 
 TEST_CASE("Label selectors match like the API server's") {
-  const json labels = {{"app", "web"},
-                       {"tier", "front"},
-                       {"kubevirt.io/migrationJobUID", "u-1"},
-                       {"n", "7"},
-                       {"empty", ""}};
+  const json labels = {{"app", "web"}, {"tier", "front"}, {"kubevirt.io/migrationJobUID", "u-1"},
+                       {"n", "7"},     {"plus", "+5"},    {"empty", ""}};
   struct Row {
     const char* selector;
     bool match;
@@ -45,12 +44,56 @@ TEST_CASE("Label selectors match like the API server's") {
       {"n>7", false},
       {"n<8", true},
       {"app>1", false},  // non-numeric label never matches > or <
+      {"plus>4", true},  // strconv.ParseInt reads the label "+5" as 5
+      {"plus<6", true},
       {"empty=", true},
       {"empty", true},
       {"  app = web ,  tier  ", true},
   }));
   CAPTURE(row.selector);
   CHECK(LabelSelector::Parse(row.selector).Matches(labels) == row.match);
+}
+
+// The project's one table of label-requirement matching (api/label_requirement_table.h).
+TEST_CASE("Label requirements: the table, through kube's label selectors") {
+  using api::LabelOp;
+  using Op = LabelRequirement::Op;
+  for (const api::testing::RequirementRow& row : api::testing::RequirementTable()) {
+    std::optional<Op> op;
+    switch (row.op) {
+      case LabelOp::kIn:
+        op = Op::kIn;
+        break;
+      case LabelOp::kNotIn:
+        op = Op::kNotIn;
+        break;
+      case LabelOp::kEquals:
+        op = Op::kEquals;
+        break;
+      case LabelOp::kNotEquals:
+        op = Op::kNotEquals;
+        break;
+      case LabelOp::kExists:
+        op = Op::kExists;
+        break;
+      case LabelOp::kDoesNotExist:
+        op = Op::kDoesNotExist;
+        break;
+      case LabelOp::kGt:
+        op = Op::kGt;
+        break;
+      case LabelOp::kLt:
+        op = Op::kLt;
+        break;
+      case LabelOp::kUnknown:
+        break;  // the selector language has no other operator
+    }
+    if (!op) continue;
+    CAPTURE(row.why);
+    json labels = {{"other", "x"}};
+    if (row.label) labels[row.key] = *row.label;
+    CHECK(RequirementMatches(LabelRequirement{row.key, *op, row.values}, labels) == row.match);
+  }
 }
 
 TEST_CASE("Label selectors against objects without labels") {
@@ -83,6 +126,11 @@ TEST_CASE("Malformed label selectors are rejected with a precise message") {
       {",a", "label selector \",a\": expected a key, found ','"},
       {"a b", "label selector \"a b\": expected an operator after \"a\", found 'b'"},
       {"a>x", "label selector \"a>x\": '>' needs an integer value"},
+      // labels.NewRequirement: the operand is ParseInt's and a label value.
+      {"a>+5", "label selector \"a>+5\": invalid label value \"+5\""},
+      {"a<-1", "label selector \"a<-1\": invalid label value \"-1\""},
+      {"a>99999999999999999999",
+       "label selector \"a>99999999999999999999\": '>' needs an integer value"},
       {"-a=b", "label selector \"-a=b\": invalid label key \"-a\""},
       {"a=b c", "label selector \"a=b c\": unexpected 'c' after a requirement"},
       {"a=-b", "label selector \"a=-b\": invalid label value \"-b\""},
