@@ -2,7 +2,8 @@
 // (../shared/DESIGN.md section 2) and the KubeVirt names it relies on.
 // e2e/tests/names_test.go parses this file and checks that the e2e suite's
 // Go constants (and KubeVirt's own Go API) spell every name the same way:
-// keep each declaration `inline constexpr std::string_view kName = "value";`.
+// keep every name an `inline constexpr std::string_view` initialised with
+// one string literal.
 #pragma once
 
 #include <string_view>

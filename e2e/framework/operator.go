@@ -27,21 +27,29 @@ import (
 	virtv1 "kubevirt.io/api/core/v1"
 )
 
-// Names of the operator's API (api/names.h, controller/reconcile.h, controller/events.h).
+// Names of the operator's API, spelled as api/names.h spells them
+// (e2e/tests/names_test.go parses that header and compares).
 const (
-	AddedTermAnnotation        = "migration-target.kubevirt.io/added-node-selector-term"
-	SchedulingGate             = "migration-target.kubevirt.io/added-node-selector-term"
-	ConditionTermApplied       = "addedNodeSelectorTermApplied"
-	ConditionTargetUnsched     = "targetPodUnschedulable"
-	ReasonTermApplied          = "TermApplied"
-	ReasonTargetPodEscapedGate = "TargetPodEscapedGate"
-	ReasonUnschedulable        = "Unschedulable"
-	ReasonScheduled            = "Scheduled"
-	EventSource                = "migration-target-operator"
-	OperatorNamespace          = "kubevirt-migration-target"
-	OperatorLease              = "migration-target-operator"
-	OperatorServiceAccount     = "system:serviceaccount:kubevirt-migration-target:migration-target-operator"
-	RequesterClusterRole       = "migration-target-requester"
+	AddedTermAnnotation         = "migration-target.kubevirt.io/added-node-selector-term"
+	SchedulingGate              = "migration-target.kubevirt.io/added-node-selector-term"
+	ConditionTermApplied        = "addedNodeSelectorTermApplied"
+	ConditionTargetUnsched      = "targetPodUnschedulable"
+	ReasonTermApplied           = "TermApplied"
+	ReasonTargetPodEscapedGate  = "TargetPodEscapedGate"
+	ReasonInvalidAddedTerm      = "InvalidAddedTerm"
+	ReasonUnschedulable         = "Unschedulable"
+	ReasonScheduled             = "Scheduled"
+	EventTargetPodUnschedulable = "TargetPodUnschedulable"
+	EventTargetPodScheduled     = "TargetPodScheduled"
+	RBACGroup                   = "migration-target.kubevirt.io"
+	RBACResource                = "addednodeselectorterms"
+	RBACVerb                    = "use"
+	// controller/events.h's kEventSource (checked by names_test.go too).
+	EventSource            = "migration-target-operator"
+	OperatorNamespace      = "kubevirt-migration-target"
+	OperatorLease          = "migration-target-operator"
+	OperatorServiceAccount = "system:serviceaccount:kubevirt-migration-target:migration-target-operator"
+	RequesterClusterRole   = "migration-target-requester"
 	// The validating webhook's name (manifests/default/webhooks.yaml), as the API
 	// server quotes it in a denial.
 	VMIMWebhookName = "vmim.migration-target.kubevirt.io"
