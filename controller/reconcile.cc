@@ -165,16 +165,21 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
             CarriesMessage(*p, term_text), now);
       break;
     }
-    // Without Applied the outcome of the term is unknown here (pod still
-    // gated in the cache, escaped or gone): say nothing about scheduling.
-    if (FindCondition(plan.conditions, kApplied) == nullptr) return;
   }
+  // Scheduling is reported only for a pod that took the term: without Applied
+  // the outcome is unknown here (pod still gated in the cache, escaped or
+  // gone), and an escaped pod's binding is not the migration's.
+  const api::MigrationCondition* applied = FindCondition(plan.conditions, kApplied);
+  if (applied == nullptr || applied->status != "True") return;
   if (IsScheduledReport(FindCondition(plan.conditions, kUnschedulableType))) return;
   // Where the target pod was bound: the pod itself while the cache has it,
   // else what KubeVirt recorded in the VMIM when the migration ended.
   std::string pod_ref, node;
   for (const api::TargetPod* p : pods) {
-    if (p->node_name.empty()) continue;
+    if (p->node_name.empty() || p->has_gate || !p->required_affinity ||
+        !api::SelectorCarriesTerm(*p->required_affinity, *parsed.term)) {
+      continue;
+    }
     pod_ref = PodRef(*p);
     node = p->node_name;
     break;
@@ -192,7 +197,9 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
 
 bool LacksFinalReport(const api::MigrationInfo& vmim) {
   if (!vmim.Final() || !vmim.added_term_text) return false;
-  if (FindCondition(vmim.conditions, kApplied) == nullptr) return true;
+  const api::MigrationCondition* applied = FindCondition(vmim.conditions, kApplied);
+  if (applied == nullptr) return true;
+  if (applied->status != "True") return false;  // escaped or invalid: nothing was scheduled for it
   if (IsScheduledReport(FindCondition(vmim.conditions, kUnschedulableType))) return false;
   // The gate held the pod until the term was in, so a Succeeded migration's
   // pod was bound; a Failed one's only if KubeVirt handed the VMI over to it.

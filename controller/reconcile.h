@@ -35,9 +35,9 @@
 //     completed it between our pod patch and our status write, the pod was
 //     bound and the migration done before we saw the binding, the operator
 //     crashed or was down): Applied (True when a target pod carries the term,
-//     False/InvalidAddedTerm for an invalid term) and then
-//     targetPodUnschedulable=False/Scheduled naming the node the target pod
-//     was bound to — from the pod while the cache has it bound, else from the
+//     False/InvalidAddedTerm for an invalid term) and then, when Applied is
+//     True, targetPodUnschedulable=False/Scheduled naming the node the target
+//     pod carrying the term was bound to — from the pod while the cache has it bound, else from the
 //     VMIM's status.migrationState (targetNode, targetPod), which KubeVirt
 //     fills in from the VMI's when the migration ends. Pods are never touched
 //     then. A pod that is still gated, escaped or gone leaves Applied
@@ -80,9 +80,9 @@ inline constexpr std::chrono::seconds kUnschedulableRefresh{30};
 // report, judged from the VMIM alone (the informer's filter: only such final
 // VMIMs are reconciled on their own updates; target pod events always are):
 //   - no addedNodeSelectorTermApplied condition yet; or
-//   - no targetPodUnschedulable=False/Scheduled yet, and the target pod was
-//     bound: always when Succeeded, when Failed once KubeVirt recorded
-//     status.migrationState.targetNode.
+//   - Applied=True but no targetPodUnschedulable=False/Scheduled yet, and the
+//     target pod was bound: always when Succeeded, when Failed once KubeVirt
+//     recorded status.migrationState.targetNode.
 // Reconcile then writes what it can establish; the rest waits for the next
 // update (the pod's binding or KubeVirt's migrationState reaching the cache).
 bool LacksFinalReport(const api::MigrationInfo& vmim);

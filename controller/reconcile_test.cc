@@ -223,6 +223,24 @@ std::vector<Row> Rows() {
     r.events = {{"Warning", "InvalidAddedTerm", msg}};
     rows.push_back(r);
   }
+  rows.push_back({"final phase, pod without the term: nothing (never deleted)",
+                  {term3, nullptr, "Failed"},
+                  {{.gated = false, .node = "node-1"}},
+                  ThreeNodes()});
+  {
+    // An escaped pod bound outside the term, being deleted: its binding is not reported.
+    Row r{
+        "final phase Failed, escaped pod bound, Escaped reported: nothing",
+        {term3, nullptr, "Failed",
+         json::array({Cond("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", "x")})},
+        {{.gated = false, .node = "node-1"}},
+        ThreeNodes()};
+    r.target_node = "node-1";
+    r.target_pod = kPodName;
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", "x", kThen, kThen)};
+    rows.push_back(r);
+  }
   rows.push_back(
       {"no constraint: never touched",
        {},
@@ -511,6 +529,9 @@ TEST_CASE("LacksFinalReport: which final VMIMs may still be owed part of their r
        json::array({applied, unsched}), "", false, true},
       {"Failed, whole report", term3, "Failed", json::array({applied, scheduled}), "node-3", false,
        false},
+      {"Succeeded, escaped pod left alone reported", term3, "Succeeded",
+       json::array({Cond("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", "x")}),
+       "node-3", false, false},
       {"Failed, invalid term reported",
        R"({"matchFields":[{"key":"metadata.name","operator":"Exists"}]})", "Failed",
        json::array({invalid}), "", false, false},
