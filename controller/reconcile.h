@@ -36,17 +36,18 @@
 //     bound and the migration done before we saw the binding, the operator
 //     crashed or was down): Applied (True when a target pod carries the term,
 //     False/InvalidAddedTerm for an invalid term) and then, when Applied is
-//     True, targetPodUnschedulable=False/Scheduled naming the node the target
-//     pod carrying the term was bound to — from the pod while the cache has it bound, else from the
-//     VMIM's status.migrationState (targetNode, targetPod), which KubeVirt
-//     fills in from the VMI's when the migration ends. Pods are never touched
-//     then. A pod that is still gated, escaped or gone leaves Applied
-//     unwritten rather than guessed (the cache may not show our release yet).
-//     See LacksFinalReport.
-//   - Each condition transition records its Event once: the condition is
-//     what remembers it (a later plan, in this process or another replica,
-//     sees the condition and records nothing). The executor records Events
-//     only after the status write.
+//     True, targetPodUnschedulable=False/Scheduled naming the node the pod
+//     carrying the term was bound to: from the pod while the cache has it
+//     bound, else from the VMIM's status.migrationState (targetNode,
+//     targetPod), which KubeVirt fills in from the VMI's when the migration
+//     ends. Pods are never touched then. A pod that is still gated, escaped
+//     or gone leaves Applied unwritten rather than guessed (the cache may not
+//     show our release yet). See LacksFinalReport.
+//   - Each condition transition records its Event at most once: the
+//     condition is what remembers it (a later plan, in this process or
+//     another replica, sees the condition and records nothing). The executor
+//     records Events only after the status write, and Events are best effort
+//     (controller/events.h): a replica killed between the two loses that one.
 #pragma once
 
 #include <chrono>
