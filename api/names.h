@@ -1,5 +1,9 @@
 // api/names.h — the names that make up this project's API contract
 // (../shared/DESIGN.md section 2) and the KubeVirt names it relies on.
+// e2e/tests/names_test.go parses this file and checks that the e2e suite's
+// Go constants (and KubeVirt's own Go API) spell every name the same way:
+// keep every name an `inline constexpr std::string_view` initialised with
+// one string literal.
 #pragma once
 
 #include <string_view>
@@ -19,6 +23,16 @@ inline constexpr std::string_view kSchedulingGate =
 // VMIM status.conditions[].type values this operator owns.
 inline constexpr std::string_view kConditionTermApplied = "addedNodeSelectorTermApplied";
 inline constexpr std::string_view kConditionTargetPodUnschedulable = "targetPodUnschedulable";
+
+// Their reasons; a transition to one also records an Event with that reason.
+inline constexpr std::string_view kReasonTermApplied = "TermApplied";
+inline constexpr std::string_view kReasonTargetPodEscapedGate = "TargetPodEscapedGate";
+inline constexpr std::string_view kReasonInvalidAddedTerm = "InvalidAddedTerm";
+inline constexpr std::string_view kReasonUnschedulable = "Unschedulable";
+inline constexpr std::string_view kReasonScheduled = "Scheduled";
+// The Event reasons of targetPodUnschedulable's transitions (to True, to False).
+inline constexpr std::string_view kEventTargetPodUnschedulable = "TargetPodUnschedulable";
+inline constexpr std::string_view kEventTargetPodScheduled = "TargetPodScheduled";
 
 // RBAC: who may set the request (checked by SubjectAccessReview).
 inline constexpr std::string_view kRbacGroup = "migration-target.kubevirt.io";

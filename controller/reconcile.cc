@@ -17,6 +17,13 @@ namespace {
 
 const std::string kApplied(api::kConditionTermApplied);
 const std::string kUnschedulableType(api::kConditionTargetPodUnschedulable);
+const std::string kReasonTermApplied(api::kReasonTermApplied);
+const std::string kReasonTargetPodEscapedGate(api::kReasonTargetPodEscapedGate);
+const std::string kReasonInvalidAddedTerm(api::kReasonInvalidAddedTerm);
+const std::string kReasonUnschedulable(api::kReasonUnschedulable);
+const std::string kReasonScheduled(api::kReasonScheduled);
+const std::string kEventUnschedulable(api::kEventTargetPodUnschedulable);
+const std::string kEventScheduled(api::kEventTargetPodScheduled);
 
 std::string PodRef(const api::TargetPod& p) { return p.ns + "/" + p.name; }
 
@@ -28,6 +35,30 @@ struct TermOutcome {
   DesiredCondition condition;
   std::string event_message;  // the Event text when the condition transitions
 };
+
+DesiredCondition AppliedCondition(const api::TargetPod& pod, const std::string& term_text) {
+  return {kApplied, "True", kReasonTermApplied,
+          fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
+}
+
+std::string CarriesMessage(const api::TargetPod& pod, const std::string& term_text) {
+  return fmt::format("Target pod {} carries the added term {}", PodRef(pod), term_text);
+}
+
+DesiredCondition ScheduledCondition(const std::string& pod_ref, const std::string& node) {
+  return {kUnschedulableType, "False", kReasonScheduled,
+          fmt::format("Target pod {} was scheduled to node {}", pod_ref, node)};
+}
+
+DesiredCondition InvalidTermCondition(const api::AddedTermParse& parsed) {
+  std::string causes;
+  for (const auto& c : parsed.causes) causes += (causes.empty() ? "" : "; ") + api::ToString(c);
+  return {kApplied, "False", kReasonInvalidAddedTerm, "The added term is invalid: " + causes};
+}
+
+bool IsScheduledReport(const api::MigrationCondition* c) {
+  return c != nullptr && c->status == "False" && c->reason == kReasonScheduled;
+}
 
 const api::NodeInfo* FindNode(std::span<const api::NodeInfo> nodes, const std::string& name) {
   for (const auto& n : nodes) {
@@ -47,9 +78,7 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
     if (ops.empty()) return out;  // a shape no valid pod has: leave it to the scheduler's gate
     plan.pod_patches.push_back({pod.ns, pod.name, pod.uid, std::move(ops)});
     out.state = TermState::kApplied;
-    out.condition = {
-        kApplied, "True", kReasonTermApplied,
-        fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
+    out.condition = AppliedCondition(pod, term_text);
     out.event_message = fmt::format(
         "Released scheduling gate of target pod {} with the added term {} ANDed into "
         "its required node affinity",
@@ -58,11 +87,8 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
   }
   if (pod.required_affinity && api::SelectorCarriesTerm(*pod.required_affinity, term)) {
     out.state = TermState::kApplied;
-    out.condition = {
-        kApplied, "True", kReasonTermApplied,
-        fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
-    out.event_message =
-        fmt::format("Target pod {} carries the added term {}", PodRef(pod), term_text);
+    out.condition = AppliedCondition(pod, term_text);
+    out.event_message = CarriesMessage(pod, term_text);
     return out;
   }
   // Escaped the gate: the webhook did not see it (bypassed or down with a
@@ -104,38 +130,80 @@ bool Deleted(const Plan& plan, const api::TargetPod& pod) {
                      [&](const PodDeletion& d) { return d.uid == pod.uid; });
 }
 
-// The report a final VMIM missed; see LacksFinalReport.
+// The target pods of the VMIM, by name (a stable choice when there are several).
+std::vector<const api::TargetPod*> OwnPods(const Observed& in) {
+  std::vector<const api::TargetPod*> pods;
+  for (const auto& p : in.target_pods) {
+    if (p.migration_job_uid == in.vmim.uid) pods.push_back(&p);
+  }
+  std::sort(pods.begin(), pods.end(),
+            [](const api::TargetPod* a, const api::TargetPod* b) { return a->name < b->name; });
+  return pods;
+}
+
+// The report a final VMIM is owed (see LacksFinalReport): only what the cache
+// establishes is written; pods are never touched.
 void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
   const api::MigrationInfo& vmim = in.vmim;
+  const std::vector<const api::TargetPod*> pods = OwnPods(in);
   api::AddedTermParse parsed = api::ParseAddedTerm(*vmim.added_term_text);
-  if (!parsed.term) return;
-  const std::string term_text = api::ToString(*parsed.term);
-  for (const auto& p : in.target_pods) {
-    if (p.migration_job_uid != vmim.uid || p.has_gate || !p.required_affinity ||
-        !api::SelectorCarriesTerm(*p.required_affinity, *parsed.term)) {
+  if (!parsed.term) {
+    DesiredCondition want = InvalidTermCondition(parsed);
+    if (FindCondition(plan.conditions, kApplied) == nullptr) {
+      Apply(plan, want, "Warning", kReasonInvalidAddedTerm, want.message, now);
+    }
+    return;  // the gate was never released: nothing was scheduled
+  }
+  if (FindCondition(plan.conditions, kApplied) == nullptr) {
+    const std::string term_text = api::ToString(*parsed.term);
+    for (const api::TargetPod* p : pods) {
+      if (p->has_gate || !p->required_affinity ||
+          !api::SelectorCarriesTerm(*p->required_affinity, *parsed.term)) {
+        continue;
+      }
+      Apply(plan, AppliedCondition(*p, term_text), "Normal", kReasonTermApplied,
+            CarriesMessage(*p, term_text), now);
+      break;
+    }
+  }
+  // Scheduling is reported only for a pod that took the term: without Applied
+  // the outcome is unknown here (pod still gated in the cache, escaped or
+  // gone), and an escaped pod's binding is not the migration's.
+  const api::MigrationCondition* applied = FindCondition(plan.conditions, kApplied);
+  if (applied == nullptr || applied->status != "True") return;
+  if (IsScheduledReport(FindCondition(plan.conditions, kUnschedulableType))) return;
+  // Where the target pod was bound: the pod itself while the cache has it,
+  // else what KubeVirt recorded in the VMIM when the migration ended.
+  std::string pod_ref, node;
+  for (const api::TargetPod* p : pods) {
+    if (p->node_name.empty() || p->has_gate || !p->required_affinity ||
+        !api::SelectorCarriesTerm(*p->required_affinity, *parsed.term)) {
       continue;
     }
-    DesiredCondition applied{
-        kApplied, "True", kReasonTermApplied,
-        fmt::format("Target pod {} requires the added term {}", PodRef(p), term_text)};
-    Apply(plan, applied, "Normal", kReasonTermApplied,
-          fmt::format("Target pod {} carries the added term {}", PodRef(p), term_text), now);
-    if (!p.node_name.empty()) {
-      DesiredCondition scheduled{
-          kUnschedulableType, "False", kReasonScheduled,
-          fmt::format("Target pod {} was scheduled to node {}", PodRef(p), p.node_name)};
-      Apply(plan, scheduled, "Normal", "TargetPodScheduled", scheduled.message, now);
-    }
-    return;
+    pod_ref = PodRef(*p);
+    node = p->node_name;
+    break;
   }
+  if (node.empty() && !vmim.target_node.empty() && !vmim.target_pod.empty()) {
+    pod_ref = vmim.ns + "/" + vmim.target_pod;
+    node = vmim.target_node;
+  }
+  if (node.empty()) return;
+  DesiredCondition scheduled = ScheduledCondition(pod_ref, node);
+  Apply(plan, scheduled, "Normal", kEventScheduled, scheduled.message, now);
 }
 
 }  // namespace
 
 bool LacksFinalReport(const api::MigrationInfo& vmim) {
   if (!vmim.Final() || !vmim.added_term_text) return false;
-  return std::none_of(vmim.conditions.begin(), vmim.conditions.end(),
-                      [](const api::MigrationCondition& c) { return c.type == kApplied; });
+  const api::MigrationCondition* applied = FindCondition(vmim.conditions, kApplied);
+  if (applied == nullptr) return true;
+  if (applied->status != "True") return false;  // escaped or invalid: nothing was scheduled for it
+  if (IsScheduledReport(FindCondition(vmim.conditions, kUnschedulableType))) return false;
+  // The gate held the pod until the term was in, so a Succeeded migration's
+  // pod was bound; a Failed one's only if KubeVirt handed the VMI over to it.
+  return vmim.phase == "Succeeded" || !vmim.target_node.empty();
 }
 
 Plan Reconcile(const Observed& in, WallTime now) {
@@ -143,33 +211,27 @@ Plan Reconcile(const Observed& in, WallTime now) {
   const api::MigrationInfo& vmim = in.vmim;
   plan.conditions = vmim.conditions;
   if (vmim.Final()) {
-    if (LacksFinalReport(vmim)) PlanFinalReport(in, plan, now);
+    // Not only when LacksFinalReport: a target pod's event may bring what the
+    // VMIM alone does not show (a Failed migration's pod bound before handoff).
+    if (vmim.added_term_text) PlanFinalReport(in, plan, now);
     return plan;
   }
   const bool has_term = vmim.added_term_text.has_value();
   if (!has_term && vmim.added_node_selector.empty()) return plan;
 
-  std::vector<const api::TargetPod*> pods;
-  for (const auto& p : in.target_pods) {
-    if (p.migration_job_uid == vmim.uid) pods.push_back(&p);
-  }
-  std::sort(pods.begin(), pods.end(),
-            [](const api::TargetPod* a, const api::TargetPod* b) { return a->name < b->name; });
+  const std::vector<const api::TargetPod*> pods = OwnPods(in);
 
   std::optional<api::NodeSelectorTerm> term;
   if (has_term) {
     api::AddedTermParse parsed = api::ParseAddedTerm(*vmim.added_term_text);
     if (!parsed.term) {
-      std::string causes;
-      for (const auto& c : parsed.causes) causes += (causes.empty() ? "" : "; ") + api::ToString(c);
       for (const api::TargetPod* p : pods) {
         if (!p->has_gate && p->node_name.empty()) {
           plan.pod_deletions.push_back(
               {p->ns, p->name, p->uid, "the added term is invalid and the pod escaped the gate"});
         }
       }
-      DesiredCondition want{kApplied, "False", kReasonInvalidAddedTerm,
-                            "The added term is invalid: " + causes};
+      DesiredCondition want = InvalidTermCondition(parsed);
       Apply(plan, want, "Warning", kReasonInvalidAddedTerm, want.message, now);
       return plan;
     }
@@ -229,13 +291,11 @@ Plan Reconcile(const Observed& in, WallTime now) {
                                       PodRef(*unschedulable), unschedulable->scheduled_message,
                                       term ? " the added term allows" : "", summary);
     DesiredCondition want{kUnschedulableType, "True", kReasonUnschedulable, message};
-    Apply(plan, want, "Warning", "TargetPodUnschedulable", message, now);
+    Apply(plan, want, "Warning", kEventUnschedulable, message, now);
     plan.requeue_after = kUnschedulableRefresh;
   } else if (bound) {
-    DesiredCondition want{
-        kUnschedulableType, "False", kReasonScheduled,
-        fmt::format("Target pod {} was scheduled to node {}", PodRef(*bound), bound->node_name)};
-    Apply(plan, want, "Normal", "TargetPodScheduled", want.message, now);
+    DesiredCondition want = ScheduledCondition(PodRef(*bound), bound->node_name);
+    Apply(plan, want, "Normal", kEventScheduled, want.message, now);
   }
   return plan;
 }

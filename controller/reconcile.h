@@ -8,8 +8,10 @@
 // produced yields an empty plan.
 //
 // Behaviour (issue 5, DESIGN.md §3):
-//   - VMIM in a final phase (Succeeded, Failed), or without any target
-//     constraint (no added term, no spec.addedNodeSelector): empty plan.
+//   - VMIM without any target constraint (no added term, no
+//     spec.addedNodeSelector), or in a final phase (Succeeded, Failed) without
+//     an added term: empty plan. A final one with a term: the final report
+//     (below) and nothing else.
 //   - Added term, target pod gated → one guarded JSON Patch that ANDs the term
 //     into the pod's required node affinity and removes our gate;
 //     addedNodeSelectorTermApplied=True reason TermApplied; a Normal Event.
@@ -28,11 +30,24 @@
 //     Once bound: targetPodUnschedulable=False reason Scheduled naming the
 //     node. This reporting also covers VMIMs with only spec.addedNodeSelector.
 //   - Events only on transitions (a new condition, or a new status or reason).
-//   - A VMIM that reached a final phase before our report landed (KubeVirt
-//     wrote status in between, or the operator crashed between the pod patch
-//     and the status write) gets that report once, if a target pod carries the
-//     term: Applied=True and, when bound, Scheduled. Pods are never touched
-//     then (see LacksFinalReport).
+//   - The final report: a VMIM with an added term that reached a final phase
+//     still gets the report it is owed, whatever happened before (KubeVirt
+//     completed it between our pod patch and our status write, the pod was
+//     bound and the migration done before we saw the binding, the operator
+//     crashed or was down): Applied (True when a target pod carries the term,
+//     False/InvalidAddedTerm for an invalid term) and then, when Applied is
+//     True, targetPodUnschedulable=False/Scheduled naming the node the pod
+//     carrying the term was bound to: from the pod while the cache has it
+//     bound, else from the VMIM's status.migrationState (targetNode,
+//     targetPod), which KubeVirt fills in from the VMI's when the migration
+//     ends. Pods are never touched then. A pod that is still gated, escaped
+//     or gone leaves Applied unwritten rather than guessed (the cache may not
+//     show our release yet). See LacksFinalReport.
+//   - Each condition transition records its Event at most once: the
+//     condition is what remembers it (a later plan, in this process or
+//     another replica, sees the condition and records nothing). The executor
+//     records Events only after the status write, and Events are best effort
+//     (controller/events.h): a replica killed between the two loses that one.
 #pragma once
 
 #include <chrono>
@@ -48,26 +63,29 @@
 
 namespace kmt::controller {
 
-// Condition reasons and Event reasons of this operator.
-inline constexpr const char* kReasonTermApplied = "TermApplied";
-inline constexpr const char* kReasonTargetPodEscapedGate = "TargetPodEscapedGate";
-inline constexpr const char* kReasonInvalidAddedTerm = "InvalidAddedTerm";
-inline constexpr const char* kReasonUnschedulable = "Unschedulable";
+// The reason the scheduler gives in PodScheduled=False for a pod no node fits.
+inline constexpr const char* kPodReasonUnschedulable = "Unschedulable";
 
 // Not bound, and the scheduler said PodScheduled=False, Unschedulable: the pod waits for a
 // node to change (a gated pod says SchedulingGated instead).
 inline bool WaitsUnschedulable(const api::TargetPod& p) {
   return p.node_name.empty() && p.scheduled == api::ConditionStatus::kFalse &&
-         p.scheduled_reason == kReasonUnschedulable;
+         p.scheduled_reason == kPodReasonUnschedulable;
 }
-inline constexpr const char* kReasonScheduled = "Scheduled";
 
 // How often an unschedulable target pod's explanation is refreshed (node
 // changes also trigger it through the node handler).
 inline constexpr std::chrono::seconds kUnschedulableRefresh{30};
 
-// A final VMIM with an added term but without our Applied condition: the one
-// kind of final VMIM still worth a reconcile (report only).
+// Whether a final VMIM with an added term may still be owed part of its final
+// report, judged from the VMIM alone (the informer's filter: only such final
+// VMIMs are reconciled on their own updates; target pod events always are):
+//   - no addedNodeSelectorTermApplied condition yet; or
+//   - Applied=True but no targetPodUnschedulable=False/Scheduled yet, and the
+//     target pod was bound: always when Succeeded, when Failed once KubeVirt
+//     recorded status.migrationState.targetNode.
+// Reconcile then writes what it can establish; the rest waits for the next
+// update (the pod's binding or KubeVirt's migrationState reaching the cache).
 bool LacksFinalReport(const api::MigrationInfo& vmim);
 
 struct Observed {

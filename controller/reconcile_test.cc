@@ -32,6 +32,7 @@ json Cond(const std::string& type, const std::string& status, const std::string&
 }
 
 const std::string kAppliedMsg = "Target pod " + kPodRef + " requires the added term " + kTerm3;
+const std::string kScheduledMsg = "Target pod " + kPodRef + " was scheduled to node node-3";
 const std::string kSchedMsg =
     "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node "
     "affinity/selector.";
@@ -66,6 +67,8 @@ struct Row {
   bool changed = false;
   std::vector<EventSpec> events;
   std::optional<Duration> requeue;
+  // status.migrationState.targetNode / targetPod (KubeVirt's, once the migration ended).
+  std::string target_node, target_pod;
 };
 
 struct Built {
@@ -75,7 +78,10 @@ struct Built {
 
 Observed Build(const Row& row, std::vector<api::NodeInfo>& nodes) {
   Observed o;
-  o.vmim = api::MigrationInfo::FromJson(Vmim(row.vmim));
+  json vmim = Vmim(row.vmim);
+  if (!row.target_node.empty()) vmim["status"]["migrationState"]["targetNode"] = row.target_node;
+  if (!row.target_pod.empty()) vmim["status"]["migrationState"]["targetPod"] = row.target_pod;
+  o.vmim = api::MigrationInfo::FromJson(vmim);
   for (const auto& p : row.pods) o.target_pods.push_back(api::TargetPod::FromJson(Pod(p)));
   for (const auto& n : row.nodes) nodes.push_back(api::NodeInfo::FromJson(Node(n)));
   o.nodes = nodes;
@@ -100,24 +106,141 @@ std::vector<Row> Rows() {
         MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText, kNowText),
         MC("targetPodUnschedulable", "False", "Scheduled", sched, kNowText, kNowText)};
     r.changed = true;
-    r.events = {{"Normal", "TermApplied", "Target pod " + kPodRef + " carries the added term " + kTerm3},
-                {"Normal", "TargetPodScheduled", sched}};
+    r.events = {
+        {"Normal", "TermApplied", "Target pod " + kPodRef + " carries the added term " + kTerm3},
+        {"Normal", "TargetPodScheduled", sched}};
     rows.push_back(r);
   }
   {
-    Row r{"final phase with our report: nothing",
+    // The pod was bound and the migration done before we saw the binding.
+    Row r{"final phase, Applied but not Scheduled: Scheduled from the bound pod",
           {term3, nullptr, "Succeeded",
            json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
           {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"}},
           ThreeNodes()};
     r.conditions = {
-        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen)};
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "False", "Scheduled", kScheduledMsg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TargetPodScheduled", kScheduledMsg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"final phase with the whole report: nothing",
+          {term3, nullptr, "Succeeded",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
+                        Cond("targetPodUnschedulable", "False", "Scheduled", kScheduledMsg)})},
+          {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "False", "Scheduled", kScheduledMsg, kThen, kThen)};
+    rows.push_back(r);
+  }
+  {
+    // The target pod is gone from the cache: KubeVirt's migrationState names it.
+    Row r{"final phase, Applied, pod gone: Scheduled from the VMIM's migrationState",
+          {term3, nullptr, "Succeeded",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg)})},
+          {},
+          ThreeNodes()};
+    r.target_node = "node-3";
+    r.target_pod = "virt-launcher-vm-1-gone";
+    const std::string sched = "Target pod vms/virt-launcher-vm-1-gone was scheduled to node node-3";
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "False", "Scheduled", sched, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TargetPodScheduled", sched}};
+    rows.push_back(r);
+  }
+  {
+    // Unschedulable, then bound and migrated before we saw the binding: flips once.
+    Row r{"final phase, still Unschedulable=True, pod bound: flips to Scheduled",
+          {term3, nullptr, "Succeeded",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
+                        Cond("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg)})},
+          {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "False", "Scheduled", kScheduledMsg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Normal", "TargetPodScheduled", kScheduledMsg}};
+    rows.push_back(r);
+  }
+  {
+    // KubeVirt gave up on an unschedulable pod (deleted it): True is the final word.
+    Row r{"final phase Failed, Unschedulable=True, pod gone, no target node: nothing",
+          {term3, nullptr, "Failed",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg),
+                        Cond("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg)})},
+          {},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kThen, kThen),
+        MC("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg, kThen, kThen)};
+    rows.push_back(r);
+  }
+  {
+    // Both writes lost (crash after the release), the pod still unbound: Applied only.
+    Row r{"final phase Failed, report lost, pod carries the term unbound: Applied only",
+          {term3, nullptr, "Failed"},
+          {{.gated = false, .affinity = MergedAffinity()}},
+          ThreeNodes()};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {
+        {"Normal", "TermApplied", "Target pod " + kPodRef + " carries the added term " + kTerm3}};
+    rows.push_back(r);
+  }
+  {
+    // The cache may not show our release yet: nothing is guessed, not even from
+    // migrationState (the pod's update will come).
+    Row r{"final phase, pod still gated in the cache: nothing, even with a target node",
+          {term3, nullptr, "Succeeded"},
+          {{}},
+          ThreeNodes()};
+    r.target_node = "node-3";
+    r.target_pod = kPodName;
+    rows.push_back(r);
+  }
+  {
+    const std::string bad = R"({"matchFields":[{"key":"metadata.name","operator":"Exists"}]})";
+    std::string causes;
+    for (const auto& c : api::ParseAddedTerm(bad).causes) {
+      causes += (causes.empty() ? "" : "; ") + api::ToString(c);
+    }
+    Row r{"final phase, invalid term, report lost: InvalidAddedTerm, pods untouched",
+          {bad, nullptr, "Failed"},
+          {{.gated = false}},
+          ThreeNodes()};
+    const std::string msg = "The added term is invalid: " + causes;
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "False", "InvalidAddedTerm", msg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "InvalidAddedTerm", msg}};
     rows.push_back(r);
   }
   rows.push_back({"final phase, pod without the term: nothing (never deleted)",
                   {term3, nullptr, "Failed"},
                   {{.gated = false, .node = "node-1"}},
                   ThreeNodes()});
+  {
+    // An escaped pod bound outside the term, being deleted: its binding is not reported.
+    Row r{
+        "final phase Failed, escaped pod bound, Escaped reported: nothing",
+        {term3, nullptr, "Failed",
+         json::array({Cond("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", "x")})},
+        {{.gated = false, .node = "node-1"}},
+        ThreeNodes()};
+    r.target_node = "node-1";
+    r.target_pod = kPodName;
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", "x", kThen, kThen)};
+    rows.push_back(r);
+  }
   rows.push_back(
       {"no constraint: never touched",
        {},
@@ -369,6 +492,74 @@ TEST_CASE("Reconcile plans exactly what each situation needs") {
   CHECK(plan.conditions_changed == row.changed);
   CHECK(plan.events == row.events);
   CHECK(plan.requeue_after == row.requeue);
+}
+
+TEST_CASE("LacksFinalReport: which final VMIMs may still be owed part of their report") {
+  struct FRow {
+    std::string name;
+    std::optional<std::string> term;
+    std::string phase;
+    json conditions;
+    std::string target_node;
+    bool owed;
+    // With the target pod bound and carrying the term, the plan writes conditions.
+    bool writes;
+  };
+  const json applied = Cond("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg);
+  const json invalid = Cond("addedNodeSelectorTermApplied", "False", "InvalidAddedTerm", "bad");
+  const json scheduled = Cond("targetPodUnschedulable", "False", "Scheduled", kScheduledMsg);
+  const json unsched = Cond("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg);
+  const std::string term3 = NodeTerm("node-3");
+  auto row = GENERATE_COPY(values<FRow>({
+      {"not final", term3, "Scheduling", nullptr, "", false, false},
+      {"final without a term", std::nullopt, "Succeeded", nullptr, "node-3", false, false},
+      {"Succeeded, nothing written", term3, "Succeeded", nullptr, "", true, true},
+      {"Failed, nothing written", term3, "Failed", nullptr, "", true, true},
+      {"Succeeded, Applied only", term3, "Succeeded", json::array({applied}), "", true, true},
+      {"Succeeded, Applied, still Unschedulable", term3, "Succeeded",
+       json::array({applied, unsched}), "", true, true},
+      {"Succeeded, whole report", term3, "Succeeded", json::array({applied, scheduled}), "", false,
+       false},
+      // Not owed by the VMIM alone, but the bound pod's own event brings the node.
+      {"Failed, Applied, never handed off", term3, "Failed", json::array({applied}), "", false,
+       true},
+      {"Failed, Applied, handed off to node-3", term3, "Failed", json::array({applied}), "node-3",
+       true, true},
+      {"Failed, Applied, Unschedulable, never handed off", term3, "Failed",
+       json::array({applied, unsched}), "", false, true},
+      {"Failed, whole report", term3, "Failed", json::array({applied, scheduled}), "node-3", false,
+       false},
+      {"Succeeded, escaped pod left alone reported", term3, "Succeeded",
+       json::array({Cond("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", "x")}),
+       "node-3", false, false},
+      {"Failed, invalid term reported",
+       R"({"matchFields":[{"key":"metadata.name","operator":"Exists"}]})", "Failed",
+       json::array({invalid}), "", false, false},
+  }));
+  CAPTURE(row.name);
+  json vmim = Vmim({row.term, nullptr, row.phase, row.conditions});
+  if (!row.target_node.empty()) {
+    vmim["status"]["migrationState"]["targetNode"] = row.target_node;
+    vmim["status"]["migrationState"]["targetPod"] = kPodName;
+  }
+  Observed o;
+  o.vmim = api::MigrationInfo::FromJson(vmim);
+  CHECK(LacksFinalReport(o.vmim) == row.owed);
+
+  // Idempotency: with the target pod bound and carrying the term, one plan
+  // writes whatever is owed; afterwards nothing is owed and nothing is planned.
+  if (!row.term || !o.vmim.Final()) return;
+  o.target_pods = {api::TargetPod::FromJson(
+      Pod({.gated = false, .affinity = MergedAffinity(), .node = "node-3"}))};
+  Plan first = Reconcile(o, kNow);
+  CHECK(first.pod_patches.empty());
+  CHECK(first.pod_deletions.empty());
+  CHECK(first.conditions_changed == row.writes);
+  o.vmim.conditions = first.conditions;
+  CHECK_FALSE(LacksFinalReport(o.vmim));
+  Plan second = Reconcile(o, kNow + seconds(1));
+  CHECK(second.Empty());
+  CHECK(second.conditions == first.conditions);
 }
 
 TEST_CASE("The planned pod patch is guarded, ANDs the term and releases only our gate") {

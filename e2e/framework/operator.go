@@ -7,7 +7,6 @@ package framework
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,21 +26,29 @@ import (
 	virtv1 "kubevirt.io/api/core/v1"
 )
 
-// Names of the operator's API (api/names.h, controller/reconcile.h, controller/events.h).
+// Names of the operator's API, spelled as api/names.h spells them
+// (e2e/tests/names_test.go parses that header and compares).
 const (
-	AddedTermAnnotation        = "migration-target.kubevirt.io/added-node-selector-term"
-	SchedulingGate             = "migration-target.kubevirt.io/added-node-selector-term"
-	ConditionTermApplied       = "addedNodeSelectorTermApplied"
-	ConditionTargetUnsched     = "targetPodUnschedulable"
-	ReasonTermApplied          = "TermApplied"
-	ReasonTargetPodEscapedGate = "TargetPodEscapedGate"
-	ReasonUnschedulable        = "Unschedulable"
-	ReasonScheduled            = "Scheduled"
-	EventSource                = "migration-target-operator"
-	OperatorNamespace          = "kubevirt-migration-target"
-	OperatorLease              = "migration-target-operator"
-	OperatorServiceAccount     = "system:serviceaccount:kubevirt-migration-target:migration-target-operator"
-	RequesterClusterRole       = "migration-target-requester"
+	AddedTermAnnotation         = "migration-target.kubevirt.io/added-node-selector-term"
+	SchedulingGate              = "migration-target.kubevirt.io/added-node-selector-term"
+	ConditionTermApplied        = "addedNodeSelectorTermApplied"
+	ConditionTargetUnsched      = "targetPodUnschedulable"
+	ReasonTermApplied           = "TermApplied"
+	ReasonTargetPodEscapedGate  = "TargetPodEscapedGate"
+	ReasonInvalidAddedTerm      = "InvalidAddedTerm"
+	ReasonUnschedulable         = "Unschedulable"
+	ReasonScheduled             = "Scheduled"
+	EventTargetPodUnschedulable = "TargetPodUnschedulable"
+	EventTargetPodScheduled     = "TargetPodScheduled"
+	RBACGroup                   = "migration-target.kubevirt.io"
+	RBACResource                = "addednodeselectorterms"
+	RBACVerb                    = "use"
+	// controller/events.h's kEventSource (checked by names_test.go too).
+	EventSource            = "migration-target-operator"
+	OperatorNamespace      = "kubevirt-migration-target"
+	OperatorLease          = "migration-target-operator"
+	OperatorServiceAccount = "system:serviceaccount:kubevirt-migration-target:migration-target-operator"
+	RequesterClusterRole   = "migration-target-requester"
 	// The validating webhook's name (manifests/default/webhooks.yaml), as the API
 	// server quotes it in a denial.
 	VMIMWebhookName = "vmim.migration-target.kubevirt.io"
@@ -426,27 +433,25 @@ func (f *Framework) OwnerNamespace(t testing.TB) string {
 	return ns
 }
 
-// StatusWriteLost reports whether the operator's report for the VMIM ns/name
-// may have been dropped by the known issue (reported to the controller's
-// owner): a replica logged a given-up status write ("Failed to update
-// conditions"), or the VMIM is in a final phase (a status write that lost the
-// race with KubeVirt re-plans silently, and Reconcile leaves final VMIMs alone,
-// so the operator's condition and its Event are never written although the pod
-// was released correctly).
-func StatusWriteLost(ns, name string) bool {
-	logs, _ := filepath.Glob(filepath.Join(os.Getenv("KMT_E2E_DIR"), "logs", "operator-*.log"))
-	needle := `msg="Failed to update conditions" vmim=` + ns + "/" + name + " "
-	for _, l := range logs {
-		b, _ := os.ReadFile(l)
-		if strings.Contains(string(b), needle) {
-			return true
+// WaitFinalReport waits (bounded) until the VMIM ns/name carries the whole report
+// an admin reads after the fact for a migration whose target pod was released
+// with the term and bound to node: addedNodeSelectorTermApplied=True/TermApplied,
+// and targetPodUnschedulable=False/Scheduled naming node. It returns the VMIM.
+func (f *Framework) WaitFinalReport(t testing.TB, ns, name, node string, timeout time.Duration) *virtv1.VirtualMachineInstanceMigration {
+	t.Helper()
+	var m *virtv1.VirtualMachineInstanceMigration
+	Eventually(t, timeout, fmt.Sprintf("VMIM %s/%s report: %s=True/%s and %s=False/%s on node %s", ns, name,
+		ConditionTermApplied, ReasonTermApplied, ConditionTargetUnsched, ReasonScheduled, node), func() (bool, string) {
+		var err error
+		m, err = f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Get(Ctx(t), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	if shared == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	m, err := shared.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Get(ctx, name, metav1.GetOptions{})
-	return err == nil && m.IsFinal()
+		applied, sched := MigrationCondition(m, ConditionTermApplied), MigrationCondition(m, ConditionTargetUnsched)
+		ok := applied != nil && applied.Status == k8sv1.ConditionTrue && applied.Reason == ReasonTermApplied &&
+			sched != nil && sched.Status == k8sv1.ConditionFalse && sched.Reason == ReasonScheduled &&
+			strings.HasSuffix(sched.Message, " was scheduled to node "+node)
+		return ok, "phase " + string(m.Status.Phase) + " conditions " + toJSON(m.Status.Conditions)
+	})
+	return m
 }

@@ -31,11 +31,18 @@ func nodeNameReq(node string) k8sv1.NodeSelectorRequirement {
 
 // termAppliedOnce checks the released target pod of a VMIM whose VMI had no
 // required node affinity: the term is ANDed into virt-controller's only term, once, the
-// gate is gone, the pod's spec changed exactly once (generation 2), and one
-// TermApplied Event was recorded (at most one when crashed is set: the pod was
-// released by a replica that was then killed, which may die between the status
-// write and the Event; it must never be recorded twice).
-func termAppliedOnce(t *testing.T, f *framework.Framework, ns string, m *virtv1.VirtualMachineInstanceMigration, target string, crashed bool) {
+// gate is gone, the pod's spec changed exactly once (generation 2), the VMIM
+// carries the whole final report (Applied, Scheduled on target), and exactly one
+// TermApplied Event was recorded.
+//
+// killed is when the replica that may have released the pod was killed with
+// SIGKILL (zero when none was). The operator records an Event only after the
+// status write it describes, and no later replica records it again (the
+// condition remembers the transition), so a replica killed between its status
+// write and its Event takes that one Event with it: then, and only then, zero
+// Events is right — the Applied condition must have been written before the
+// kill. It must never be recorded twice.
+func termAppliedOnce(t *testing.T, f *framework.Framework, ns string, m *virtv1.VirtualMachineInstanceMigration, target string, killed time.Time) {
 	t.Helper()
 	pods := f.TargetPods(t, ns, m)
 	if len(pods) != 1 {
@@ -58,16 +65,19 @@ func termAppliedOnce(t *testing.T, f *framework.Framework, ns string, m *virtv1.
 	if pod.Generation != 0 && pod.Generation != 2 {
 		t.Errorf("VMIM %s: target pod generation %d, want 2 (created gated, released once)", m.Name, pod.Generation)
 	}
-	// The Event follows the status write, and the fake handlers may complete the
-	// migration before it: wait for it (bounded), then count.
-	ev := waitEvents(t, f, ns, m.Name, framework.ReasonTermApplied, !crashed && !framework.StatusWriteLost(ns, m.Name))
+	final := f.WaitFinalReport(t, ns, m.Name, target, 60*time.Second)
+	applied := framework.MigrationCondition(final, framework.ConditionTermApplied)
+	// Whole seconds: the caller started the next replica in a later second than the kill.
+	byKilled := !killed.IsZero() && !applied.LastTransitionTime.Time.After(killed.Truncate(time.Second))
+	// The Event follows the status write: wait for it (bounded), then count.
+	ev := waitEvents(t, f, ns, m.Name, framework.ReasonTermApplied, !byKilled)
 	switch {
-	case crashed && len(ev) == 0:
-		t.Logf("VMIM %s: released just before the kill; its TermApplied Event was lost with the process", m.Name)
-	case len(ev) == 0 && framework.StatusWriteLost(ns, m.Name):
-		t.Logf("known issue: VMIM %s: the status write lost the race with KubeVirt; no TermApplied Event", m.Name)
+	case len(ev) == 0 && byKilled:
+		t.Logf("VMIM %s: %s written at %s by the replica killed at %s, which died before its Event", m.Name,
+			framework.ConditionTermApplied, applied.LastTransitionTime.UTC().Format(time.RFC3339), killed.UTC().Format(time.RFC3339Nano))
 	case len(ev) != 1 || ev[0].Type != k8sv1.EventTypeNormal:
-		t.Errorf("VMIM %s: TermApplied Events %s, want exactly one Normal", m.Name, framework.EventSummary(ev))
+		t.Errorf("VMIM %s: TermApplied Events %s, want exactly one Normal (%s written at %s)", m.Name, framework.EventSummary(ev),
+			framework.ConditionTermApplied, applied.LastTransitionTime.UTC().Format(time.RFC3339))
 	}
 }
 
@@ -113,30 +123,23 @@ func TestOperatorANDsTermIntoEveryRequiredTerm(t *testing.T) {
 	}
 	f.WaitVMIRunning(t, ns, "vmi", target)
 
+	// The whole report, whichever of the operator and KubeVirt wrote first.
+	m = f.WaitFinalReport(t, ns, "mig", target, 60*time.Second)
 	applied := framework.MigrationCondition(m, framework.ConditionTermApplied)
-	wantMsg := fmt.Sprintf("Target pod %s/%s requires the added term", ns, pod.Name)
-	if applied == nil && framework.StatusWriteLost(ns, "mig") {
-		t.Skipf("known issue: the operator's status write lost the race with KubeVirt and the VMIM completed first; the pod's AND was checked")
+	if wantMsg := fmt.Sprintf("Target pod %s/%s requires the added term", ns, pod.Name); !strings.HasPrefix(applied.Message, wantMsg) {
+		t.Errorf("condition %s = %s, want message %q...", framework.ConditionTermApplied, framework.ToJSON(applied), wantMsg)
 	}
-	if applied == nil || applied.Status != k8sv1.ConditionTrue || applied.Reason != framework.ReasonTermApplied || !strings.HasPrefix(applied.Message, wantMsg) {
-		t.Errorf("condition %s = %s, want True/%s %q...", framework.ConditionTermApplied, framework.ToJSON(applied), framework.ReasonTermApplied, wantMsg)
-	}
-	// targetPodUnschedulable=False/Scheduled is written when the operator sees
-	// the pod bound; when the fake handlers complete the migration first, the
-	// final VMIM is never reconciled again (known issue, reported) and the
-	// condition never comes.
-	if sched := framework.MigrationCondition(f.GetMigration(t, ns, "mig"), framework.ConditionTargetUnsched); sched == nil {
-		t.Logf("known issue: VMIM completed before the operator reported %s=False/%s", framework.ConditionTargetUnsched, framework.ReasonScheduled)
-	} else if want := fmt.Sprintf("Target pod %s/%s was scheduled to node %s", ns, pod.Name, target); sched.Status != k8sv1.ConditionFalse || sched.Reason != framework.ReasonScheduled || sched.Message != want {
-		t.Errorf("condition %s = %s, want False/%s %q", framework.ConditionTargetUnsched, framework.ToJSON(sched), framework.ReasonScheduled, want)
+	sched := framework.MigrationCondition(m, framework.ConditionTargetUnsched)
+	if want := fmt.Sprintf("Target pod %s/%s was scheduled to node %s", ns, pod.Name, target); sched.Message != want {
+		t.Errorf("condition %s = %s, want message %q", framework.ConditionTargetUnsched, framework.ToJSON(sched), want)
 	}
 	ev := waitEvents(t, f, ns, "mig", framework.ReasonTermApplied, true)
 	wantEv := fmt.Sprintf("Released scheduling gate of target pod %s/%s with the added term", ns, pod.Name)
 	if len(ev) != 1 || ev[0].Type != k8sv1.EventTypeNormal || !strings.HasPrefix(ev[0].Message, wantEv) || ev[0].InvolvedObject.UID != m.UID {
 		t.Errorf("TermApplied Events %s, want one Normal %q... about the VMIM", framework.EventSummary(ev), wantEv)
 	}
-	if ev := framework.EventsWithReason(f.OperatorEvents(t, ns, "mig"), "TargetPodScheduled"); len(ev) > 1 || len(ev) == 1 && ev[0].Type != k8sv1.EventTypeNormal {
-		t.Errorf("TargetPodScheduled Events %s, want at most one Normal", framework.EventSummary(ev))
+	if ev := waitEvents(t, f, ns, "mig", framework.EventTargetPodScheduled, true); len(ev) != 1 || ev[0].Type != k8sv1.EventTypeNormal || ev[0].Message != sched.Message {
+		t.Errorf("%s Events %s, want exactly one Normal %q", framework.EventTargetPodScheduled, framework.EventSummary(ev), sched.Message)
 	}
 }
 
@@ -178,7 +181,7 @@ func TestOperatorExplainsUnschedulableTarget(t *testing.T) {
 	if i := strings.Index(msg, excluded+": "); i >= 0 && !strings.Contains(msg[i:], "excludes it") {
 		t.Errorf("node %s not reported as excluded by the VM's own affinity: %s", excluded, msg)
 	}
-	if ev := waitEvents(t, f, ns, "mig", "TargetPodUnschedulable", true); len(ev) == 0 || ev[0].Type != k8sv1.EventTypeWarning {
+	if ev := waitEvents(t, f, ns, "mig", framework.EventTargetPodUnschedulable, true); len(ev) == 0 || ev[0].Type != k8sv1.EventTypeWarning {
 		t.Errorf("TargetPodUnschedulable Events %s, want a Warning", framework.EventSummary(ev))
 	}
 
