@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Writes the seed inputs of the fuzz targets under fuzz/ from the project's test data.
+
+    fuzz/seed_corpora.py      (from the workspace root; rewrites only seed-* files)
+
+Sources: webhook/testdata (golden AdmissionReviews), kube/testdata (watch streams), the
+tables of api/quantity_test.cc and kube/selector_test.cc, and the kubeconfig cases of
+kube/kubeconfig_test.cc. Inputs the fuzzer found are kept next to the seeds under other
+names (crash-*, found-*) and are never touched here.
+"""
+import glob
+import hashlib
+import json
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write(target, name, data):
+    d = os.path.join(ROOT, "fuzz", target, "corpus")
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def clear(target):
+    for p in glob.glob(os.path.join(ROOT, "fuzz", target, "corpus", "seed-*")):
+        os.remove(p)
+
+
+def admitters():
+    clear("admitters")
+    # Control byte: bit 0 admitter; bits 1-2 SAR; bits 3-4 VMIM state; 5, 6 read failures.
+    vmim_controls = [0x00, 0x02, 0x04, 0x06, 0x20, 0x40, 0x80]
+    pod_controls = [0x01, 0x09, 0x11, 0x19, 0x21]
+    for i, p in enumerate(sorted(glob.glob(os.path.join(ROOT, "webhook/testdata/vmim/*.request.json")))):
+        body = json.dumps(json.load(open(p)), separators=(",", ":"))
+        name = os.path.basename(p)[: -len(".request.json")]
+        write("admitters", f"vmim-{name}", bytes([0x00]) + body.encode())
+        c = vmim_controls[1 + i % (len(vmim_controls) - 1)]
+        write("admitters", f"vmim-{name}-{c:02x}", bytes([c]) + body.encode())
+    for i, p in enumerate(sorted(glob.glob(os.path.join(ROOT, "webhook/testdata/pod/*.request.json")))):
+        body = json.dumps(json.load(open(p)), separators=(",", ":"))
+        name = os.path.basename(p)[: -len(".request.json")]
+        for c in pod_controls:
+            write("admitters", f"pod-{name}-{c:02x}", bytes([c]) + body.encode())
+
+
+def watch():
+    clear("watch")
+    pods = []
+    for line in open(os.path.join(ROOT, "kube/testdata/watch_pods.jsonl"), encoding="utf-8"):
+        if line.strip():
+            pods.append(json.loads(line)["object"])
+    page = json.dumps({"kind": "PodList", "apiVersion": "v1",
+                       "metadata": {"resourceVersion": "100"}, "items": pods[:1]},
+                      separators=(",", ":"))
+    controls = [bytes([0x00]), bytes([0x03, 7, 200, 1]), bytes([0x0b, 0, 13, 255]),
+                bytes([0x1a, 5, 80]), bytes([0x2f, 1, 2, 3, 4, 5, 6, 7])]
+    for fname in ["watch_pods.jsonl", "watch_pods_crlf.jsonl"]:
+        stream = open(os.path.join(ROOT, "kube/testdata", fname), "rb").read()
+        for i, c in enumerate(controls):
+            write("watch", f"{fname}-{i}", c + page.encode() + b"\n" + stream)
+    gone = b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",' \
+           b'"reason":"Expired","code":410,"message":"too old resource version: 1 (5)"}}\n'
+    bookmark = b'{"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"7"}}}\n'
+    managed = b'{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"8","managedFields":' \
+              b'[{"manager":"m"}],"labels":{"managedFields":"x"}}}}\n'
+    write("watch", "gone", bytes([0x08]) + page.encode() + b"\n" + bookmark + gone)
+    write("watch", "bookmark-managed", bytes([0x0a, 30, 9]) + page.encode() + b"\n" + bookmark + managed)
+    write("watch", "continue", bytes([0x00]) + b'{"items":[],"metadata":{"continue":"abc"}}\n' + bookmark)
+    write("watch", "partial", bytes([0x01, 3]) + page.encode() + b"\n" + bookmark + b'{"type":"ADD')
+    write("watch", "unknown-type", bytes([0x00]) + page.encode() + b"\n" + b'{"type":"X","object":{}}\n')
+
+
+HEAD = "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+CLUSTER = "clusters: [{name: c, cluster: {server: 'https://s'}}]\n"
+KUBECONFIGS = {
+    "full": """apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev
+  cluster:
+    server: https://10.0.0.1:6443/
+    certificate-authority: ca.crt
+    tls-server-name: api.example
+contexts:
+- name: dev
+  context: {cluster: dev, user: admin, namespace: team-a}
+- name: c
+  context: {cluster: dev}
+users:
+- name: admin
+  user:
+    token: abc
+    client-certificate: client.crt
+    client-key: client.key
+""",
+    "exec": HEAD + CLUSTER + """users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./bin/get-token
+      args: [--region, eu]
+      env: [{name: A, value: b}, {name: B}]
+      provideClusterInfo: true
+      installHint: install it
+""",
+    "data": HEAD + "clusters: [{name: c, cluster: {server: 'http://s:80', certificate-authority-data: aGVsbG8=}}]\n"
+            "users: [{name: u, user: {client-certificate-data: aGVsbG8=, client-key-data: aGVsbG8=}}]\n",
+    "insecure": HEAD + "clusters: [{name: c, cluster: {server: 'https://s', insecure-skip-tls-verify: true}}]\n"
+                "users: [{name: u, user: {tokenFile: t}}]\n",
+    "bad-yaml": "current-context: [unclosed\n",
+    "sequence": "- a\n- b\n",
+    "no-context": "contexts: [{name: x, context: {cluster: c}}]\n",
+    "bad-insecure": HEAD + "clusters: [{name: c, cluster: {server: 'https://s', insecure-skip-tls-verify: maybe}}]\n",
+    "token-list": HEAD + CLUSTER + "users: [{name: u, user: {token: [1]}}]\n",
+    "auth-provider": HEAD + CLUSTER + "users: [{name: u, user: {auth-provider: {name: gcp}}}]\n",
+    "clusters-map": "clusters: {c: 1}\n",
+    "empty": "",
+}
+
+
+def kubeconfig():
+    clear("kubeconfig")
+    for name, text in KUBECONFIGS.items():
+        write("kubeconfig", name, b"\x00" + text.encode())
+        write("kubeconfig", name + "-context", b"\x02" + text.encode())
+    # Two files merged through KUBECONFIG, split at the NUL byte.
+    write("kubeconfig", "merge", b"\x01" + ("current-context: x\n" + CLUSTER).encode() + b"\0" +
+          (HEAD + "clusters: [{name: c, cluster: {server: 'https://other'}}]\nusers: [{name: u, user: {}}]\n").encode())
+    write("kubeconfig", "merge-context", b"\x03" + KUBECONFIGS["full"].encode() + b"\0" + KUBECONFIGS["exec"].encode())
+
+
+def literals(path, pattern):
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    return [bytes(m, "utf-8").decode("unicode_escape") for m in re.findall(pattern, text)]
+
+
+def table(target, path, extra):
+    clear(target)
+    values = literals(path, r'\{\s*"((?:[^"\\]|\\.)*)"\s*,') + extra
+    for v in sorted(set(values)):
+        write(target, hashlib.sha1(v.encode()).hexdigest()[:12], v)
+
+
+if __name__ == "__main__":
+    admitters()
+    watch()
+    kubeconfig()
+    table("quantity", "api/quantity_test.cc", ["9223372036854775807m", "-9223372036854775807",
+                                                "1e1000", "0.000000000000000000000000000000000000001"])
+    table("selector", "kube/selector_test.cc", ["a in (,)", "a notin (b,,c)", "k8s.io/a>5",
+                                                 "a>9223372036854775807", "a<-0"])
