@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "kube/paths.h"
 
@@ -123,6 +124,32 @@ WatcherStep Watcher::StepList() {
   }
   // Move the items out of the page, and each item into its event: a page of 500 pods is
   // tens of MiB as a DOM, and a copy would double what the initial LIST holds at its peak.
+  // metadata.continue and metadata.resourceVersion: strings, or absent/null (as Go's decoder
+  // reads a null into a string). Anything else is a malformed answer, not a throw.
+  std::string continue_token, resource_version;
+  bool metadata_ok = true;
+  if (page.is_object()) {
+    if (auto m = page.find("metadata"); m != page.end() && !m->is_null()) {
+      metadata_ok = m->is_object();
+      for (auto [name, out] : {std::pair{"continue", &continue_token},
+                               std::pair{"resourceVersion", &resource_version}}) {
+        if (!metadata_ok) break;
+        auto v = m->find(name);
+        if (v == m->end() || v->is_null()) continue;
+        metadata_ok = v->is_string();
+        if (metadata_ok) *out = v->get<std::string>();
+      }
+    }
+  }
+  if (!metadata_ok) {
+    Fail(step,
+         KubeError(ErrorKind::kInternal,
+                   fmt::format("{}: list answer has a malformed metadata (continue and "
+                               "resourceVersion must be strings)",
+                               DescribeCall("list", config_.resource, config_.ns))),
+         State::kEmpty);
+    return step;
+  }
   Json items = Json::array();
   if (page.is_object()) {
     auto it = page.find("items");
@@ -139,10 +166,9 @@ WatcherStep Watcher::StepList() {
   step.events.reserve(items.size() + 1);
   for (Json& item : items) step.events.push_back({WatcherEventType::kInitApply, std::move(item)});
   items = Json();
-  const Json meta = page.value("metadata", Json::object());
-  continue_token_ = meta.is_object() ? meta.value("continue", "") : "";
+  continue_token_ = std::move(continue_token);
   if (continue_token_.empty()) {
-    resource_version_ = meta.is_object() ? meta.value("resourceVersion", "") : "";
+    resource_version_ = std::move(resource_version);
     state_ = State::kInitListed;
     step.events.push_back({WatcherEventType::kInitDone, nullptr});
   }

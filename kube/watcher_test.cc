@@ -357,6 +357,43 @@ TEST_CASE("Unknown event types and malformed events never crash: re-watch from t
   CHECK(sleeps.size() == 3);
 }
 
+// A client whose LIST answers are given, page by page.
+class PagedClient : public FakeClient {
+ public:
+  std::deque<Json> pages;
+  Json List(const Resource& r, std::string_view ns, const ListOptions& o) override {
+    if (pages.empty()) return FakeClient::List(r, ns, o);
+    Json p = std::move(pages.front());
+    pages.pop_front();
+    return p;
+  }
+};
+
+TEST_CASE("A list answer with a non-string continue or resourceVersion is an error, not a throw") {
+  const Json bad_metadata =
+      GENERATE(Json::parse(R"({"continue":5})"), Json::parse(R"({"resourceVersion":5})"),
+               Json::parse(R"({"continue":null,"resourceVersion":["1"]})"),
+               Json::parse(R"("not an object")"));
+  CAPTURE(bad_metadata.dump());
+  PagedClient c;
+  c.pages.push_back({{"items", Json::array({Pod("p1")})}, {"metadata", bad_metadata}});
+  WatcherConfig cfg;
+  cfg.resource = kPods;
+  Watcher w(c, cfg, [](std::chrono::milliseconds) {});
+  CHECK(Summary(w.Step()) == V{"Init"});
+  WatcherStep step = w.Step();
+  CHECK(step.events.empty());
+  REQUIRE(step.error.has_value());
+  CHECK(step.error->kind() == ErrorKind::kInternal);
+  CHECK(std::string(step.error->what()) ==
+        "list pods: list answer has a malformed metadata (continue and resourceVersion must be "
+        "strings)");
+  CHECK(w.state() == State::kEmpty);
+  // The next list is well formed: the watcher recovers.
+  CHECK(Summary(w.Step()) == V{"Init"});
+  CHECK(Summary(w.Step()) == V{"InitDone"});
+}
+
 TEST_CASE("Cancel unblocks a Step waiting for events") {
   Harness h;
   Watcher w = h.Make();
