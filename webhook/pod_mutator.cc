@@ -23,6 +23,13 @@ bool IsPodCreate(const AdmissionRequest& r) {
 // The patch that adds the gate, or nullopt when the pod already has it.
 std::optional<Json> GatePatch(const Json& pod) {
   const Json gate = {{"name", api::kSchedulingGate}};
+  const Json* spec = Member(pod, {"spec"});
+  if (spec == nullptr || spec->is_null()) {
+    // No spec to add the list to: add the spec ("add" also replaces a null member).
+    return Json::array({{{"op", "add"},
+                         {"path", "/spec"},
+                         {"value", {{"schedulingGates", Json::array({gate})}}}}});
+  }
   const Json* gates = Member(pod, {"spec", "schedulingGates"});
   if (gates == nullptr || !gates->is_array()) {
     // Absent or null: create the list ("add" also replaces a null member).
@@ -82,6 +89,13 @@ AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& clus
   }
   if (!api::AddedTermSource(*vmim)) return Allowed();
 
+  const Json* spec = Member(pod, {"spec"});
+  if (spec != nullptr && !spec->is_null() && !spec->is_object()) {
+    return Denied(400, "BadRequest",
+                  fmt::format("migration target pod of VirtualMachineInstanceMigration {}/{} has a "
+                              "spec that is not an object: cannot add the scheduling gate {}",
+                              ns, name, api::kSchedulingGate));
+  }
   const std::string node_name = StringAt(pod, {"spec", "nodeName"});
   if (!node_name.empty()) {
     return Invalid({api::ForbiddenCause(

@@ -8,8 +8,8 @@
 // For a target pod the mutator reads its VMIM (namespace of the pod, name from the
 // annotation) and, when the VMIM carries the request (api::AddedTermSource, valid or not),
 // answers with a JSON Patch adding the scheduling gate api::kSchedulingGate to
-// spec.schedulingGates: the list is created when absent, other gates are kept, and a gate
-// already present is not added twice. A VMIM without the request: allowed unchanged.
+// spec.schedulingGates: the list (and spec) is created when absent, other gates are kept, and a
+// gate already present is not added twice. A VMIM without the request: allowed unchanged.
 //
 // Failure policy. The term must never be bypassed, and KubeVirt's virt-controller retries a
 // failed target pod creation for as long as the migration exists, so every doubt denies:
@@ -20,6 +20,7 @@
 //     pod, perhaps for an earlier VMIM of the same name; the uid is the reference KubeVirt
 //     itself trusts
 //   - the VMIM cannot be read (API unavailable, forbidden)       → 500, retried
+//   - the pod's spec is not an object (no patch could add the gate) → 400
 //   - the pod sets spec.nodeName (it would skip the scheduler, and the API server rejects
 //     gates on such a pod)                                       → 422
 // The controller's safety net (deleting a target pod that escaped the gate) stays the

@@ -114,3 +114,56 @@ TEST_CASE("Pod mutator answers every golden AdmissionReview") {
 
 }  // namespace
 }  // namespace kmt::webhook
+
+namespace kmt::webhook {
+namespace {
+
+AdmissionRequest TargetPodCreate(Json spec_member) {
+  AdmissionRequest req;
+  req.uid = "u";
+  req.operation = "CREATE";
+  req.ns = "ns1";
+  req.resource = {"", "v1", "pods"};
+  req.object = {
+      {"metadata",
+       {{"labels",
+         {{"kubevirt.io", "virt-launcher"}, {"kubevirt.io/migrationJobUID", "9b4c3e0a-vmim-0001"}}},
+        {"annotations", {{"kubevirt.io/migrationJobName", "mig-1"}}}}}};
+  if (!spec_member.is_discarded()) req.object["spec"] = std::move(spec_member);
+  return req;
+}
+
+TEST_CASE("A target pod without a spec (or a null one) gets a patch that applies") {
+  World world;
+  for (const Json& spec : {Json(Json::value_t::discarded), Json(nullptr)}) {
+    CAPTURE(spec.dump());
+    const AdmissionRequest req = TargetPodCreate(spec);
+    const AdmissionResponse r = MutateTargetPod(req, world.cluster);
+    CHECK(r.allowed);
+    REQUIRE(r.patch.has_value());
+    CHECK(*r.patch == Json::parse(R"([{"op":"add","path":"/spec","value":{"schedulingGates":[
+                                      {"name":"migration-target.kubevirt.io/added-node-selector-term"}]}}])"));
+    const Json patched = req.object.patch(*r.patch);
+    CHECK(patched["spec"] == Json::parse(R"({"schedulingGates":[
+        {"name":"migration-target.kubevirt.io/added-node-selector-term"}]})"));
+  }
+}
+
+TEST_CASE("A target pod whose spec is not an object is refused, not answered with a patch") {
+  World world;
+  for (const Json& spec : {Json(5), Json("x"), Json::array()}) {
+    CAPTURE(spec.dump());
+    const AdmissionResponse r = MutateTargetPod(TargetPodCreate(spec), world.cluster);
+    CHECK_FALSE(r.allowed);
+    CHECK_FALSE(r.patch.has_value());
+    REQUIRE(r.status.has_value());
+    CHECK(r.status->code == 400);
+    CHECK(r.status->message ==
+          "migration target pod of VirtualMachineInstanceMigration ns1/mig-1 has a spec that is "
+          "not an object: cannot add the scheduling gate "
+          "migration-target.kubevirt.io/added-node-selector-term");
+  }
+}
+
+}  // namespace
+}  // namespace kmt::webhook

@@ -152,12 +152,27 @@ std::string CheckPatch(const AdmissionRequest& req, const Json& response) {
   if (!bytes) return "a patch that is not base64: " + response.dump();
   Json ops = Json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   if (!ops.is_array() || ops.empty()) return "a patch that is not a JSON Patch array: " + *bytes;
-  Json patched;
-  try {
-    patched = req.object.patch(ops);
-  } catch (const std::exception& e) {
-    return fmt::format("the mutator's patch {} does not apply to the pod {}: {}", *bytes,
-                       req.object.dump(), e.what());
+  // Op by op, checking first what RFC 6902 requires of the target's parent (nlohmann's
+  // patch() asserts on a primitive parent and turns a null one into an object).
+  Json patched = req.object;
+  for (const Json& op : ops) {
+    const std::string path = StringOr(At(op, {"path"}), "\x01");
+    std::string why;
+    try {
+      const Json::json_pointer parent = Json::json_pointer(path).parent_pointer();
+      if (!patched.contains(parent) ||
+          !(patched.at(parent).is_object() || patched.at(parent).is_array())) {
+        why = "the parent of " + path + " is not an object or array";
+      } else {
+        patched = patched.patch(Json::array({op}));
+      }
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      return fmt::format("the mutator's patch {} does not apply to the pod {}: {}", *bytes,
+                         req.object.dump(), why);
+    }
   }
   const std::optional<std::vector<std::string>> after = Gates(patched);
   const std::string gate(api::kSchedulingGate);
@@ -171,6 +186,7 @@ std::string CheckPatch(const AdmissionRequest& req, const Json& response) {
   // Apart from the gate list the pod is unchanged.
   Json a = req.object;
   Json b = std::move(patched);
+  if (!a.contains("spec") || a["spec"].is_null()) a["spec"] = Json::object();  // patch added it
   a["spec"].erase("schedulingGates");
   b["spec"].erase("schedulingGates");
   if (a != b) return "the patch changed more than spec.schedulingGates: " + *bytes;
