@@ -233,6 +233,18 @@ TEST_CASE("Malformed kubeconfigs name the file and the field") {
       {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
               "{auth-provider: {name: gcp}}}]\n",
        "kubeconfig {}: users[\"u\"].auth-provider: auth providers are not supported; use exec"},
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, args: [a, {b: "
+              "c}]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.args[1]: must be a string"},
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{name: "
+              "[a]}]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.env[0]: name and value must be strings"},
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{name: a, "
+              "value: {b: c}}]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.env[0]: name and value must be strings"},
       {"clusters: {c: 1}\n", "kubeconfig {}: clusters: must be a list"},
       {"clusters: [{cluster: {}}]\n", "kubeconfig {}: clusters[0].name: missing"},
   }));
