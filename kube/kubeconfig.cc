@@ -297,7 +297,13 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
     ConfigError(fmt::format("kubeconfig {}: {}: \"{}\" is not an http(s) URL", cluster.file->path,
                             Field("clusters", cluster_name, "server"), out.server));
   }
-  while (!out.server.empty() && out.server.back() == '/') out.server.pop_back();
+  const std::string given = out.server;
+  const size_t scheme = out.server.rfind("https://", 0) == 0 ? 8 : 7;
+  while (out.server.size() > scheme && out.server.back() == '/') out.server.pop_back();
+  if (out.server.size() == scheme || out.server[scheme] == '/') {
+    ConfigError(fmt::format("kubeconfig {}: {}: \"{}\" has no host", cluster.file->path,
+                            Field("clusters", cluster_name, "server"), given));
+  }
   out.tls_server_name = Str(cluster, "clusters", cluster_name, "tls-server-name");
   out.insecure_skip_tls_verify =
       Bool(cluster, "clusters", cluster_name, "insecure-skip-tls-verify");

@@ -201,6 +201,10 @@ TEST_CASE("Malformed kubeconfigs name the file and the field") {
        "kubeconfig {}: clusters[\"c\"].server: missing"},
       {head + "clusters: [{name: c, cluster: {server: 'ftp://s'}}]\n",
        "kubeconfig {}: clusters[\"c\"].server: \"ftp://s\" is not an http(s) URL"},
+      {head + "clusters: [{name: c, cluster: {server: 'https:///'}}]\n",
+       "kubeconfig {}: clusters[\"c\"].server: \"https:///\" has no host"},
+      {head + "clusters: [{name: c, cluster: {server: 'http://'}}]\n",
+       "kubeconfig {}: clusters[\"c\"].server: \"http://\" has no host"},
       {head + "clusters: [{name: c, cluster: {server: 'https://s', certificate-authority: "
               "nope.crt}}]\n",
        "kubeconfig {}: clusters[\"c\"].certificate-authority: cannot read {dir}/nope.crt: No such "
