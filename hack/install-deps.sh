@@ -25,7 +25,7 @@ PACKAGES=(
   libbenchmark-dev
   clang-format
   clang-tidy
-  clang-14                 # webhook/fuzz/run.sh: libFuzzer target (also pulled in by clang-tidy)
+  clang-14                 # fuzz/run.sh: libFuzzer targets (also pulled in by clang-tidy)
   libclang-rt-14-dev       # libFuzzer, ASan and UBSan runtimes for clang-14
   openssl                  # certificates for the e2e control plane
   curl
