@@ -1,5 +1,6 @@
 #include "cli/migrate.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -55,6 +56,10 @@ class Deadline {
   bool expired() {
     std::lock_guard lock(mu_);
     return expired_ || std::chrono::steady_clock::now() >= at_;
+  }
+  std::chrono::steady_clock::duration remaining() {
+    std::lock_guard lock(mu_);
+    return std::max(at_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{});
   }
 
  private:
@@ -205,17 +210,18 @@ int WaitForMigration(const std::string& ns, const std::string& name,
       wo.resource_version = rv;
       wo.timeout = std::chrono::seconds(60);
       auto stream = client.Watch(kube::kVirtualMachineInstanceMigrations, ns, wo);
+      // The deadline forgets the stream before it is destroyed, however this block ends.
+      struct Unregister {
+        Deadline& deadline;
+        ~Unregister() { deadline.Watching(nullptr); }
+      } unregister{deadline};
       if (!deadline.Watching(stream.get())) break;
       while (auto ev = stream->Next()) {
         if (ev->type == "ERROR") {
-          // The event's object is a metav1.Status. 410 Gone: our resourceVersion is too
-          // old, re-read and watch again. Anything else counts as a failure below (backed
-          // off, at most 5 in a row), not as a reason to re-watch at once.
-          kube::KubeError err = kube::ErrorFromWatchEvent(
-              ev->object, "watch virtualmachineinstancemigration " + name);
-          if (err.kind() != kube::ErrorKind::kGone) throw err;
-          rv.clear();
-          break;
+          // The event's object is a metav1.Status, settled below like any failed call
+          // (a 410 re-reads and watches again).
+          throw kube::ErrorFromWatchEvent(ev->object,
+                                          "watch virtualmachineinstancemigration " + name);
         }
         const auto& obj = ev->object;
         if (obj.contains("metadata")) {
@@ -224,7 +230,6 @@ int WaitForMigration(const std::string& ns, const std::string& name,
         }
         if (ev->type == "BOOKMARK") continue;
         if (ev->type == "DELETED") {
-          deadline.Watching(nullptr);
           io.err << "error: migration " << name << " was deleted\n";
           return 1;
         }
@@ -232,20 +237,34 @@ int WaitForMigration(const std::string& ns, const std::string& name,
         Report(last, seen, io);
         if (seen.phase == "Succeeded" || seen.phase == "Failed") break;
       }
-      deadline.Watching(nullptr);
       failures = 0;
     } catch (const kube::KubeError& e) {
-      deadline.Watching(nullptr);
-      if (e.kind() == kube::ErrorKind::kNotFound) {
-        io.err << "error: migration " << name << " was deleted\n";
-        return 1;
+      switch (kube::DispositionOf(e)) {
+        case kube::Disposition::kAbsent:
+          io.err << "error: migration " << name << " was deleted\n";
+          return 1;
+        case kube::Disposition::kRelist:
+          // Our resourceVersion is too old: re-read and watch from the fresh one, at once.
+          last = nullptr;
+          rv.clear();
+          continue;
+        case kube::Disposition::kTerminal:
+          io.err << FormatKubeError(e) << "\n";
+          return 1;
+        case kube::Disposition::kRetry:
+        case kube::Disposition::kReread:  // re-reading is what the retry does
+          break;
       }
-      if (!kube::IsRetryable(e.kind()) || ++failures > 5) {
+      if (++failures > 5) {
         io.err << FormatKubeError(e) << "\n";
         return 1;
       }
       last = nullptr;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200 * failures));
+      // Back off, and no earlier than the server asked (never past the deadline).
+      std::chrono::steady_clock::duration wait = std::chrono::milliseconds(200 * failures);
+      if (e.retry_after())
+        wait = std::max<std::chrono::steady_clock::duration>(wait, *e.retry_after());
+      std::this_thread::sleep_for(std::min(wait, deadline.remaining()));
     }
     if (seen.phase == "Succeeded") return 0;
     if (seen.phase == "Failed") {

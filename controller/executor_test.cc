@@ -311,15 +311,20 @@ TEST_CASE("An escaped pod is deleted by uid; a replacement of the same name is n
   }
 }
 
-TEST_CASE("API failures map to retry, re-plan or terminal") {
+TEST_CASE("API failures map to retry, re-plan or terminal, as kube::DispositionOf says") {
   auto [kind, outcome] = GENERATE(table<kube::ErrorKind, ExecOutcome>({
       {kube::ErrorKind::kUnavailable, ExecOutcome::kRetry},
       {kube::ErrorKind::kTimeout, ExecOutcome::kRetry},
       {kube::ErrorKind::kTransport, ExecOutcome::kRetry},
+      {kube::ErrorKind::kInternal, ExecOutcome::kRetry},
       {kube::ErrorKind::kConflict, ExecOutcome::kReplan},
       {kube::ErrorKind::kNotFound, ExecOutcome::kReplan},
+      {kube::ErrorKind::kGone, ExecOutcome::kReplan},
       {kube::ErrorKind::kInvalid, ExecOutcome::kTerminal},
       {kube::ErrorKind::kForbidden, ExecOutcome::kTerminal},
+      {kube::ErrorKind::kUnauthorized, ExecOutcome::kTerminal},
+      {kube::ErrorKind::kConfig, ExecOutcome::kTerminal},
+      {kube::ErrorKind::kTooLarge, ExecOutcome::kTerminal},
   }));
   CAPTURE(kube::ErrorKindName(kind));
   World w;
@@ -331,6 +336,22 @@ TEST_CASE("API failures map to retry, re-plan or terminal") {
   CHECK_FALSE(r.error.empty());
   CHECK(w.GetPod()["spec"].contains("schedulingGates"));
   CHECK_FALSE(w.GetVmim()["status"].contains("conditions"));
+}
+
+TEST_CASE("A 429's Retry-After is handed to the caller with the retry") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.client.FailNextWith(
+      kube::Verb::kPatch, 1,
+      kube::ErrorFromResponse(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests",
+          "message":"too many requests, please try again later"})",
+                              std::chrono::seconds(7), "patch pods"),
+      "pods");
+  ExecResult r = w.ReconcileOnce();
+  CHECK(r.outcome == ExecOutcome::kRetry);
+  CHECK(r.retry_after == std::chrono::seconds(7));
+  CHECK(w.GetPod()["spec"].contains("schedulingGates"));
 }
 
 TEST_CASE("Status is written only when the conditions changed") {

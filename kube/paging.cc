@@ -21,7 +21,8 @@ Json ListAll(KubeClient& client, const Resource& r, std::string_view ns, ListOpt
         page_opts.continue_token = next;
       }
     } catch (const KubeError& e) {
-      if (e.kind() == ErrorKind::kGone && !page_opts.continue_token.empty() && attempt == 0) {
+      if (DispositionOf(e) == Disposition::kRelist && !page_opts.continue_token.empty() &&
+          attempt == 0) {
         continue;
       }
       throw;

@@ -97,12 +97,14 @@ class RestWatch : public WatchStream {
     req.path = path;
     transport_->Decorate(req, cred_);
     int status = 0;
+    std::optional<std::chrono::seconds> retry_after;
     std::string error_body;
     std::optional<KubeError> stream_error;
     const size_t cap = transport_->options().max_response_bytes;
     LineFramer framer(cap);
     req.response_handler = [&](const httplib::Response& r) {
       status = r.status;
+      retry_after = RetryAfter(r);
       return true;
     };
     req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
@@ -115,7 +117,8 @@ class RestWatch : public WatchStream {
       try {
         framer.Feed(std::string_view(data, len), lines);
         std::vector<WatchEvent> events;
-        for (const std::string& l : lines) events.push_back(ParseWatchEvent(l, what_, omit_managed_fields_));
+        for (const std::string& l : lines)
+          events.push_back(ParseWatchEvent(l, what_, omit_managed_fields_));
         std::lock_guard<std::mutex> lock(mu_);
         for (WatchEvent& e : events) queue_.push_back(std::move(e));
         cv_.notify_all();
@@ -132,7 +135,6 @@ class RestWatch : public WatchStream {
     if (stream_error) return Finish(std::move(stream_error));
     if (status != 0 && status != 200) {
       if (status == 401) transport_->InvalidateCredential();
-      std::optional<std::chrono::seconds> retry_after;
       return Finish(ErrorFromResponse(status, error_body.empty() ? res.body : error_body,
                                       retry_after, what_));
     }
@@ -193,7 +195,7 @@ Json RestClient::Call(const std::string& method, const std::string& path, const 
     throw ErrorFromResponse(res.status, res.body, res.retry_after, what);
   }
   Json j = omit_managed_fields_at ? ParseOmittingManagedFields(res.body, *omit_managed_fields_at)
-                                 : Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+                                  : Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     throw KubeError(ErrorKind::kInternal,
                     fmt::format("{}: HTTP {} with a body that is not JSON ({} bytes)", what,

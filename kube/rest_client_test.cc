@@ -445,7 +445,8 @@ TEST_CASE("omit_managed_fields drops metadata.managedFields from listed and watc
   const std::string fields = R"("managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}])";
   s.srv.Get("/api/v1/pods", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[)"
-                    R"({"metadata":{"name":"a",)" + fields + R"(}}]})",
+                    R"({"metadata":{"name":"a",)" +
+                        fields + R"(}}]})",
                     "application/json");
   });
   ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":"6",)" +
@@ -504,6 +505,22 @@ TEST_CASE("HTTP 410 on a watch request surfaces as Gone") {
   CHECK(e.kind() == ErrorKind::kGone);
   CHECK(std::string(e.what()) ==
         "watch pods -n ns: HTTP 410 Gone: too old resource version: 5 (9)");
+}
+
+TEST_CASE("A 429 on a watch request keeps its Retry-After") {
+  TestServer s;
+  s.srv.Get("/api/v1/namespaces/ns/pods", [](const auto&, httplib::Response& res) {
+    res.status = 429;
+    res.set_header("Retry-After", "4");
+    res.set_content(R"({"kind":"Status","code":429,"reason":"TooManyRequests",)"
+                    R"("message":"too many requests, please try again later"})",
+                    "application/json");
+  });
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  KubeError e = Catch([&] { w->Next(); });
+  CHECK(e.kind() == ErrorKind::kUnavailable);
+  CHECK(e.retry_after() == std::chrono::seconds(4));
 }
 
 TEST_CASE("Cancel unblocks a watch waiting on a silent server") {

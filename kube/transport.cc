@@ -68,15 +68,6 @@ std::string Resolve(const std::string& host) {
   return buf;
 }
 
-std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res) {
-  if (!res.has_header("Retry-After")) return std::nullopt;
-  const std::string v = res.get_header_value("Retry-After");
-  int64_t secs = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
-  if (ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
-  return std::chrono::seconds(secs);
-}
-
 // Reaches ClientImpl's protected socket through a pointer to member (legal for
 // any ClientImpl object), so an idle connection can be probed before reuse.
 struct SocketAccess : httplib::ClientImpl {
@@ -93,6 +84,15 @@ bool PeerClosed(const httplib::ClientImpl& c) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res) {
+  if (!res.has_header("Retry-After")) return std::nullopt;
+  const std::string v = res.get_header_value("Retry-After");
+  int64_t secs = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
+  if (ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
+  return std::chrono::seconds(secs);
+}
 
 Transport::Transport(ClientConfig config, TransportOptions options)
     : config_(std::move(config)),

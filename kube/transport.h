@@ -38,6 +38,7 @@
 namespace httplib {
 class ClientImpl;
 struct Request;
+struct Response;
 }  // namespace httplib
 
 namespace kmt::kube {
@@ -57,6 +58,10 @@ struct HttpResponse {
   std::string body;
   std::optional<std::chrono::seconds> retry_after;
 };
+
+// The Retry-After header of an answer in seconds (client-go reads only that form, not an
+// HTTP date); nullopt when absent or not a non-negative integer.
+std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res);
 
 class Transport {
  public:
