@@ -345,5 +345,103 @@ TEST_CASE("--wait does not sleep a Retry-After past its deadline") {
   CHECK(err.str().rfind("error: timed out after 300ms waiting for migration m-1", 0) == 0);
 }
 
+// Answers the VMIM read with `get`, and each watch with `events` (then the end of the
+// stream): the shapes a confused proxy or a broken aggregated server could send.
+class OddAnswers : public kube::FakeClient {
+ public:
+  OddAnswers(json get, std::vector<kube::WatchEvent> events)
+      : get_(std::move(get)), events_(std::move(events)) {}
+  json Get(const kube::Resource&, std::string_view, std::string_view, std::string_view) override {
+    return get_;
+  }
+  std::unique_ptr<kube::WatchStream> Watch(const kube::Resource&, std::string_view,
+                                           const kube::WatchOptions&) override {
+    struct Stream : kube::WatchStream {
+      std::vector<kube::WatchEvent> events;
+      size_t next = 0;
+      std::optional<kube::WatchEvent> Next() override {
+        if (next == events.size()) return std::nullopt;
+        return events[next++];
+      }
+      void Cancel() override {}
+    };
+    auto stream = std::make_unique<Stream>();
+    stream->events = events_;
+    return stream;
+  }
+
+ private:
+  json get_;
+  std::vector<kube::WatchEvent> events_;
+};
+
+TEST_CASE("--wait reads odd VMIM answers and events as absent fields, never throwing") {
+  const kube::WatchEvent succeeded{"MODIFIED",
+                                   json::parse(R"({"status": {"phase": "Succeeded"}})")};
+  struct Row {
+    const char* get;
+    std::vector<kube::WatchEvent> events;
+    int rc;
+    std::string out;
+    std::string err;
+  };
+  const Row row = GENERATE_COPY(values<Row>({
+      {R"({"metadata": {"resourceVersion": 5}, "status": "Running"})",
+       {succeeded},
+       0,
+       "phase: Succeeded\n",
+       ""},
+      {R"([])", {succeeded}, 0, "phase: Succeeded\n", ""},
+      {R"(null)", {succeeded}, 0, "phase: Succeeded\n", ""},
+      {R"({"status": {"phase": 7, "conditions": "x"}})", {succeeded}, 0, "phase: Succeeded\n", ""},
+      {R"({"status": {"phase": "Running", "conditions": [
+          {"type": "addedNodeSelectorTermApplied", "status": true, "reason": 5, "message": null},
+          "x", null, [], {"type": 1}]}})",
+       {succeeded},
+       0,
+       "phase: Running\ncondition addedNodeSelectorTermApplied= (): \nphase: Succeeded\n",
+       ""},
+      {R"({"status": {"phase": "Running", "migrationState": "x"}})",
+       {{"MODIFIED", json::parse(R"({"metadata": "m", "status": {"phase": "Scheduling",
+            "migrationState": {"targetNode": ["w1"]}}})")},
+        {"BOOKMARK", json::parse(R"({"metadata": {"resourceVersion": {"v": 1}}})")},
+        {"MODIFIED", json::parse(R"({"metadata": [], "status": {"phase": "Failed",
+            "migrationState": {"failureReason": 7}}})")}},
+       1,
+       "phase: Running\nphase: Scheduling\nphase: Failed\n",
+       "error: migration m-1 failed: see 'kubectl migrate status '\n"},
+      {R"({"status": {"phase": "Running"}})",
+       {{"ERROR", json::parse(R"({"kind": "Status", "code": 403, "reason": "Forbidden",
+            "message": 5})")}},
+       1,
+       "phase: Running\n",
+       "error: watch virtualmachineinstancemigration m-1: HTTP 403 Forbidden: Forbidden\n"},
+  }));
+  CAPTURE(row.get);
+  OddAnswers client(json::parse(row.get), row.events);
+  std::ostringstream out, err;
+  int rc = -1;
+  REQUIRE_NOTHROW(
+      rc = WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), client, {out, err}));
+  CHECK(rc == row.rc);
+  CHECK(out.str() == row.out);
+  CHECK(err.str() == row.err);
+}
+
+TEST_CASE("FormatKubeError prints a Status of any shape") {
+  auto format = [](const char* status) {
+    return FormatKubeError(kube::ErrorFromStatus(403, json::parse(status), "create vmim"));
+  };
+  CHECK(format(R"({"kind": "Status", "reason": "Forbidden", "message": "no"})") ==
+        "Error from server (Forbidden): no");
+  CHECK(format(R"({"kind": "Status", "message": "no"})") == "Error from server: no");
+  CHECK(format(R"({"kind": "Status", "reason": 5, "message": "no"})") == "Error from server: no");
+  CHECK(format(R"({"kind": "Status", "reason": "Forbidden", "message": 5})") ==
+        "error: create vmim: HTTP 403 Forbidden: Forbidden");
+  CHECK(format(R"({"kind": "Status", "reason": "Forbidden", "message": null})") ==
+        "error: create vmim: HTTP 403 Forbidden: Forbidden");
+  CHECK(format(R"(["no"])") == R"(error: create vmim: HTTP 403 Forbidden: ["no"])");
+}
+
 }  // namespace
 }  // namespace kmt::cli

@@ -2,6 +2,7 @@
 #include "controller/executor.h"
 
 #include "kube/error.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -58,7 +59,7 @@ nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& 
   } else {
     ops.push_back({{"op", "test"},
                    {"path", "/metadata/resourceVersion"},
-                   {"value", current["metadata"].value("resourceVersion", "")}});
+                   {"value", kube::StringAt(current, {"metadata", "resourceVersion"})}});
   }
   if (status != nullptr) {
     // `add` on an existing member replaces it (RFC 6902 section 4.1).

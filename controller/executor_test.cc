@@ -407,5 +407,40 @@ TEST_CASE("The status patch tests what it replaces") {
         json{{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", written}}}});
 }
 
+TEST_CASE("The status patch of an odd VMIM answer is a patch, never a throw or a crash") {
+  Plan plan;
+  plan.conditions = {{"a", "True", "R", "m", "", ""}};
+  struct Row {
+    const char* current;
+    std::string tested_rv;     // the guard when there is no conditions list
+    const char* replace_path;  // where the conditions are written
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({})", "", "/status"},
+      {R"({"metadata": null})", "", "/status"},
+      {R"({"metadata": []})", "", "/status"},
+      {R"({"metadata": "m"})", "", "/status"},
+      {R"({"metadata": {"resourceVersion": 42}})", "", "/status"},
+      {R"({"metadata": {"resourceVersion": null}, "status": {}})", "", "/status/conditions"},
+      {R"({"metadata": {"resourceVersion": "7"}, "status": {"conditions": "x"}})", "7",
+       "/status/conditions"},
+      {R"({"metadata": {"resourceVersion": "7"}, "status": "Running"})", "7", "/status"},
+      {R"({"metadata": {"resourceVersion": "7"}, "status": null})", "7", "/status"},
+      {R"([])", "", "/status"},
+      {R"([{"metadata": {"resourceVersion": "7"}}])", "", "/status"},
+      {R"("vmim")", "", "/status"},
+      {R"(null)", "", "/status"},
+  }));
+  CAPTURE(row.current);
+  const json current = json::parse(row.current);
+  json ops;
+  REQUIRE_NOTHROW(ops = Executor::StatusPatch(current, plan));
+  REQUIRE(ops.size() == 2);
+  CHECK(ops[0] ==
+        json{{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", row.tested_rv}});
+  CHECK(ops[1]["op"] == "add");
+  CHECK(ops[1]["path"] == row.replace_path);
+}
+
 }  // namespace
 }  // namespace kmt::controller

@@ -29,8 +29,11 @@ ErrorKind KindForStatus(int code, const nlohmann::json& status) {
     case 413:
       return ErrorKind::kInvalid;
     case 422:
-      if (status.is_object() && status.value("message", "") == kPatchNotApplicable) {
-        return ErrorKind::kConflict;
+      if (status.is_object()) {
+        const auto msg = status.find("message");
+        if (msg != status.end() && msg->is_string() && *msg == kPatchNotApplicable) {
+          return ErrorKind::kConflict;
+        }
       }
       return ErrorKind::kInvalid;
     case 401:
@@ -197,8 +200,15 @@ KubeError ErrorFromStatus(int http_status, const nlohmann::json& status, const s
 }
 
 KubeError ErrorFromWatchEvent(const nlohmann::json& object, const std::string& what) {
-  const int code = object.is_object() ? object.value("code", 0) : 0;
-  return ErrorFromStatus(code == 0 ? 500 : code, object, what);
+  // An HTTP status code, or 500 when the event has none (or not as a number of 100..599).
+  int code = 500;
+  if (object.is_object()) {
+    const auto c = object.find("code");
+    if (c != object.end() && c->is_number_integer() && *c >= 100 && *c <= 599) {
+      code = c->get<int>();
+    }
+  }
+  return ErrorFromStatus(code, object, what);
 }
 
 }  // namespace kmt::kube

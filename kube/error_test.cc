@@ -188,5 +188,39 @@ TEST_CASE("A parsed Status and a watch ERROR event map as the same answer over H
   CHECK(std::string(odd.what()) == R"(watch pods: HTTP 500 Unavailable: {"x":1})");
 }
 
+TEST_CASE("Statuses of odd shapes give an error value, never an exception") {
+  struct Row {
+    const char* json;
+    int code;  // what the event's code reads as
+    ErrorKind kind;
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({"kind":"Status","code":"410","message":"too old"})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":410.5,"message":"too old"})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":-1,"message":"x"})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":null})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":[410]})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":422,"message":5})", 422, ErrorKind::kInvalid},
+      {R"({"kind":"Status","code":422,"message":null,"reason":7})", 422, ErrorKind::kInvalid},
+      {R"({"kind":"Status","code":429,"details":"x"})", 429, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":"3"}})", 429,
+       ErrorKind::kUnavailable},
+      {R"({"kind":5,"code":404,"message":"gone"})", 404, ErrorKind::kNotFound},
+      {R"(["Status"])", 500, ErrorKind::kUnavailable},
+      {R"("Status")", 500, ErrorKind::kUnavailable},
+      {R"(null)", 500, ErrorKind::kUnavailable},
+  }));
+  CAPTURE(row.json);
+  const nlohmann::json j = nlohmann::json::parse(row.json);
+  const KubeError event = ErrorFromWatchEvent(j, "watch pods");
+  CHECK(event.http_status() == row.code);
+  CHECK(event.kind() == row.kind);
+  CHECK_FALSE(event.retry_after().has_value());
+  // The same bodies over HTTP.
+  const KubeError http = ErrorFromResponse(row.code, j.dump(), std::nullopt, "get pods");
+  CHECK(http.kind() == row.kind);
+  CHECK(std::string(http.what()).rfind("get pods: HTTP ", 0) == 0);
+}
+
 }  // namespace
 }  // namespace kmt::kube

@@ -181,14 +181,24 @@ ExecConfig ReadExec(const Named& user, const std::string& name) {
   if (c.command.find('/') != std::string::npos) c.command = Resolve(*user.file, c.command);
   if (const YAML::Node args = e["args"]; args && !args.IsNull()) {
     if (!args.IsSequence()) ConfigError(where + ".args: must be a list");
-    for (const auto& a : args) c.args.push_back(a.as<std::string>());
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].IsScalar()) ConfigError(fmt::format("{}.args[{}]: must be a string", where, i));
+      c.args.push_back(args[i].as<std::string>());
+    }
   }
   if (const YAML::Node env = e["env"]; env && !env.IsNull()) {
     if (!env.IsSequence()) ConfigError(where + ".env: must be a list");
-    for (const auto& kv : env) {
-      if (!kv.IsMap() || !kv["name"]) ConfigError(where + ".env: each entry needs a name");
+    for (size_t i = 0; i < env.size(); ++i) {
+      const YAML::Node kv = env[i];
+      if (!kv.IsMap() || !kv["name"] || !kv["name"].IsScalar()) {
+        ConfigError(fmt::format("{}.env[{}].name: must be a string", where, i));
+      }
+      const YAML::Node value = kv["value"];
+      if (value && !value.IsNull() && !value.IsScalar()) {
+        ConfigError(fmt::format("{}.env[{}].value: must be a string", where, i));
+      }
       c.env.emplace_back(kv["name"].as<std::string>(),
-                         kv["value"] ? kv["value"].as<std::string>() : "");
+                         value && value.IsScalar() ? value.as<std::string>() : "");
     }
   }
   if (e["provideClusterInfo"]) c.provide_cluster_info = e["provideClusterInfo"].as<bool>(false);

@@ -540,6 +540,47 @@ TEST_CASE("Cancel unblocks a watch waiting on a silent server") {
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
 }
 
+TEST_CASE("A server URL with an odd host or port is a config error, not an exception") {
+  struct Row {
+    const char* server;
+    const char* why;
+  };
+  const Row row = GENERATE(values<Row>({
+      {"https://127.0.0.1:abc", "port \"abc\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:", "port \"\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:99999999999", "port \"99999999999\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:0", "port \"0\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:-443", "port \"-443\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:6443x/", "port \"6443x\" is not a number from 1 to 65535"},
+      {"https://[::1:6443", "unterminated [IPv6 address]"},
+      {"https://[::1]6443", "unexpected text after the [IPv6 address]"},
+      {"https://[::1]:x", "port \"x\" is not a number from 1 to 65535"},
+      {"https://:6443", "no host"},
+      {"https://", "no host"},
+  }));
+  CAPTURE(row.server);
+  ClientConfig c;
+  c.server = row.server;
+  c.source = "test";
+  KubeError e = Catch([&] { RestClient client(c); });
+  CHECK(e.kind() == ErrorKind::kConfig);
+  CHECK(std::string(e.what()) == "test: server \"" + std::string(row.server) + "\": " + row.why);
+}
+
+TEST_CASE("Server URLs with a port, with or without a trailing slash, reach the server") {
+  TestServer s;
+  s.srv.Get("/api/v1/namespaces/ns/pods/a", [](const auto&, httplib::Response& res) {
+    res.set_content(kPodJson, "application/json");
+  });
+  for (const std::string& server : {s.Url(), s.Url() + "/"}) {
+    CAPTURE(server);
+    ClientConfig c = s.Config();
+    c.server = server;
+    RestClient client(c);
+    CHECK(client.Get(kPods, "ns", "a")["kind"] == "Pod");
+  }
+}
+
 TEST_CASE("QueryString") {
   CHECK(QueryString({}) == "");
   CHECK(QueryString({{"a", "x y"}, {"b", "1"}}) == "?a=x%20y&b=1");

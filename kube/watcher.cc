@@ -6,19 +6,9 @@
 #include <algorithm>
 
 #include "kube/paths.h"
+#include "kube/reads.h"
 
 namespace kmt::kube {
-namespace {
-
-std::string ResourceVersionOf(const Json& obj) {
-  if (!obj.is_object()) return "";
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return "";
-  auto rv = m->find("resourceVersion");
-  return rv != m->end() && rv->is_string() ? rv->get<std::string>() : "";
-}
-
-}  // namespace
 
 const char* WatcherStateName(Watcher::State state) {
   switch (state) {
@@ -149,10 +139,9 @@ WatcherStep Watcher::StepList() {
   step.events.reserve(items.size() + 1);
   for (Json& item : items) step.events.push_back({WatcherEventType::kInitApply, std::move(item)});
   items = Json();
-  const Json meta = page.value("metadata", Json::object());
-  continue_token_ = meta.is_object() ? meta.value("continue", "") : "";
+  continue_token_ = StringAt(page, {"metadata", "continue"});
   if (continue_token_.empty()) {
-    resource_version_ = meta.is_object() ? meta.value("resourceVersion", "") : "";
+    resource_version_ = StringAt(page, {"metadata", "resourceVersion"});
     state_ = State::kInitListed;
     step.events.push_back({WatcherEventType::kInitDone, nullptr});
   }
@@ -229,7 +218,7 @@ WatcherStep Watcher::StepWatch() {
          State::kInitListed);
     return step;
   }
-  std::string rv = ResourceVersionOf(ev->object);
+  std::string rv = StringAt(ev->object, {"metadata", "resourceVersion"});
   if (rv.empty()) {
     Fail(step,
          KubeError(ErrorKind::kInternal,

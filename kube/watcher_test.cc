@@ -403,6 +403,44 @@ TEST_CASE("A 429 or 5xx's Retry-After stretches the backoff, capped at max_backo
   CHECK(h.sleeps == std::vector<ms>{ms(5000), ms(30000), ms(3200)});
 }
 
+// A server whose LIST answers `page`, whatever it is.
+class OddLists : public FakeClient {
+ public:
+  explicit OddLists(Json page) : page_(std::move(page)) {}
+  Json List(const Resource&, std::string_view, const ListOptions&) override { return page_; }
+
+ private:
+  Json page_;
+};
+
+TEST_CASE("A list page with odd metadata is read leniently, never thrown") {
+  struct Row {
+    const char* page;
+    std::string rv;  // the resourceVersion the list ends at
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({"items": [], "metadata": {"resourceVersion": "12", "continue": 5}})", "12"},
+      {R"({"items": [], "metadata": {"resourceVersion": 12}})", ""},
+      {R"({"items": [], "metadata": {"continue": null, "resourceVersion": "3"}})", "3"},
+      {R"({"items": [], "metadata": "x"})", ""},
+      {R"({"items": [], "metadata": []})", ""},
+      {R"({"items": [], "metadata": null})", ""},
+      {R"({"items": []})", ""},
+  }));
+  CAPTURE(row.page);
+  OddLists c(Json::parse(row.page));
+  WatcherConfig cfg;
+  cfg.resource = kPods;
+  Watcher w(c, cfg, [](std::chrono::milliseconds) {});
+  CHECK(Summary(w.Step()) == V{"Init"});
+  WatcherStep s;
+  REQUIRE_NOTHROW(s = w.Step());
+  CHECK_FALSE(s.error.has_value());
+  CHECK(Summary(s) == V{"InitDone"});
+  CHECK(w.state() == State::kInitListed);
+  CHECK(w.resource_version() == row.rv);
+}
+
 TEST_CASE("Cancel unblocks a Step waiting for events") {
   Harness h;
   Watcher w = h.Make();
