@@ -507,6 +507,92 @@ TEST_CASE("HTTP 410 on a watch request surfaces as Gone") {
         "watch pods -n ns: HTTP 410 Gone: too old resource version: 5 (9)");
 }
 
+// Serves a watch of `count` ADDED events of about 4 KiB each as fast as the client reads
+// them, counting the bytes the server managed to write.
+struct FloodServer {
+  static constexpr size_t kCount = 16384;  // 64 MiB: far more than the kernel buffers
+  FloodServer() {
+    s.srv.Get("/api/v1/namespaces/ns/pods", [this](const httplib::Request&,
+                                                   httplib::Response& res) {
+      res.set_chunked_content_provider("application/json", [this](size_t, httplib::DataSink& sink) {
+        if (next == kCount || s.stop) {
+          sink.done();
+          return true;
+        }
+        const std::string line = Line(next);
+        if (!sink.write(line.data(), line.size())) return false;
+        ++next;
+        written += line.size();
+        return true;
+      });
+    });
+  }
+  static std::string Line(size_t i) {
+    return R"({"type":"ADDED","object":{"metadata":{"name":"p)" + std::to_string(i) +
+           R"(","resourceVersion":")" + std::to_string(i + 6) + R"("},"pad":")" +
+           std::string(4000, 'x') + "\"}}\n";
+  }
+  static size_t Total() {
+    size_t n = 0;
+    for (size_t i = 0; i < kCount; ++i) n += Line(i).size();
+    return n;
+  }
+  // Waits until the server has not written anything for 300 ms (or wrote everything).
+  void WaitUntilStalled() {
+    size_t last = written;
+    int quiet = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (quiet < 3 && next < kCount && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const size_t now = written;
+      quiet = now == last ? quiet + 1 : 0;
+      last = now;
+    }
+  }
+  TestServer s;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> written{0};
+};
+
+TEST_CASE("A slow consumer holds the watch stream back instead of queuing all of it") {
+  FloodServer f;
+  TransportOptions o;
+  o.max_watch_queue_bytes = 64 << 10;
+  RestClient c(f.s.Config(), o);
+  auto w = c.Watch(kPods, "ns", From5());
+  REQUIRE(w->Next()->object["metadata"]["name"] == "p0");
+  f.WaitUntilStalled();
+  // The reader stopped reading: the server is stuck with what the queue (64 KiB) and
+  // the kernel's socket buffers hold, a small part of the stream.
+  const size_t total = FloodServer::Total();
+  CAPTURE(f.written.load(), total);
+  CHECK(f.written < total / 2);
+  // Nothing was dropped: the consumer catching up gets every event, in order.
+  size_t seen = 1;
+  while (auto e = w->Next()) {
+    if (e->object["metadata"]["name"] != "p" + std::to_string(seen)) {
+      FAIL_CHECK("event " << seen << " is " << e->object["metadata"]["name"]);
+      break;
+    }
+    ++seen;
+  }
+  CHECK(seen == FloodServer::kCount);
+}
+
+TEST_CASE("Cancel releases a watch reader waiting for room in its queue") {
+  FloodServer f;
+  TransportOptions o;
+  o.max_watch_queue_bytes = 64 << 10;
+  RestClient c(f.s.Config(), o);
+  auto w = c.Watch(kPods, "ns", From5());
+  f.WaitUntilStalled();
+  const auto t0 = std::chrono::steady_clock::now();
+  w->Cancel();
+  CHECK_FALSE(w->Next().has_value());
+  w.reset();  // joins the reader thread
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
 TEST_CASE("A 429 on a watch request keeps its Retry-After") {
   TestServer s;
   s.srv.Get("/api/v1/namespaces/ns/pods", [](const auto&, httplib::Response& res) {

@@ -50,6 +50,9 @@ struct TransportOptions {
   double qps = 50;  // client-go's defaults are 5/10; an operator needs more
   int burst = 100;
   size_t max_response_bytes = size_t{64} << 20;
+  // Events a watch reads ahead of its consumer, in bytes of their lines on the wire
+  // (kube/rest_client.h: beyond this the watch stops reading from the socket).
+  size_t max_watch_queue_bytes = size_t{1} << 20;
   size_t max_connections = 4;
 };
 
