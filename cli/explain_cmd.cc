@@ -23,10 +23,10 @@ using nlohmann::json;
 std::vector<json> Items(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
                         kube::ListOptions opts = {}) {
   opts.omit_managed_fields = true;  // projected for the explainer: never read
-  json list = kube::ListAll(client, r, ns, opts);
+  json list = kube::ListAll(client, r, ns, opts);  // items is an array
   std::vector<json> items;
-  if (list.contains("items") && list["items"].is_array()) {
-    for (auto& it : list["items"]) items.push_back(std::move(it));
+  for (auto& it : list["items"]) {
+    if (it.is_object()) items.push_back(std::move(it));
   }
   return items;
 }
@@ -38,14 +38,11 @@ std::vector<json> Items(kube::KubeClient& client, const kube::Resource& r, const
 // which is noted on `err`).
 std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::KubeClient& client,
                                                       const std::string& ns, std::ostream& err) {
-  const json& md = pod["metadata"];
-  if (!md.contains("labels") || !md["labels"].contains(std::string(api::kLabelMigrationJobUID))) {
+  if (kube::Member(pod, {"metadata", "labels", api::kLabelMigrationJobUID}) == nullptr) {
     return std::nullopt;
   }
-  std::string job;
-  if (md.contains("annotations") && md["annotations"].is_object()) {
-    job = md["annotations"].value(std::string(api::kAnnotationMigrationJobName), std::string());
-  }
+  const std::string job =
+      kube::StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
   std::optional<json> vmim;
   if (!job.empty()) vmim = kube::GetIfExists(client, kube::kVirtualMachineInstanceMigrations, ns, job);
   if (!vmim) {
@@ -66,11 +63,8 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
                Streams io) {
   try {
     json vmi = client.Get(kube::kVirtualMachineInstances, ns, vmi_name);
-    std::string uid = vmi["metadata"].value("uid", std::string());
-    std::string source_node;
-    if (vmi.contains("status") && vmi["status"].is_object()) {
-      source_node = vmi["status"].value("nodeName", std::string());
-    }
+    const std::string uid = kube::StringAt(vmi, {"metadata", "uid"});
+    const std::string source_node = kube::StringAt(vmi, {"status", "nodeName"});
     kube::ListOptions lo;
     lo.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
                         std::string(api::kLabelCreatedBy) + "=" + uid;
@@ -78,10 +72,8 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
     // The pod the VM runs in now: on the VMI's node and not finished.
     json* model = nullptr;
     for (auto& p : launchers) {
-      const json& spec = p.value("spec", json::object());
-      const json& status = p.value("status", json::object());
-      std::string phase = status.value("phase", std::string());
-      if (!source_node.empty() && spec.value("nodeName", std::string()) == source_node &&
+      const std::string phase = kube::StringAt(p, {"status", "phase"});
+      if (!source_node.empty() && kube::StringAt(p, {"spec", "nodeName"}) == source_node &&
           phase != "Succeeded" && phase != "Failed") {
         model = &p;
         break;

@@ -167,5 +167,69 @@ TEST_CASE("after a placed migration of a VM with no affinity of its own, no node
   CHECK(err.str().empty());
 }
 
+// Answers the VMI read and the pod list with whatever a test gives, nodes and bound
+// pods with nothing: the shapes a confused proxy or a broken aggregated server could send.
+class OddAnswers : public kube::FakeClient {
+ public:
+  OddAnswers(json vmi, json launchers) : vmi_(std::move(vmi)), launchers_(std::move(launchers)) {}
+  json Get(const kube::Resource& r, std::string_view ns, std::string_view name,
+           std::string_view sub) override {
+    if (r.resource == kube::kVirtualMachineInstances.resource) return vmi_;
+    return FakeClient::Get(r, ns, name, sub);
+  }
+  json List(const kube::Resource& r, std::string_view, const kube::ListOptions& o) override {
+    const bool launchers = r.resource == kube::kPods.resource && o.field_selector.empty();
+    return {{"kind", "List"}, {"items", launchers ? launchers_ : json::array()}};
+  }
+
+ private:
+  json vmi_;
+  json launchers_;
+};
+
+TEST_CASE("explain reads odd VMI and pod answers as absent fields, never throwing") {
+  const char* vmi_ok = R"({"metadata": {"uid": "u"}, "status": {"nodeName": "w1"}})";
+  const std::string no_model =
+      "error: virtualmachineinstance db-1 in namespace prod has no running virt-launcher pod to "
+      "model the migration target on\n";
+  const std::string no_node = "No node matches the request.\n";
+  struct Row {
+    const char* vmi;
+    const char* launchers;
+    std::string out;
+    std::string err;
+  };
+  const Row row = GENERATE_COPY(values<Row>({
+      {"[]", "[]", "", no_model},
+      {"null", "[]", "", no_model},
+      {R"({"metadata": {"uid": 5}, "status": {"nodeName": ["w1"]}})", "[]", "", no_model},
+      {R"({"metadata": "m", "status": "Running"})", "[]", "", no_model},
+      {vmi_ok, R"([{"metadata": {"name": "p"}, "spec": [], "status": "x"}])", "", no_model},
+      {vmi_ok, R"(["pod", null, 7, []])", "", no_model},
+      {vmi_ok, R"([{"metadata": {"name": "p"}, "spec": {"nodeName": "w1"}, "status": null}])",
+       no_node, ""},
+      {vmi_ok, R"([{"spec": {"nodeName": "w1"}}])", no_node, ""},
+      {vmi_ok,
+       R"([{"metadata": {"labels": "x", "annotations": []}, "spec": {"nodeName": "w1"},
+            "status": {"phase": 3}}])",
+       no_node, ""},
+      {vmi_ok,
+       R"([{"metadata": {"labels": {"kubevirt.io/migrationJobUID": "m1-uid"},
+                         "annotations": {"kubevirt.io/migrationJobName": 5}},
+            "spec": {"nodeName": "w1"}}])",
+       no_node,
+       "note: the VM's pod was created by migration <unknown>, which no longer exists; its node "
+       "affinity may still include that migration's request\n"},
+  }));
+  CAPTURE(row.vmi, row.launchers);
+  OddAnswers client(json::parse(row.vmi), json::parse(row.launchers));
+  std::ostringstream out, err;
+  int rc = 0;
+  REQUIRE_NOTHROW(rc = RunExplain("prod", "db-1", std::nullopt, client, {out, err}));
+  CHECK(rc == 1);
+  CHECK(out.str() == row.out);
+  CHECK(err.str() == row.err);
+}
+
 }  // namespace
 }  // namespace kmt::cli

@@ -1,5 +1,6 @@
 #include "cli/migrate.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -10,6 +11,7 @@
 #include "cli/duration.h"
 #include "cli/printer.h"
 #include "kube/error.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -56,6 +58,10 @@ class Deadline {
     std::lock_guard lock(mu_);
     return expired_ || std::chrono::steady_clock::now() >= at_;
   }
+  std::chrono::steady_clock::duration remaining() {
+    std::lock_guard lock(mu_);
+    return std::max(at_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{});
+  }
 
  private:
   std::chrono::steady_clock::time_point at_;
@@ -77,41 +83,35 @@ struct Seen {
   std::map<std::string, std::string> conditions;  // type → "status reason message"
 };
 
+// Reads tolerate any shape (kube/reads.h): a VMIM answer the plugin does not
+// understand reports nothing rather than throwing.
 void Report(const json& vmim, Seen& seen, Streams io) {
-  const json status = vmim.value("status", json::object());
-  std::string phase = status.value("phase", std::string());
+  std::string phase = kube::StringAt(vmim, {"status", "phase"});
   if (!phase.empty() && phase != seen.phase) {
     std::string line = "phase: " + phase;
-    if (status.contains("migrationState") && status["migrationState"].is_object()) {
-      const auto& ms = status["migrationState"];
-      std::string target = ms.value("targetNode", std::string());
-      if (!target.empty()) line += " (target node " + target + ")";
-    }
+    std::string target = kube::StringAt(vmim, {"status", "migrationState", "targetNode"});
+    if (!target.empty()) line += " (target node " + target + ")";
     io.out << line << "\n";
     seen.phase = phase;
   }
-  if (status.contains("conditions") && status["conditions"].is_array()) {
-    for (const auto& c : status["conditions"]) {
-      if (!c.is_object()) continue;
-      std::string type = c.value("type", std::string());
-      if (!IsOperatorCondition(type)) continue;
-      std::string text = c.value("status", std::string()) + " " + c.value("reason", std::string()) +
-                         " " + c.value("message", std::string());
-      if (seen.conditions[type] == text) continue;
-      seen.conditions[type] = text;
-      io.out << "condition " << type << "=" << c.value("status", std::string()) << " ("
-             << c.value("reason", std::string()) << "): " << c.value("message", std::string())
-             << "\n";
-    }
+  const json* conditions = kube::Member(vmim, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return;
+  for (const auto& c : *conditions) {
+    std::string type = kube::StringAt(c, {"type"});
+    if (!IsOperatorCondition(type)) continue;
+    const std::string status = kube::StringAt(c, {"status"});
+    const std::string reason = kube::StringAt(c, {"reason"});
+    const std::string message = kube::StringAt(c, {"message"});
+    std::string text = status + " " + reason + " " + message;
+    if (seen.conditions[type] == text) continue;
+    seen.conditions[type] = text;
+    io.out << "condition " << type << "=" << status << " (" << reason << "): " << message << "\n";
   }
 }
 
 std::string FailureReason(const json& vmim, const Seen& seen) {
-  const json status = vmim.value("status", json::object());
-  if (status.contains("migrationState") && status["migrationState"].is_object()) {
-    std::string r = status["migrationState"].value("failureReason", std::string());
-    if (!r.empty()) return r;
-  }
+  std::string r = kube::StringAt(vmim, {"status", "migrationState", "failureReason"});
+  if (!r.empty()) return r;
   auto it = seen.conditions.find(std::string(api::kConditionTargetPodUnschedulable));
   if (it != seen.conditions.end() && it->second.rfind("True", 0) == 0) {
     return "target pod unschedulable: " + it->second.substr(5);
@@ -120,11 +120,7 @@ std::string FailureReason(const json& vmim, const Seen& seen) {
   if (it != seen.conditions.end() && it->second.rfind("False", 0) == 0) {
     return "added node selector term not applied: " + it->second.substr(6);
   }
-  std::string name;
-  if (vmim.contains("metadata") && vmim["metadata"].is_object()) {
-    name = vmim["metadata"].value("name", std::string());
-  }
-  return "see 'kubectl migrate status " + name + "'";
+  return "see 'kubectl migrate status " + kube::StringAt(vmim, {"metadata", "name"}) + "'";
 }
 
 }  // namespace
@@ -144,9 +140,9 @@ json BuildMigration(const std::string& ns, const std::string& vmi,
 
 std::string FormatKubeError(const kube::KubeError& e) {
   const json& st = e.status();
-  if (st.is_object() && st.contains("message")) {
-    std::string reason = st.value("reason", std::string());
-    std::string message = st.value("message", std::string(e.what()));
+  if (const json* m = kube::Member(st, {"message"}); m != nullptr && m->is_string()) {
+    const std::string reason = kube::StringAt(st, {"reason"});
+    const std::string& message = m->get_ref<const std::string&>();
     if (reason.empty()) return "Error from server: " + message;
     return "Error from server (" + reason + "): " + message;
   }
@@ -175,9 +171,9 @@ int RunMigrate(const Invocation& inv, const std::string& ns, const api::NodeSele
   io.out << Render(created, inv.output, "created",
                    inv.dry_run == DryRun::kServer ? " (server dry run)" : "");
   if (!inv.wait) return 0;
-  const json& md = created["metadata"];
-  return WaitForMigration(ns, md.value("name", std::string()),
-                          md.value("resourceVersion", std::string()), inv.timeout, client, io);
+  return WaitForMigration(ns, kube::StringAt(created, {"metadata", "name"}),
+                          kube::StringAt(created, {"metadata", "resourceVersion"}), inv.timeout,
+                          client, io);
 }
 
 int WaitForMigration(const std::string& ns, const std::string& name,
@@ -192,7 +188,7 @@ int WaitForMigration(const std::string& ns, const std::string& name,
     try {
       if (rv.empty() || last.is_null()) {
         last = client.Get(kube::kVirtualMachineInstanceMigrations, ns, name);
-        rv = last["metadata"].value("resourceVersion", std::string());
+        rv = kube::StringAt(last, {"metadata", "resourceVersion"});
         Report(last, seen, io);
       }
       if (seen.phase == "Succeeded") return 0;
@@ -205,26 +201,26 @@ int WaitForMigration(const std::string& ns, const std::string& name,
       wo.resource_version = rv;
       wo.timeout = std::chrono::seconds(60);
       auto stream = client.Watch(kube::kVirtualMachineInstanceMigrations, ns, wo);
+      // The deadline forgets the stream before it is destroyed, however this block ends.
+      struct Unregister {
+        Deadline& deadline;
+        ~Unregister() { deadline.Watching(nullptr); }
+      } unregister{deadline};
       if (!deadline.Watching(stream.get())) break;
       while (auto ev = stream->Next()) {
         if (ev->type == "ERROR") {
-          // The event's object is a metav1.Status. 410 Gone: our resourceVersion is too
-          // old, re-read and watch again. Anything else counts as a failure below (backed
-          // off, at most 5 in a row), not as a reason to re-watch at once.
-          kube::KubeError err = kube::ErrorFromWatchEvent(
-              ev->object, "watch virtualmachineinstancemigration " + name);
-          if (err.kind() != kube::ErrorKind::kGone) throw err;
-          rv.clear();
-          break;
+          // The event's object is a metav1.Status, settled below like any failed call
+          // (a 410 re-reads and watches again).
+          throw kube::ErrorFromWatchEvent(ev->object,
+                                          "watch virtualmachineinstancemigration " + name);
         }
         const auto& obj = ev->object;
-        if (obj.contains("metadata")) {
-          std::string new_rv = obj["metadata"].value("resourceVersion", std::string());
-          if (!new_rv.empty()) rv = new_rv;
+        if (std::string new_rv = kube::StringAt(obj, {"metadata", "resourceVersion"});
+            !new_rv.empty()) {
+          rv = std::move(new_rv);
         }
         if (ev->type == "BOOKMARK") continue;
         if (ev->type == "DELETED") {
-          deadline.Watching(nullptr);
           io.err << "error: migration " << name << " was deleted\n";
           return 1;
         }
@@ -232,20 +228,34 @@ int WaitForMigration(const std::string& ns, const std::string& name,
         Report(last, seen, io);
         if (seen.phase == "Succeeded" || seen.phase == "Failed") break;
       }
-      deadline.Watching(nullptr);
       failures = 0;
     } catch (const kube::KubeError& e) {
-      deadline.Watching(nullptr);
-      if (e.kind() == kube::ErrorKind::kNotFound) {
-        io.err << "error: migration " << name << " was deleted\n";
-        return 1;
+      switch (kube::DispositionOf(e)) {
+        case kube::Disposition::kAbsent:
+          io.err << "error: migration " << name << " was deleted\n";
+          return 1;
+        case kube::Disposition::kRelist:
+          // Our resourceVersion is too old: re-read and watch from the fresh one, at once.
+          last = nullptr;
+          rv.clear();
+          continue;
+        case kube::Disposition::kTerminal:
+          io.err << FormatKubeError(e) << "\n";
+          return 1;
+        case kube::Disposition::kRetry:
+        case kube::Disposition::kReread:  // re-reading is what the retry does
+          break;
       }
-      if (!kube::IsRetryable(e.kind()) || ++failures > 5) {
+      if (++failures > 5) {
         io.err << FormatKubeError(e) << "\n";
         return 1;
       }
       last = nullptr;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200 * failures));
+      // Back off, and no earlier than the server asked (never past the deadline).
+      std::chrono::steady_clock::duration wait = std::chrono::milliseconds(200 * failures);
+      if (e.retry_after())
+        wait = std::max<std::chrono::steady_clock::duration>(wait, *e.retry_after());
+      std::this_thread::sleep_for(std::min(wait, deadline.remaining()));
     }
     if (seen.phase == "Succeeded") return 0;
     if (seen.phase == "Failed") {

@@ -1,7 +1,10 @@
 #include "cli/migrate.h"
 
+#include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -133,8 +136,8 @@ TEST_CASE("--wait follows phases and conditions to success") {
     while (fake.Count(kube::kVirtualMachineInstanceMigrations) == 0 || fake.OpenWatchCount() == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::string name = fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]
-                           ["metadata"]["name"];
+    std::string name =
+        fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]["metadata"]["name"];
     json applied = {{"type", "addedNodeSelectorTermApplied"},
                     {"status", "True"},
                     {"reason", "TermApplied"},
@@ -174,8 +177,8 @@ TEST_CASE("--wait exits 1 with the reason when the migration fails") {
     while (fake.Count(kube::kVirtualMachineInstanceMigrations) == 0 || fake.OpenWatchCount() == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::string name = fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]
-                           ["metadata"]["name"];
+    std::string name =
+        fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]["metadata"]["name"];
     json unsched = {{"type", "targetPodUnschedulable"},
                     {"status", "True"},
                     {"reason", "Unschedulable"},
@@ -231,7 +234,8 @@ class ErroringWatches : public kube::FakeClient {
   json status_;
 };
 
-TEST_CASE("--wait stops on a watch ERROR that is not 410 instead of re-watching until the timeout") {
+TEST_CASE(
+    "--wait stops on a watch ERROR that is not 410 instead of re-watching until the timeout") {
   ErroringWatches fake(json::parse(R"({"kind": "Status", "apiVersion": "v1", "status": "Failure",
       "code": 403, "reason": "Forbidden", "message": "watch is not allowed"})"));
   AddVmi(fake, "prod", "db-1");
@@ -245,6 +249,198 @@ TEST_CASE("--wait stops on a watch ERROR that is not 410 instead of re-watching 
   CHECK(fake.watches == 1);
   CAPTURE(err.str());
   CHECK(err.str().find("watch is not allowed") != std::string::npos);
+}
+
+// A running VMIM "m-1" that virt-controller finishes (phase Succeeded) when the plugin
+// first tries to watch it, whatever that watch then answers. Records the plugin's own
+// calls (verb, time), not those finishing the migration.
+struct RunningMigration {
+  explicit RunningMigration(kube::FakeClient& fake) {
+    json created = fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
+                               json{{"apiVersion", "kubevirt.io/v1"},
+                                    {"kind", "VirtualMachineInstanceMigration"},
+                                    {"metadata", {{"name", "m-1"}, {"namespace", "prod"}}},
+                                    {"spec", {{"vmiName", "db-1"}}}});
+    Advance(fake, "prod", "m-1", {json{{"phase", "Running"}}});
+    fake.SetCallHook([this, &fake](const kube::FakeCall& c) {
+      if (finishing) return;
+      {
+        std::lock_guard lock(mu);
+        calls.emplace_back(c.verb, std::chrono::steady_clock::now());
+      }
+      if (c.verb == kube::Verb::kWatch && !finished) {
+        finishing = finished = true;
+        Advance(fake, "prod", "m-1", {json{{"phase", "Succeeded"}}});
+        finishing = false;
+      }
+    });
+  }
+  std::mutex mu;
+  std::vector<std::pair<kube::Verb, std::chrono::steady_clock::time_point>> calls;
+  bool finishing = false;  // the plugin's client calls all run on the test's thread
+  bool finished = false;
+};
+
+TEST_CASE("--wait settles a failed call by its disposition: retried, re-read or final") {
+  struct Row {
+    const char* what;
+    kube::KubeError error;
+    int rc;
+  };
+  const Row row = GENERATE(values<Row>({
+      {"503: retried", kube::ErrorFromResponse(503, "", std::nullopt, "watch"), 0},
+      {"a malformed event (Internal): retried",
+       kube::KubeError(kube::ErrorKind::kInternal, "watch: malformed watch event"), 0},
+      {"a broken connection: retried", kube::KubeError(kube::ErrorKind::kTransport, "watch: EOF"),
+       0},
+      {"HTTP 410 on the watch request: re-read",
+       kube::ErrorFromResponse(410,
+                               R"({"kind":"Status","code":410,"reason":"Expired",)"
+                               R"("message":"too old resource version"})",
+                               std::nullopt, "watch"),
+       0},
+      {"403: final", kube::ErrorFromResponse(403, "", std::nullopt, "watch"), 1},
+      {"404: deleted", kube::ErrorFromResponse(404, "", std::nullopt, "watch"), 1},
+  }));
+  CAPTURE(row.what);
+  kube::FakeClient fake;
+  RunningMigration m(fake);
+  fake.FailNextWith(kube::Verb::kWatch, 1, row.error);
+  std::ostringstream out, err;
+  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}) == row.rc);
+  CAPTURE(err.str());
+  if (row.rc == 0) CHECK(out.str() == "phase: Running\nphase: Succeeded\n");
+  if (row.rc == 1) CHECK_FALSE(err.str().empty());
+}
+
+TEST_CASE("--wait retries a 429 no earlier than its Retry-After") {
+  kube::FakeClient fake;
+  RunningMigration m(fake);
+  fake.FailNextWith(
+      kube::Verb::kWatch, 1,
+      kube::ErrorFromResponse(429,
+                              R"({"kind":"Status","code":429,"reason":"TooManyRequests",)"
+                              R"("message":"too many requests, please try again later"})",
+                              std::chrono::seconds(1), "watch"));
+  std::ostringstream out, err;
+  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}) == 0);
+  std::lock_guard lock(m.mu);
+  REQUIRE(m.calls.size() == 3);
+  CHECK(m.calls[0].first == kube::Verb::kGet);
+  CHECK(m.calls[1].first == kube::Verb::kWatch);  // refused: 429, Retry-After: 1
+  CHECK(m.calls[2].first == kube::Verb::kGet);    // the retry re-reads
+  CHECK(m.calls[2].second - m.calls[1].second >= std::chrono::seconds(1));
+}
+
+TEST_CASE("--wait does not sleep a Retry-After past its deadline") {
+  kube::FakeClient fake;
+  RunningMigration m(fake);
+  m.finished = true;  // it never finishes
+  fake.FailNextWith(kube::Verb::kWatch, 1,
+                    kube::ErrorFromResponse(503, "", std::chrono::seconds(3600), "watch"));
+  std::ostringstream out, err;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::milliseconds(300), fake, {out, err}) == 1);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(err.str().rfind("error: timed out after 300ms waiting for migration m-1", 0) == 0);
+}
+
+// Answers the VMIM read with `get`, and each watch with `events` (then the end of the
+// stream): the shapes a confused proxy or a broken aggregated server could send.
+class OddAnswers : public kube::FakeClient {
+ public:
+  OddAnswers(json get, std::vector<kube::WatchEvent> events)
+      : get_(std::move(get)), events_(std::move(events)) {}
+  json Get(const kube::Resource&, std::string_view, std::string_view, std::string_view) override {
+    return get_;
+  }
+  std::unique_ptr<kube::WatchStream> Watch(const kube::Resource&, std::string_view,
+                                           const kube::WatchOptions&) override {
+    struct Stream : kube::WatchStream {
+      std::vector<kube::WatchEvent> events;
+      size_t next = 0;
+      std::optional<kube::WatchEvent> Next() override {
+        if (next == events.size()) return std::nullopt;
+        return events[next++];
+      }
+      void Cancel() override {}
+    };
+    auto stream = std::make_unique<Stream>();
+    stream->events = events_;
+    return stream;
+  }
+
+ private:
+  json get_;
+  std::vector<kube::WatchEvent> events_;
+};
+
+TEST_CASE("--wait reads odd VMIM answers and events as absent fields, never throwing") {
+  const kube::WatchEvent succeeded{"MODIFIED",
+                                   json::parse(R"({"status": {"phase": "Succeeded"}})")};
+  struct Row {
+    const char* get;
+    std::vector<kube::WatchEvent> events;
+    int rc;
+    std::string out;
+    std::string err;
+  };
+  const Row row = GENERATE_COPY(values<Row>({
+      {R"({"metadata": {"resourceVersion": 5}, "status": "Running"})",
+       {succeeded},
+       0,
+       "phase: Succeeded\n",
+       ""},
+      {R"([])", {succeeded}, 0, "phase: Succeeded\n", ""},
+      {R"(null)", {succeeded}, 0, "phase: Succeeded\n", ""},
+      {R"({"status": {"phase": 7, "conditions": "x"}})", {succeeded}, 0, "phase: Succeeded\n", ""},
+      {R"({"status": {"phase": "Running", "conditions": [
+          {"type": "addedNodeSelectorTermApplied", "status": true, "reason": 5, "message": null},
+          "x", null, [], {"type": 1}]}})",
+       {succeeded},
+       0,
+       "phase: Running\ncondition addedNodeSelectorTermApplied= (): \nphase: Succeeded\n",
+       ""},
+      {R"({"status": {"phase": "Running", "migrationState": "x"}})",
+       {{"MODIFIED", json::parse(R"({"metadata": "m", "status": {"phase": "Scheduling",
+            "migrationState": {"targetNode": ["w1"]}}})")},
+        {"BOOKMARK", json::parse(R"({"metadata": {"resourceVersion": {"v": 1}}})")},
+        {"MODIFIED", json::parse(R"({"metadata": [], "status": {"phase": "Failed",
+            "migrationState": {"failureReason": 7}}})")}},
+       1,
+       "phase: Running\nphase: Scheduling\nphase: Failed\n",
+       "error: migration m-1 failed: see 'kubectl migrate status '\n"},
+      {R"({"status": {"phase": "Running"}})",
+       {{"ERROR", json::parse(R"({"kind": "Status", "code": 403, "reason": "Forbidden",
+            "message": 5})")}},
+       1,
+       "phase: Running\n",
+       "error: watch virtualmachineinstancemigration m-1: HTTP 403 Forbidden: Forbidden\n"},
+  }));
+  CAPTURE(row.get);
+  OddAnswers client(json::parse(row.get), row.events);
+  std::ostringstream out, err;
+  int rc = -1;
+  REQUIRE_NOTHROW(
+      rc = WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), client, {out, err}));
+  CHECK(rc == row.rc);
+  CHECK(out.str() == row.out);
+  CHECK(err.str() == row.err);
+}
+
+TEST_CASE("FormatKubeError prints a Status of any shape") {
+  auto format = [](const char* status) {
+    return FormatKubeError(kube::ErrorFromStatus(403, json::parse(status), "create vmim"));
+  };
+  CHECK(format(R"({"kind": "Status", "reason": "Forbidden", "message": "no"})") ==
+        "Error from server (Forbidden): no");
+  CHECK(format(R"({"kind": "Status", "message": "no"})") == "Error from server: no");
+  CHECK(format(R"({"kind": "Status", "reason": 5, "message": "no"})") == "Error from server: no");
+  CHECK(format(R"({"kind": "Status", "reason": "Forbidden", "message": 5})") ==
+        "error: create vmim: HTTP 403 Forbidden: Forbidden");
+  CHECK(format(R"({"kind": "Status", "reason": "Forbidden", "message": null})") ==
+        "error: create vmim: HTTP 403 Forbidden: Forbidden");
+  CHECK(format(R"(["no"])") == R"(error: create vmim: HTTP 403 Forbidden: ["no"])");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "controller/reconcile.h"
+#include "kube/error.h"
 
 namespace kmt::controller {
 
@@ -81,7 +82,7 @@ ReconcileResult Controller::RunOne(const std::string& key) {
 }
 
 void Controller::Settle(const std::string& key, ReconcileResult result,
-                        std::optional<Duration> after) {
+                        std::optional<Duration> after, std::optional<Duration> not_before) {
   switch (result) {
     case ReconcileResult::kSuccess:
       queue_.Forget(key);
@@ -92,7 +93,11 @@ void Controller::Settle(const std::string& key, ReconcileResult result,
       break;
     case ReconcileResult::kRequeue:
     case ReconcileResult::kError:
-      queue_.AddRateLimited(key);
+      if (not_before) {
+        queue_.AddRateLimited(key, *not_before);
+      } else {
+        queue_.AddRateLimited(key);
+      }
       break;
   }
 }
@@ -151,7 +156,7 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
         return ReconcileResult::kRequeue;
       case ExecOutcome::kRetry:
         log_.Error("Failed to reconcile", {{"vmim", key}, {"error", done.error}});
-        Settle(key, ReconcileResult::kError, std::nullopt);
+        Settle(key, ReconcileResult::kError, std::nullopt, done.retry_after);
         return ReconcileResult::kError;
       case ExecOutcome::kTerminal:
         log_.Error("Failed to reconcile, not retrying", {{"vmim", key}, {"error", done.error}});
@@ -159,8 +164,14 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
         queue_.Forget(key);
         return ReconcileResult::kError;
     }
+  } catch (const kube::KubeError& e) {
+    // A failed API read: retry with backoff (and after the server's Retry-After). A read
+    // has no plan to re-read or to give up on: whatever its disposition, try again.
+    log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
+    Settle(key, ReconcileResult::kError, std::nullopt, e.retry_after());
+    return ReconcileResult::kError;
   } catch (const std::exception& e) {
-    // A failed cache/API read or an unexpected error: retry with backoff.
+    // An unexpected error: retry with backoff.
     log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
     Settle(key, ReconcileResult::kError, std::nullopt);
     return ReconcileResult::kError;

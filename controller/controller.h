@@ -8,6 +8,8 @@
 //   - done, plan asks a refresh    → Forget + AddAfter(d)          result=requeue_after
 //   - stale view (conflict)        → AddRateLimited (re-read soon) result=requeue
 //   - transient error              → AddRateLimited                result=error
+//     (a 429/5xx with Retry-After: AddRateLimited no earlier than it asked,
+//     capped at the rate limiter's max_delay)
 //   - terminal error (invalid, forbidden) → Forget, logged, counted in
 //     controller_runtime_terminal_reconcile_errors_total          result=error
 // The queue guarantees one key is never processed by two workers at once.
@@ -67,7 +69,9 @@ class Controller {
 
  private:
   ReconcileResult ReconcileKey(const std::string& key);
-  void Settle(const std::string& key, ReconcileResult result, std::optional<Duration> after);
+  // after: kRequeueAfter's delay; not_before: for kRequeue/kError, the server's Retry-After.
+  void Settle(const std::string& key, ReconcileResult result, std::optional<Duration> after,
+              std::optional<Duration> not_before = std::nullopt);
   void Worker();
   // One key: reconcile, observe its duration, mark it done in the queue.
   ReconcileResult RunOne(const std::string& key);

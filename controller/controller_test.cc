@@ -6,6 +6,7 @@
 
 #include "controller/fake_clock.h"
 #include "controller/testing/objects.h"
+#include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -132,6 +133,56 @@ TEST_CASE("A conflict re-plans soon; a transient error retries with backoff") {
   CHECK(w.Metric("controller_runtime_reconcile_total{controller=\"vmim\",result=\"" + label +
                  "\"} 2"));
   CHECK(w.Metric("workqueue_retries_total{name=\"vmim\"} 2"));
+}
+
+kube::KubeError TooManyRequests(std::chrono::seconds retry_after) {
+  return kube::ErrorFromResponse(
+      429,
+      R"({"kind":"Status","code":429,"reason":"TooManyRequests","message":"please try again later"})",
+      retry_after, "patch pods vms/virt-launcher-vm-1-target");
+}
+
+TEST_CASE("A 429 or 503 with Retry-After is retried no earlier than it asked") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  const int code = GENERATE(429, 503);
+  CAPTURE(code);
+  w.client.FailNextWith(kube::Verb::kPatch, 1,
+                        kube::ErrorFromResponse(code, "", seconds(7), "patch pods"), "pods");
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kError);
+  CHECK(Gated(w.GetPod()));
+  // The key's own backoff would be 5 ms; the server asked for 7 s.
+  w.clock.Advance(seconds(7) - milliseconds(1));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(milliseconds(1));
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(w.GetPod()));
+}
+
+TEST_CASE("A Retry-After is capped at the queue's max backoff; a longer backoff wins") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  RateLimiterOptions limits;
+  limits.max_delay = seconds(60);
+  Controller controller{
+      w.view, w.client, w.clock, w.log, w.metrics, w.events, ControllerOptions{1, limits}};
+  w.client.FailNextWith(kube::Verb::kPatch, 1, TooManyRequests(seconds(86400)), "pods");
+  controller.Enqueue(kKey);
+  REQUIRE(controller.ProcessNext() == ReconcileResult::kError);
+  CHECK(w.clock.NextTimerIn() == seconds(60));
+  w.clock.Advance(seconds(60));
+  // Retry-After shorter than the key's backoff: the backoff (5 ms · 2) wins.
+  w.client.FailNext(kube::Verb::kPatch, 1, kube::ErrorKind::kUnavailable, "pods");
+  REQUIRE(controller.ProcessNext() == ReconcileResult::kError);
+  w.client.FailNextWith(kube::Verb::kPatch, 1, TooManyRequests(seconds(0)), "pods");
+  w.clock.Advance(milliseconds(10));
+  REQUIRE(controller.ProcessNext() == ReconcileResult::kError);
+  CHECK(w.clock.NextTimerIn() == milliseconds(20));
+  w.clock.Advance(milliseconds(20));
+  REQUIRE(controller.ProcessNext() == ReconcileResult::kSuccess);
 }
 
 TEST_CASE("A terminal error is counted and not retried") {

@@ -2,6 +2,7 @@
 #include "controller/executor.h"
 
 #include "kube/error.h"
+#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -11,25 +12,29 @@ namespace {
 // Reads and guarded patches of the VMIM status before giving up to a re-plan.
 constexpr int kStatusAttempts = 5;
 
-ExecResult Failed(const kube::KubeError& e, bool not_found_is_replan) {
+// A failed call, settled by kube::DispositionOf (kube/error.h). The only thing this
+// says itself is what "absent" means for the call that failed: the pod a patch was
+// planned for vanished (the plan is stale: re-plan), or the VMIM whose status we write
+// is gone (nothing left to report: done). A 410 cannot be relisted from here: the plan
+// came from the caches, so a stale view is re-planned like a conflict.
+ExecResult Failed(const kube::KubeError& e, bool absent_is_replan) {
   ExecResult r;
   r.error = e.what();
-  switch (e.kind()) {
-    case kube::ErrorKind::kConflict:
+  switch (kube::DispositionOf(e)) {
+    case kube::Disposition::kRetry:
+      r.outcome = ExecOutcome::kRetry;
+      r.retry_after = e.retry_after();
+      break;
+    case kube::Disposition::kReread:
+    case kube::Disposition::kRelist:
       r.outcome = ExecOutcome::kReplan;
       break;
-    case kube::ErrorKind::kNotFound:
-      r.outcome = not_found_is_replan ? ExecOutcome::kReplan : ExecOutcome::kDone;
+    case kube::Disposition::kAbsent:
+      r.outcome = absent_is_replan ? ExecOutcome::kReplan : ExecOutcome::kDone;
       break;
-    case kube::ErrorKind::kInvalid:
-    case kube::ErrorKind::kForbidden:
-    case kube::ErrorKind::kUnauthorized:
-    case kube::ErrorKind::kConfig:
-    case kube::ErrorKind::kTooLarge:
+    case kube::Disposition::kTerminal:
       r.outcome = ExecOutcome::kTerminal;
       break;
-    default:
-      r.outcome = ExecOutcome::kRetry;
   }
   return r;
 }
@@ -54,7 +59,7 @@ nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& 
   } else {
     ops.push_back({{"op", "test"},
                    {"path", "/metadata/resourceVersion"},
-                   {"value", current["metadata"].value("resourceVersion", "")}});
+                   {"value", kube::StringAt(current, {"metadata", "resourceVersion"})}});
   }
   if (status != nullptr) {
     // `add` on an existing member replaces it (RFC 6902 section 4.1).
@@ -77,7 +82,7 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     try {
       client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch, nlohmann::json(p.ops));
     } catch (const kube::KubeError& e) {
-      ExecResult r = Failed(e, /*not_found_is_replan=*/true);
+      ExecResult r = Failed(e, /*absent_is_replan=*/true);
       log_.Info("Failed to release gate",
                 {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}, {"error", r.error}});
       r.released_pods = result.released_pods;
@@ -95,8 +100,8 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
       log_.Info("Deleted escaped target pod",
                 {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"why", d.why}});
     } catch (const kube::KubeError& e) {
-      if (e.kind() == kube::ErrorKind::kNotFound) continue;  // already gone
-      ExecResult r = Failed(e, true);
+      if (kube::DispositionOf(e) == kube::Disposition::kAbsent) continue;  // already gone
+      ExecResult r = Failed(e, /*absent_is_replan=*/true);
       log_.Info("Failed to delete escaped target pod",
                 {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"error", r.error}});
       r.released_pods = result.released_pods;
@@ -130,8 +135,10 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
         log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
         break;
       } catch (const kube::KubeError& e) {
-        if (e.kind() == kube::ErrorKind::kConflict && attempt < kStatusAttempts) continue;
-        ExecResult r = Failed(e, /*not_found_is_replan=*/false);
+        if (kube::DispositionOf(e) == kube::Disposition::kReread && attempt < kStatusAttempts) {
+          continue;
+        }
+        ExecResult r = Failed(e, /*absent_is_replan=*/false);
         if (r.outcome != ExecOutcome::kDone) {
           log_.Info("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
         }

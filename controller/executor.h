@@ -22,10 +22,15 @@
 //      A failed test op re-reads and retries (up to 5 times) while the
 //      conditions are unchanged; then re-plan. 404 → the VMIM is gone: done.
 //   4. Events, only after the writes they describe succeeded.
+// Every failed call is settled by kube::DispositionOf (kube/error.h): retry → kRetry
+// (with the server's Retry-After), re-read or relist → kReplan, terminal → kTerminal;
+// absent as said above per step.
 // Never writes the VM or VMI, never the VMIM's spec, metadata (descheduler
 // annotations) or status.evacuationNodeName: only status.conditions.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +51,9 @@ enum class ExecOutcome {
 
 struct ExecResult {
   ExecOutcome outcome = ExecOutcome::kDone;
-  std::string error;                       // for kReplan/kRetry/kTerminal
+  std::string error;  // for kReplan/kRetry/kTerminal
+  // kRetry: the server asked not to retry before this (429/5xx Retry-After).
+  std::optional<std::chrono::seconds> retry_after;
   std::vector<std::string> released_pods;  // uids of pods whose gate was released
 };
 

@@ -311,15 +311,20 @@ TEST_CASE("An escaped pod is deleted by uid; a replacement of the same name is n
   }
 }
 
-TEST_CASE("API failures map to retry, re-plan or terminal") {
+TEST_CASE("API failures map to retry, re-plan or terminal, as kube::DispositionOf says") {
   auto [kind, outcome] = GENERATE(table<kube::ErrorKind, ExecOutcome>({
       {kube::ErrorKind::kUnavailable, ExecOutcome::kRetry},
       {kube::ErrorKind::kTimeout, ExecOutcome::kRetry},
       {kube::ErrorKind::kTransport, ExecOutcome::kRetry},
+      {kube::ErrorKind::kInternal, ExecOutcome::kRetry},
       {kube::ErrorKind::kConflict, ExecOutcome::kReplan},
       {kube::ErrorKind::kNotFound, ExecOutcome::kReplan},
+      {kube::ErrorKind::kGone, ExecOutcome::kReplan},
       {kube::ErrorKind::kInvalid, ExecOutcome::kTerminal},
       {kube::ErrorKind::kForbidden, ExecOutcome::kTerminal},
+      {kube::ErrorKind::kUnauthorized, ExecOutcome::kTerminal},
+      {kube::ErrorKind::kConfig, ExecOutcome::kTerminal},
+      {kube::ErrorKind::kTooLarge, ExecOutcome::kTerminal},
   }));
   CAPTURE(kube::ErrorKindName(kind));
   World w;
@@ -331,6 +336,22 @@ TEST_CASE("API failures map to retry, re-plan or terminal") {
   CHECK_FALSE(r.error.empty());
   CHECK(w.GetPod()["spec"].contains("schedulingGates"));
   CHECK_FALSE(w.GetVmim()["status"].contains("conditions"));
+}
+
+TEST_CASE("A 429's Retry-After is handed to the caller with the retry") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.client.FailNextWith(
+      kube::Verb::kPatch, 1,
+      kube::ErrorFromResponse(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests",
+          "message":"too many requests, please try again later"})",
+                              std::chrono::seconds(7), "patch pods"),
+      "pods");
+  ExecResult r = w.ReconcileOnce();
+  CHECK(r.outcome == ExecOutcome::kRetry);
+  CHECK(r.retry_after == std::chrono::seconds(7));
+  CHECK(w.GetPod()["spec"].contains("schedulingGates"));
 }
 
 TEST_CASE("Status is written only when the conditions changed") {
@@ -384,6 +405,41 @@ TEST_CASE("The status patch tests what it replaces") {
   json without_status = {{"metadata", {{"resourceVersion", "42"}}}};
   CHECK(Executor::StatusPatch(without_status, plan)[1] ==
         json{{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", written}}}});
+}
+
+TEST_CASE("The status patch of an odd VMIM answer is a patch, never a throw or a crash") {
+  Plan plan;
+  plan.conditions = {{"a", "True", "R", "m", "", ""}};
+  struct Row {
+    const char* current;
+    std::string tested_rv;     // the guard when there is no conditions list
+    const char* replace_path;  // where the conditions are written
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({})", "", "/status"},
+      {R"({"metadata": null})", "", "/status"},
+      {R"({"metadata": []})", "", "/status"},
+      {R"({"metadata": "m"})", "", "/status"},
+      {R"({"metadata": {"resourceVersion": 42}})", "", "/status"},
+      {R"({"metadata": {"resourceVersion": null}, "status": {}})", "", "/status/conditions"},
+      {R"({"metadata": {"resourceVersion": "7"}, "status": {"conditions": "x"}})", "7",
+       "/status/conditions"},
+      {R"({"metadata": {"resourceVersion": "7"}, "status": "Running"})", "7", "/status"},
+      {R"({"metadata": {"resourceVersion": "7"}, "status": null})", "7", "/status"},
+      {R"([])", "", "/status"},
+      {R"([{"metadata": {"resourceVersion": "7"}}])", "", "/status"},
+      {R"("vmim")", "", "/status"},
+      {R"(null)", "", "/status"},
+  }));
+  CAPTURE(row.current);
+  const json current = json::parse(row.current);
+  json ops;
+  REQUIRE_NOTHROW(ops = Executor::StatusPatch(current, plan));
+  REQUIRE(ops.size() == 2);
+  CHECK(ops[0] ==
+        json{{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", row.tested_rv}});
+  CHECK(ops[1]["op"] == "add");
+  CHECK(ops[1]["path"] == row.replace_path);
 }
 
 }  // namespace

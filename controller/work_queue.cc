@@ -1,10 +1,15 @@
 // controller/work_queue.cc
 #include "controller/work_queue.h"
 
+#include <algorithm>
+
 namespace kmt::controller {
 
 WorkQueue::WorkQueue(Clock& clock, RateLimiterOptions limits, WorkQueueMetrics* metrics)
-    : clock_(clock), metrics_(metrics), limiter_(clock.Now(), limits) {}
+    : clock_(clock),
+      metrics_(metrics),
+      limiter_(clock.Now(), limits),
+      max_delay_(limits.max_delay) {}
 
 WorkQueue::~WorkQueue() {
   ShutDown();
@@ -67,6 +72,14 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   if (shutting_down_) return;
   if (metrics_) metrics_->Retried();
   AddAfterLocked(key, limiter_.When(key, clock_.Now()));
+}
+
+void WorkQueue::AddRateLimited(const std::string& key, Duration not_before) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return;
+  if (metrics_) metrics_->Retried();
+  const Duration backoff = limiter_.When(key, clock_.Now());
+  AddAfterLocked(key, std::max(backoff, std::min(not_before, max_delay_)));
 }
 
 void WorkQueue::Forget(const std::string& key) {

@@ -9,6 +9,9 @@
 //     pending delayed adds of one key, the earliest wins;
 //   - AddRateLimited(key) is AddAfter(key, RateLimiter::When(key)); Forget(key)
 //     resets the key's backoff;
+//   - AddRateLimited(key, not_before) is the same, but no earlier than
+//     not_before (what a server's Retry-After asked), capped at the limiter's
+//     max_delay: AddAfter(key, max(When(key), min(not_before, max_delay)));
 //   - ShutDown() refuses new adds and wakes the workers; Get() keeps handing out
 //     what is queued, then returns nullopt. ShutDownWithDrain() also waits for
 //     the keys being processed to be Done.
@@ -53,6 +56,7 @@ class WorkQueue {
   void Add(const std::string& key);
   void AddAfter(const std::string& key, Duration delay);
   void AddRateLimited(const std::string& key);
+  void AddRateLimited(const std::string& key, Duration not_before);
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key) const;
 
@@ -93,6 +97,7 @@ class WorkQueue {
   std::unordered_map<std::string, SteadyTime> added_at_;    // key -> time it entered the queue
   std::unordered_map<std::string, Delayed> delayed_;
   RateLimiter limiter_;
+  Duration max_delay_;  // the limiter's longest backoff: caps a not_before
   bool shutting_down_ = false;
   bool draining_ = false;
 };

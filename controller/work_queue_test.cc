@@ -143,6 +143,31 @@ TEST_CASE("AddRateLimited retries on the exact backoff sequence") {
   REQUIRE(clock.NextTimerIn() == milliseconds(5));
 }
 
+TEST_CASE("AddRateLimited with not_before: no earlier than asked, capped at max_delay") {
+  FakeClock clock;
+  RateLimiterOptions limits;
+  limits.max_delay = seconds(30);
+  WorkQueue q(clock, limits);
+  struct Row {
+    Duration not_before;
+    Duration expected;  // with the key's backoff at 5 ms, then 10 ms, ...
+  };
+  const Row row = GENERATE(values<Row>({
+      {seconds(7), seconds(7)},            // Retry-After longer than the backoff
+      {seconds(0), milliseconds(5)},       // shorter: the backoff wins
+      {milliseconds(2), milliseconds(5)},  //
+      {seconds(3600), seconds(30)},        // capped at the limiter's max_delay
+  }));
+  CAPTURE(row.not_before.count());
+  q.AddRateLimited("ns/a", row.not_before);
+  REQUIRE(q.NumRequeues("ns/a") == 1);  // counts a failure like AddRateLimited
+  REQUIRE(clock.NextTimerIn() == row.expected);
+  clock.Advance(row.expected - milliseconds(1));
+  REQUIRE(q.Len() == 0);
+  clock.Advance(milliseconds(1));
+  REQUIRE(q.TryGet() == "ns/a");
+}
+
 TEST_CASE("The global bucket spreads a burst of failures at 10 per second") {
   FakeClock clock;
   WorkQueue q(clock);

@@ -12,11 +12,14 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "kube/base64.h"
 #include "kube/error.h"
+#include "kube/reads.h"
 
 extern char** environ;
 
@@ -28,6 +31,19 @@ constexpr std::chrono::seconds kTokenFileRefresh{60};
 
 [[noreturn]] void ConfigError(const std::string& message) {
   throw KubeError(ErrorKind::kConfig, message);
+}
+
+// A string member of the plugin's answer at `path`: "" when absent or null. A value of
+// another type is the plugin's mistake, named (client-go fails to decode it too).
+std::string AnswerString(const nlohmann::json& answer, std::initializer_list<std::string_view> path,
+                         const std::string& who) {
+  const nlohmann::json* v = Member(answer, path);
+  if (v == nullptr) return "";
+  if (!v->is_string()) {
+    ConfigError(
+        fmt::format("{}: {}: must be a string, not {}", who, fmt::join(path, "."), v->type_name()));
+  }
+  return v->get<std::string>();
 }
 
 std::string Trim(std::string s) {
@@ -222,17 +238,17 @@ Credential CredentialSource::RunExec() {
   }
   nlohmann::json out = nlohmann::json::parse(r.stdout_text, nullptr, false);
   if (!out.is_object()) ConfigError(who + ": answer is not a JSON object");
-  if (out.value("kind", "") != "ExecCredential") {
+  if (StringAt(out, {"kind"}) != "ExecCredential") {
     ConfigError(who + ": answer is not an ExecCredential");
   }
-  if (out.value("apiVersion", "") != x.api_version) {
-    ConfigError(fmt::format(R"({}: answered apiVersion "{}", want "{}")", who,
-                            out.value("apiVersion", ""), x.api_version));
+  if (const std::string api = StringAt(out, {"apiVersion"}); api != x.api_version) {
+    ConfigError(fmt::format(R"({}: answered apiVersion "{}", want "{}")", who, api, x.api_version));
   }
-  const nlohmann::json status = out.value("status", nlohmann::json::object());
-  if (!status.is_object()) ConfigError(who + ": status is not an object");
-  Credential c{status.value("token", ""), status.value("clientCertificateData", ""),
-               status.value("clientKeyData", "")};
+  const nlohmann::json* status = Member(out, {"status"});
+  if (status != nullptr && !status->is_object()) ConfigError(who + ": status is not an object");
+  Credential c{AnswerString(out, {"status", "token"}, who),
+               AnswerString(out, {"status", "clientCertificateData"}, who),
+               AnswerString(out, {"status", "clientKeyData"}, who)};
   if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
     ConfigError(who + ": clientCertificateData and clientKeyData must come together");
   }
@@ -243,7 +259,7 @@ Credential CredentialSource::RunExec() {
     c.client_cert_pem = config_.client_cert_pem;
     c.client_key_pem = config_.client_key_pem;
   }
-  const std::string exp = status.value("expirationTimestamp", "");
+  const std::string exp = AnswerString(out, {"status", "expirationTimestamp"}, who);
   if (!exp.empty()) {
     expires_ = ParseRfc3339(exp);
     if (!expires_) ConfigError(fmt::format("{}: bad expirationTimestamp \"{}\"", who, exp));

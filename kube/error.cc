@@ -1,4 +1,4 @@
-// kube/error.cc — the one place that maps HTTP answers to ErrorKind.
+// kube/error.cc — the one place that maps HTTP answers to ErrorKind, and kinds to dispositions.
 #include "kube/error.h"
 
 #include <fmt/format.h>
@@ -29,8 +29,11 @@ ErrorKind KindForStatus(int code, const nlohmann::json& status) {
     case 413:
       return ErrorKind::kInvalid;
     case 422:
-      if (status.is_object() && status.value("message", "") == kPatchNotApplicable) {
-        return ErrorKind::kConflict;
+      if (status.is_object()) {
+        const auto msg = status.find("message");
+        if (msg != status.end() && msg->is_string() && *msg == kPatchNotApplicable) {
+          return ErrorKind::kConflict;
+        }
       }
       return ErrorKind::kInvalid;
     case 401:
@@ -104,15 +107,43 @@ const char* ErrorKindName(ErrorKind kind) {
   return "Unknown";
 }
 
-bool IsRetryable(ErrorKind kind) {
+Disposition DispositionOf(ErrorKind kind) {
   switch (kind) {
+    case ErrorKind::kNotFound:
+      return Disposition::kAbsent;
+    case ErrorKind::kConflict:
+      return Disposition::kReread;
+    case ErrorKind::kGone:
+      return Disposition::kRelist;
+    case ErrorKind::kInvalid:
+    case ErrorKind::kUnauthorized:
+    case ErrorKind::kForbidden:
+    case ErrorKind::kConfig:
+    case ErrorKind::kTooLarge:
+      return Disposition::kTerminal;
     case ErrorKind::kUnavailable:
     case ErrorKind::kTimeout:
     case ErrorKind::kTransport:
-      return true;
-    default:
-      return false;
+    case ErrorKind::kInternal:
+      return Disposition::kRetry;
   }
+  return Disposition::kRetry;
+}
+
+const char* DispositionName(Disposition d) {
+  switch (d) {
+    case Disposition::kRetry:
+      return "Retry";
+    case Disposition::kReread:
+      return "Reread";
+    case Disposition::kRelist:
+      return "Relist";
+    case Disposition::kAbsent:
+      return "Absent";
+    case Disposition::kTerminal:
+      return "Terminal";
+  }
+  return "Unknown";
 }
 
 namespace {
@@ -122,6 +153,9 @@ namespace {
 KubeError Build(int http_status, nlohmann::json status, const std::string& body,
                 std::optional<std::chrono::seconds> retry_after, const std::string& what) {
   const ErrorKind kind = KindForStatus(http_status, status);
+  // client-go's checkWait: only a 429 or a 5xx asks the client to wait.
+  const bool may_ask_to_wait = http_status == 429 || (http_status >= 500 && http_status <= 599);
+  if (!may_ask_to_wait) retry_after.reset();
 
   std::string detail;
   if (status.is_object()) {
@@ -133,7 +167,7 @@ KubeError Build(int http_status, nlohmann::json status, const std::string& body,
       detail = reason != status.end() && reason->is_string() ? reason->get<std::string>()
                                                              : std::string("no message");
     }
-    if (!retry_after) {
+    if (may_ask_to_wait && !retry_after) {
       const auto details = status.find("details");
       if (details != status.end() && details->is_object()) {
         const auto secs = details->find("retryAfterSeconds");
@@ -160,15 +194,21 @@ KubeError ErrorFromResponse(int http_status, const std::string& body,
   return Build(http_status, DecodeStatus(body), body, retry_after, what);
 }
 
-KubeError ErrorFromStatus(int http_status, const nlohmann::json& status,
-                          const std::string& what) {
+KubeError ErrorFromStatus(int http_status, const nlohmann::json& status, const std::string& what) {
   if (IsStatus(status)) return Build(http_status, status, "", std::nullopt, what);
   return Build(http_status, nullptr, status.is_null() ? "" : status.dump(), std::nullopt, what);
 }
 
 KubeError ErrorFromWatchEvent(const nlohmann::json& object, const std::string& what) {
-  const int code = object.is_object() ? object.value("code", 0) : 0;
-  return ErrorFromStatus(code == 0 ? 500 : code, object, what);
+  // An HTTP status code, or 500 when the event has none (or not as a number of 100..599).
+  int code = 500;
+  if (object.is_object()) {
+    const auto c = object.find("code");
+    if (c != object.end() && c->is_number_integer() && *c >= 100 && *c <= 599) {
+      code = c->get<int>();
+    }
+  }
+  return ErrorFromStatus(code, object, what);
 }
 
 }  // namespace kmt::kube

@@ -108,29 +108,66 @@ TEST_CASE("Bodies that are not a Status are quoted, shortened, never thrown") {
   CHECK(std::string(reason_only.what()) == "g: HTTP 403 Forbidden: Forbidden");
 }
 
-TEST_CASE("ErrorKindName and IsRetryable") {
+TEST_CASE("ErrorKindName and the one disposition of every kind") {
   struct Row {
     ErrorKind kind;
     const char* name;
-    bool retryable;
+    Disposition disposition;
   };
   const Row row = GENERATE(values<Row>({
-      {ErrorKind::kNotFound, "NotFound", false},
-      {ErrorKind::kConflict, "Conflict", false},
-      {ErrorKind::kGone, "Gone", false},
-      {ErrorKind::kInvalid, "Invalid", false},
-      {ErrorKind::kUnauthorized, "Unauthorized", false},
-      {ErrorKind::kForbidden, "Forbidden", false},
-      {ErrorKind::kUnavailable, "Unavailable", true},
-      {ErrorKind::kTimeout, "Timeout", true},
-      {ErrorKind::kTransport, "Transport", true},
-      {ErrorKind::kConfig, "Config", false},
-      {ErrorKind::kTooLarge, "TooLarge", false},
-      {ErrorKind::kInternal, "Internal", false},
+      {ErrorKind::kNotFound, "NotFound", Disposition::kAbsent},
+      {ErrorKind::kConflict, "Conflict", Disposition::kReread},
+      {ErrorKind::kGone, "Gone", Disposition::kRelist},
+      {ErrorKind::kInvalid, "Invalid", Disposition::kTerminal},
+      {ErrorKind::kUnauthorized, "Unauthorized", Disposition::kTerminal},
+      {ErrorKind::kForbidden, "Forbidden", Disposition::kTerminal},
+      {ErrorKind::kUnavailable, "Unavailable", Disposition::kRetry},
+      {ErrorKind::kTimeout, "Timeout", Disposition::kRetry},
+      {ErrorKind::kTransport, "Transport", Disposition::kRetry},
+      {ErrorKind::kConfig, "Config", Disposition::kTerminal},
+      {ErrorKind::kTooLarge, "TooLarge", Disposition::kTerminal},
+      {ErrorKind::kInternal, "Internal", Disposition::kRetry},
   }));
   CAPTURE(row.name);
   CHECK(std::string(ErrorKindName(row.kind)) == row.name);
-  CHECK(IsRetryable(row.kind) == row.retryable);
+  CHECK(DispositionOf(row.kind) == row.disposition);
+  CHECK(DispositionOf(KubeError(row.kind, "x")) == row.disposition);
+  // Only a retry waits for the server's Retry-After.
+  const KubeError asked(row.kind, "x", 0, nullptr, std::chrono::seconds(3));
+  CHECK(asked.retry_after().has_value() == (row.disposition == Disposition::kRetry));
+  CHECK(std::string(DispositionName(row.disposition)) != "Unknown");
+}
+
+TEST_CASE("Retry-After counts only on a 429 or 5xx, as client-go's checkWait") {
+  struct Row {
+    int code;
+    bool kept;
+  };
+  const Row row = GENERATE(values<Row>({
+      {429, true},
+      {500, true},
+      {503, true},
+      {504, true},
+      {409, false},
+      {404, false},
+      {422, false},
+      {403, false},
+      {408, false},
+      {410, false},
+  }));
+  CAPTURE(row.code);
+  const std::string body = R"({"kind":"Status","code":)" + std::to_string(row.code) +
+                           R"(,"reason":"X","message":"m","details":{"retryAfterSeconds":4}})";
+  KubeError header = ErrorFromResponse(row.code, "", std::chrono::seconds(7), "get pods ns/a");
+  KubeError details = ErrorFromResponse(row.code, body, std::nullopt, "get pods ns/a");
+  if (row.kept) {
+    CHECK(header.retry_after() == std::chrono::seconds(7));
+    CHECK(details.retry_after() == std::chrono::seconds(4));
+    CHECK(DispositionOf(header) == Disposition::kRetry);
+  } else {
+    CHECK_FALSE(header.retry_after().has_value());
+    CHECK_FALSE(details.retry_after().has_value());
+  }
 }
 
 TEST_CASE("A parsed Status and a watch ERROR event map as the same answer over HTTP would") {
@@ -138,8 +175,8 @@ TEST_CASE("A parsed Status and a watch ERROR event map as the same answer over H
       "status": "Failure", "code": 410, "reason": "Expired",
       "message": "too old resource version: 5 (9)"})json");
   const KubeError http = ErrorFromResponse(410, gone.dump(), std::nullopt, "watch pods");
-  for (const KubeError& e : {ErrorFromStatus(410, gone, "watch pods"),
-                             ErrorFromWatchEvent(gone, "watch pods")}) {
+  for (const KubeError& e :
+       {ErrorFromStatus(410, gone, "watch pods"), ErrorFromWatchEvent(gone, "watch pods")}) {
     CHECK(e.kind() == ErrorKind::kGone);
     CHECK(std::string(e.what()) == http.what());
     CHECK(e.http_status() == 410);
@@ -149,6 +186,40 @@ TEST_CASE("A parsed Status and a watch ERROR event map as the same answer over H
   CHECK(no_code.http_status() == 500);
   const KubeError odd = ErrorFromWatchEvent(nlohmann::json{{"x", 1}}, "watch pods");
   CHECK(std::string(odd.what()) == R"(watch pods: HTTP 500 Unavailable: {"x":1})");
+}
+
+TEST_CASE("Statuses of odd shapes give an error value, never an exception") {
+  struct Row {
+    const char* json;
+    int code;  // what the event's code reads as
+    ErrorKind kind;
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({"kind":"Status","code":"410","message":"too old"})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":410.5,"message":"too old"})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":-1,"message":"x"})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":null})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":[410]})", 500, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":422,"message":5})", 422, ErrorKind::kInvalid},
+      {R"({"kind":"Status","code":422,"message":null,"reason":7})", 422, ErrorKind::kInvalid},
+      {R"({"kind":"Status","code":429,"details":"x"})", 429, ErrorKind::kUnavailable},
+      {R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":"3"}})", 429,
+       ErrorKind::kUnavailable},
+      {R"({"kind":5,"code":404,"message":"gone"})", 404, ErrorKind::kNotFound},
+      {R"(["Status"])", 500, ErrorKind::kUnavailable},
+      {R"("Status")", 500, ErrorKind::kUnavailable},
+      {R"(null)", 500, ErrorKind::kUnavailable},
+  }));
+  CAPTURE(row.json);
+  const nlohmann::json j = nlohmann::json::parse(row.json);
+  const KubeError event = ErrorFromWatchEvent(j, "watch pods");
+  CHECK(event.http_status() == row.code);
+  CHECK(event.kind() == row.kind);
+  CHECK_FALSE(event.retry_after().has_value());
+  // The same bodies over HTTP.
+  const KubeError http = ErrorFromResponse(row.code, j.dump(), std::nullopt, "get pods");
+  CHECK(http.kind() == row.kind);
+  CHECK(std::string(http.what()).rfind("get pods: HTTP ", 0) == 0);
 }
 
 }  // namespace

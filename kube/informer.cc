@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "kube/reads.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -12,12 +14,8 @@
 namespace kmt::kube {
 
 std::string ObjectKey(const Json& object) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
-    return "";
-  }
-  const Json& m = object["metadata"];
-  const std::string name = m.value("name", "");
-  const std::string ns = m.value("namespace", "");
+  const std::string name = StringAt(object, {"metadata", "name"});
+  const std::string ns = StringAt(object, {"metadata", "namespace"});
   return ns.empty() ? name : ns + "/" + name;
 }
 

@@ -262,6 +262,12 @@ TEST_CASE("ObjectKey") {
   CHECK(ObjectKey({{"metadata", {{"name", "n"}, {"namespace", "ns"}}}}) == "ns/n");
   CHECK(ObjectKey({{"metadata", {{"name", "node-1"}}}}) == "node-1");
   CHECK(ObjectKey(Json::array()) == "");
+  // Odd metadata reads as absent, never as an exception.
+  CHECK(ObjectKey(Json::parse(R"({"metadata": {"name": 5, "namespace": "ns"}})")) == "ns/");
+  CHECK(ObjectKey(Json::parse(R"({"metadata": {"name": "n", "namespace": ["ns"]}})")) == "n");
+  CHECK(ObjectKey(Json::parse(R"({"metadata": {"name": "n", "namespace": null}})")) == "n");
+  CHECK(ObjectKey(Json::parse(R"({"metadata": "n"})")) == "");
+  CHECK(ObjectKey(Json::parse(R"("n")")) == "");
 }
 
 }  // namespace

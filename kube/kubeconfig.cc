@@ -190,13 +190,15 @@ ExecConfig ReadExec(const Named& user, const std::string& name) {
     if (!env.IsSequence()) ConfigError(where + ".env: must be a list");
     for (size_t i = 0; i < env.size(); ++i) {
       const YAML::Node kv = env[i];
-      if (!kv.IsMap() || !kv["name"]) ConfigError(where + ".env: each entry needs a name");
+      if (!kv.IsMap() || !kv["name"] || !kv["name"].IsScalar()) {
+        ConfigError(fmt::format("{}.env[{}].name: must be a string", where, i));
+      }
       const YAML::Node value = kv["value"];
-      if (!kv["name"].IsScalar() || (value && !value.IsNull() && !value.IsScalar())) {
-        ConfigError(fmt::format("{}.env[{}]: name and value must be strings", where, i));
+      if (value && !value.IsNull() && !value.IsScalar()) {
+        ConfigError(fmt::format("{}.env[{}].value: must be a string", where, i));
       }
       c.env.emplace_back(kv["name"].as<std::string>(),
-                         value && !value.IsNull() ? value.as<std::string>() : "");
+                         value && value.IsScalar() ? value.as<std::string>() : "");
     }
   }
   if (e["provideClusterInfo"]) c.provide_cluster_info = e["provideClusterInfo"].as<bool>(false);

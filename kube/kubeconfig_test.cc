@@ -242,13 +242,23 @@ TEST_CASE("Malformed kubeconfigs name the file and the field") {
               "c}]}}}]\n",
        "kubeconfig {}: users[\"u\"].exec.args[1]: must be a string"},
       {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
-              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{name: "
-              "[a]}]}}}]\n",
-       "kubeconfig {}: users[\"u\"].exec.env[0]: name and value must be strings"},
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, args: [[a]]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.args[0]: must be a string"},
       {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
-              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{name: a, "
-              "value: {b: c}}]}}}]\n",
-       "kubeconfig {}: users[\"u\"].exec.env[0]: name and value must be strings"},
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{name: {a: "
+              "b}, value: v}]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.env[0].name: must be a string"},
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{value: "
+              "v}]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.env[0].name: must be a string"},
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [x]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.env[0].name: must be a string"},
+      {head + "clusters: [{name: c, cluster: {server: 'https://s'}}]\nusers: [{name: u, user: "
+              "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{name: A, "
+              "value: [1, 2]}]}}}]\n",
+       "kubeconfig {}: users[\"u\"].exec.env[0].value: must be a string"},
       {"clusters: {c: 1}\n", "kubeconfig {}: clusters: must be a list"},
       {"clusters: [{cluster: {}}]\n", "kubeconfig {}: clusters[0].name: missing"},
   }));

@@ -1,7 +1,11 @@
 // kube/paging.cc
 #include "kube/paging.h"
 
+#include <fmt/format.h>
+
 #include "kube/error.h"
+#include "kube/paths.h"
+#include "kube/reads.h"
 
 namespace kmt::kube {
 
@@ -14,21 +18,38 @@ Json ListAll(KubeClient& client, const Resource& r, std::string_view ns, ListOpt
     try {
       while (true) {
         Json page = client.List(r, ns, page_opts);
-        const std::string next = page["metadata"].value("continue", "");
-        for (Json& item : page["items"]) items.push_back(std::move(item));
+        // A List object whose items (absent or null: none) are an array; anything else
+        // is an answer we cannot page through.
+        Json* page_items = nullptr;
+        if (page.is_object()) {
+          auto it = page.find("items");
+          page_items = it == page.end() ? nullptr : &*it;
+        }
+        if (!page.is_object() ||
+            (page_items != nullptr && !page_items->is_array() && !page_items->is_null())) {
+          throw KubeError(ErrorKind::kInternal, fmt::format("{}: list answer has no items array",
+                                                            DescribeCall("list", r, ns)));
+        }
+        const std::string next = StringAt(page, {"metadata", "continue"});
+        if (page_items != nullptr && page_items->is_array()) {
+          for (Json& item : *page_items) items.push_back(std::move(item));
+        }
         if (all.is_null()) all = std::move(page);  // kind, apiVersion, metadata (items moved out)
         if (next.empty()) break;
         page_opts.continue_token = next;
       }
     } catch (const KubeError& e) {
-      if (e.kind() == ErrorKind::kGone && !page_opts.continue_token.empty() && attempt == 0) {
+      if (DispositionOf(e) == Disposition::kRelist && !page_opts.continue_token.empty() &&
+          attempt == 0) {
         continue;
       }
       throw;
     }
     all["items"] = std::move(items);
-    all["metadata"].erase("continue");
-    all["metadata"].erase("remainingItemCount");
+    if (auto m = all.find("metadata"); m != all.end() && m->is_object()) {
+      m->erase("continue");
+      m->erase("remainingItemCount");
+    }
     return all;
   }
 }

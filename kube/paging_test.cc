@@ -58,5 +58,57 @@ TEST_CASE("ListAll restarts once when the snapshot expires mid-way") {
   }
 }
 
+// A server whose LIST answers `page`, whatever it is.
+class OddLists : public FakeClient {
+ public:
+  explicit OddLists(Json page) : page_(std::move(page)) {}
+  Json List(const Resource&, std::string_view, const ListOptions&) override { return page_; }
+
+ private:
+  Json page_;
+};
+
+TEST_CASE("ListAll: an odd answer is a KubeError or read leniently, never another exception") {
+  struct Row {
+    const char* page;
+    int items;  // -1: KubeError kInternal
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"([])", -1},
+      {R"([{"items": []}])", -1},
+      {R"("PodList")", -1},
+      {R"(null)", -1},
+      {R"(42)", -1},
+      {R"({"items": "x"})", -1},
+      {R"({"items": {"a": 1}})", -1},
+      {R"({})", 0},
+      {R"({"items": null})", 0},
+      {R"({"metadata": null, "items": [{}]})", 1},
+      {R"({"metadata": "x", "items": [{}, {}]})", 2},
+      {R"({"metadata": [], "items": [{}]})", 1},
+      {R"({"metadata": {"continue": 5}, "items": [{}]})", 1},
+      {R"({"metadata": {"continue": null, "remainingItemCount": 3}, "items": []})", 0},
+  }));
+  CAPTURE(row.page);
+  OddLists c(Json::parse(row.page));
+  if (row.items < 0) {
+    try {
+      ListAll(c, kPods, "ns");
+      FAIL("no error");
+    } catch (const KubeError& e) {
+      CHECK(e.kind() == ErrorKind::kInternal);
+      CHECK(std::string(e.what()) == "list pods -n ns: list answer has no items array");
+    }
+    return;
+  }
+  Json all;
+  REQUIRE_NOTHROW(all = ListAll(c, kPods, "ns"));
+  CHECK(all["items"].size() == static_cast<size_t>(row.items));
+  if (all["metadata"].is_object()) {
+    CHECK_FALSE(all["metadata"].contains("continue"));
+    CHECK_FALSE(all["metadata"].contains("remainingItemCount"));
+  }
+}
+
 }  // namespace
 }  // namespace kmt::kube

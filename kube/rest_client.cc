@@ -39,7 +39,8 @@ class RestWatch : public WatchStream {
             std::chrono::seconds timeout, bool omit_managed_fields)
       : transport_(std::move(transport)),
         what_(std::move(what)),
-        omit_managed_fields_(omit_managed_fields) {
+        omit_managed_fields_(omit_managed_fields),
+        max_queued_bytes_(transport_->options().max_watch_queue_bytes) {
     transport_->WaitForRateLimit();
     cred_ = transport_->CurrentCredential();
     conn_ = transport_->NewConnection(timeout + std::chrono::seconds(30));
@@ -56,8 +57,10 @@ class RestWatch : public WatchStream {
     cv_.wait(lock, [&] { return cancelled_ || !queue_.empty() || done_; });
     if (cancelled_) return std::nullopt;
     if (!queue_.empty()) {
-      WatchEvent e = std::move(queue_.front());
+      WatchEvent e = std::move(queue_.front().event);
+      queued_bytes_ -= queue_.front().bytes;
       queue_.pop_front();
+      cv_.notify_all();  // room for a reader waiting in Run's content receiver
       return e;
     }
     if (error_) {
@@ -91,18 +94,32 @@ class RestWatch : public WatchStream {
     return cancelled_;
   }
 
+  // Back-pressure: blocks the reader thread (inside httplib's content receiver, so
+  // nothing more is read from the socket) until the queue has room for `bytes` more.
+  // An event is always admitted into an empty queue, however large. False once
+  // cancelled.
+  bool WaitForRoom(size_t bytes) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] {
+      return cancelled_ || queue_.empty() || queued_bytes_ + bytes <= max_queued_bytes_;
+    });
+    return !cancelled_;
+  }
+
   void Run(const std::string& path) {
     httplib::Request req;
     req.method = "GET";
     req.path = path;
     transport_->Decorate(req, cred_);
     int status = 0;
+    std::optional<std::chrono::seconds> retry_after;
     std::string error_body;
     std::optional<KubeError> stream_error;
     const size_t cap = transport_->options().max_response_bytes;
     LineFramer framer(cap);
     req.response_handler = [&](const httplib::Response& r) {
       status = r.status;
+      retry_after = RetryAfter(r);
       return true;
     };
     req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
@@ -114,11 +131,14 @@ class RestWatch : public WatchStream {
       std::vector<std::string> lines;
       try {
         framer.Feed(std::string_view(data, len), lines);
-        std::vector<WatchEvent> events;
-        for (const std::string& l : lines) events.push_back(ParseWatchEvent(l, what_, omit_managed_fields_));
-        std::lock_guard<std::mutex> lock(mu_);
-        for (WatchEvent& e : events) queue_.push_back(std::move(e));
-        cv_.notify_all();
+        for (const std::string& l : lines) {
+          if (!WaitForRoom(l.size())) return false;
+          WatchEvent e = ParseWatchEvent(l, what_, omit_managed_fields_);
+          std::lock_guard<std::mutex> lock(mu_);
+          queue_.push_back({std::move(e), l.size()});
+          queued_bytes_ += l.size();
+          cv_.notify_all();
+        }
       } catch (const KubeError& e) {
         stream_error = e;
         return false;
@@ -132,7 +152,6 @@ class RestWatch : public WatchStream {
     if (stream_error) return Finish(std::move(stream_error));
     if (status != 0 && status != 200) {
       if (status == 401) transport_->InvalidateCredential();
-      std::optional<std::chrono::seconds> retry_after;
       return Finish(ErrorFromResponse(status, error_body.empty() ? res.body : error_body,
                                       retry_after, what_));
     }
@@ -161,9 +180,16 @@ class RestWatch : public WatchStream {
   std::unique_ptr<httplib::ClientImpl> conn_;
   std::thread thread_;
 
+  struct Queued {
+    WatchEvent event;
+    size_t bytes;  // the length of its line on the wire
+  };
+
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<WatchEvent> queue_;
+  std::condition_variable cv_;  // an event queued, room made, done or cancelled
+  std::deque<Queued> queue_;
+  size_t queued_bytes_ = 0;
+  size_t max_queued_bytes_;
   std::optional<KubeError> error_;
   bool done_ = false;
   bool cancelled_ = false;
@@ -193,7 +219,7 @@ Json RestClient::Call(const std::string& method, const std::string& path, const 
     throw ErrorFromResponse(res.status, res.body, res.retry_after, what);
   }
   Json j = omit_managed_fields_at ? ParseOmittingManagedFields(res.body, *omit_managed_fields_at)
-                                 : Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+                                  : Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     throw KubeError(ErrorKind::kInternal,
                     fmt::format("{}: HTTP {} with a body that is not JSON ({} bytes)", what,

@@ -11,6 +11,19 @@
 // (httplib's ClientImpl::stop) so a blocked Next() returns promptly. A stream
 // that ends mid-event, a malformed line or a non-200 answer surfaces as a
 // KubeError from Next() after the events that preceded it.
+//
+// The queue is bounded, by back-pressure: once it holds
+// TransportOptions::max_watch_queue_bytes of events (counted as the bytes of their
+// lines; one event of any size is always let into an empty queue), the reader thread
+// waits inside httplib's content receiver until Next() makes room, so it reads nothing
+// more from the socket. TCP flow control then stops the API server's writes; no event
+// is dropped, and a consumer that catches up resumes the same stream. A consumer too
+// slow for the server's own buffers gets its watch ended by the server (kube-apiserver
+// closes an unresponsive watcher's stream); Next() then ends (or throws kTransport
+// mid-event) and kube/watcher.h re-watches from its last resourceVersion. So a slow
+// reader costs at most that many bytes of queued events per watch (plus what the
+// kernel buffers), never memory without limit. Cancel() also releases a reader
+// waiting for room.
 #pragma once
 
 #include <memory>

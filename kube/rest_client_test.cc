@@ -445,7 +445,8 @@ TEST_CASE("omit_managed_fields drops metadata.managedFields from listed and watc
   const std::string fields = R"("managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}])";
   s.srv.Get("/api/v1/pods", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[)"
-                    R"({"metadata":{"name":"a",)" + fields + R"(}}]})",
+                    R"({"metadata":{"name":"a",)" +
+                        fields + R"(}}]})",
                     "application/json");
   });
   ServeWatch(s, {R"({"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":"6",)" +
@@ -506,6 +507,108 @@ TEST_CASE("HTTP 410 on a watch request surfaces as Gone") {
         "watch pods -n ns: HTTP 410 Gone: too old resource version: 5 (9)");
 }
 
+// Serves a watch of `count` ADDED events of about 4 KiB each as fast as the client reads
+// them, counting the bytes the server managed to write.
+struct FloodServer {
+  static constexpr size_t kCount = 16384;  // 64 MiB: far more than the kernel buffers
+  FloodServer() {
+    s.srv.Get("/api/v1/namespaces/ns/pods", [this](const httplib::Request&,
+                                                   httplib::Response& res) {
+      res.set_chunked_content_provider("application/json", [this](size_t, httplib::DataSink& sink) {
+        if (next == kCount || s.stop) {
+          sink.done();
+          return true;
+        }
+        const std::string line = Line(next);
+        if (!sink.write(line.data(), line.size())) return false;
+        ++next;
+        written += line.size();
+        return true;
+      });
+    });
+  }
+  static std::string Line(size_t i) {
+    return R"({"type":"ADDED","object":{"metadata":{"name":"p)" + std::to_string(i) +
+           R"(","resourceVersion":")" + std::to_string(i + 6) + R"("},"pad":")" +
+           std::string(4000, 'x') + "\"}}\n";
+  }
+  static size_t Total() {
+    size_t n = 0;
+    for (size_t i = 0; i < kCount; ++i) n += Line(i).size();
+    return n;
+  }
+  // Waits until the server has not written anything for 300 ms (or wrote everything).
+  void WaitUntilStalled() {
+    size_t last = written;
+    int quiet = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (quiet < 3 && next < kCount && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const size_t now = written;
+      quiet = now == last ? quiet + 1 : 0;
+      last = now;
+    }
+  }
+  TestServer s;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> written{0};
+};
+
+TEST_CASE("A slow consumer holds the watch stream back instead of queuing all of it") {
+  FloodServer f;
+  TransportOptions o;
+  o.max_watch_queue_bytes = 64 << 10;
+  RestClient c(f.s.Config(), o);
+  auto w = c.Watch(kPods, "ns", From5());
+  REQUIRE(w->Next()->object["metadata"]["name"] == "p0");
+  f.WaitUntilStalled();
+  // The reader stopped reading: the server is stuck with what the queue (64 KiB) and
+  // the kernel's socket buffers hold, a small part of the stream.
+  const size_t total = FloodServer::Total();
+  CAPTURE(f.written.load(), total);
+  CHECK(f.written < total / 2);
+  // Nothing was dropped: the consumer catching up gets every event, in order.
+  size_t seen = 1;
+  while (auto e = w->Next()) {
+    if (e->object["metadata"]["name"] != "p" + std::to_string(seen)) {
+      FAIL_CHECK("event " << seen << " is " << e->object["metadata"]["name"]);
+      break;
+    }
+    ++seen;
+  }
+  CHECK(seen == FloodServer::kCount);
+}
+
+TEST_CASE("Cancel releases a watch reader waiting for room in its queue") {
+  FloodServer f;
+  TransportOptions o;
+  o.max_watch_queue_bytes = 64 << 10;
+  RestClient c(f.s.Config(), o);
+  auto w = c.Watch(kPods, "ns", From5());
+  f.WaitUntilStalled();
+  const auto t0 = std::chrono::steady_clock::now();
+  w->Cancel();
+  CHECK_FALSE(w->Next().has_value());
+  w.reset();  // joins the reader thread
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("A 429 on a watch request keeps its Retry-After") {
+  TestServer s;
+  s.srv.Get("/api/v1/namespaces/ns/pods", [](const auto&, httplib::Response& res) {
+    res.status = 429;
+    res.set_header("Retry-After", "4");
+    res.set_content(R"({"kind":"Status","code":429,"reason":"TooManyRequests",)"
+                    R"("message":"too many requests, please try again later"})",
+                    "application/json");
+  });
+  RestClient c(s.Config());
+  auto w = c.Watch(kPods, "ns", From5());
+  KubeError e = Catch([&] { w->Next(); });
+  CHECK(e.kind() == ErrorKind::kUnavailable);
+  CHECK(e.retry_after() == std::chrono::seconds(4));
+}
+
 TEST_CASE("Cancel unblocks a watch waiting on a silent server") {
   TestServer s;
   ServeWatch(s,
@@ -521,6 +624,47 @@ TEST_CASE("Cancel unblocks a watch waiting on a silent server") {
   t.join();
   w.reset();  // joins the reader thread
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+}
+
+TEST_CASE("A server URL with an odd host or port is a config error, not an exception") {
+  struct Row {
+    const char* server;
+    const char* why;
+  };
+  const Row row = GENERATE(values<Row>({
+      {"https://127.0.0.1:abc", "port \"abc\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:", "port \"\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:99999999999", "port \"99999999999\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:0", "port \"0\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:-443", "port \"-443\" is not a number from 1 to 65535"},
+      {"https://127.0.0.1:6443x/", "port \"6443x\" is not a number from 1 to 65535"},
+      {"https://[::1:6443", "unterminated [IPv6 address]"},
+      {"https://[::1]6443", "unexpected text after the [IPv6 address]"},
+      {"https://[::1]:x", "port \"x\" is not a number from 1 to 65535"},
+      {"https://:6443", "no host"},
+      {"https://", "no host"},
+  }));
+  CAPTURE(row.server);
+  ClientConfig c;
+  c.server = row.server;
+  c.source = "test";
+  KubeError e = Catch([&] { RestClient client(c); });
+  CHECK(e.kind() == ErrorKind::kConfig);
+  CHECK(std::string(e.what()) == "test: server \"" + std::string(row.server) + "\": " + row.why);
+}
+
+TEST_CASE("Server URLs with a port, with or without a trailing slash, reach the server") {
+  TestServer s;
+  s.srv.Get("/api/v1/namespaces/ns/pods/a", [](const auto&, httplib::Response& res) {
+    res.set_content(kPodJson, "application/json");
+  });
+  for (const std::string& server : {s.Url(), s.Url() + "/"}) {
+    CAPTURE(server);
+    ClientConfig c = s.Config();
+    c.server = server;
+    RestClient client(c);
+    CHECK(client.Get(kPods, "ns", "a")["kind"] == "Pod");
+  }
 }
 
 TEST_CASE("QueryString") {

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <csignal>
 #include <mutex>
+#include <string_view>
 
 namespace kmt::kube {
 namespace {
@@ -68,15 +69,6 @@ std::string Resolve(const std::string& host) {
   return buf;
 }
 
-std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res) {
-  if (!res.has_header("Retry-After")) return std::nullopt;
-  const std::string v = res.get_header_value("Retry-After");
-  int64_t secs = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
-  if (ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
-  return std::chrono::seconds(secs);
-}
-
 // Reaches ClientImpl's protected socket through a pointer to member (legal for
 // any ClientImpl object), so an idle connection can be probed before reuse.
 struct SocketAccess : httplib::ClientImpl {
@@ -93,6 +85,15 @@ bool PeerClosed(const httplib::ClientImpl& c) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res) {
+  if (!res.has_header("Retry-After")) return std::nullopt;
+  const std::string v = res.get_header_value("Retry-After");
+  int64_t secs = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
+  if (ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
+  return std::chrono::seconds(secs);
+}
 
 Transport::Transport(ClientConfig config, TransportOptions options)
     : config_(std::move(config)),
@@ -116,17 +117,37 @@ Transport::Transport(ClientConfig config, TransportOptions options)
         fmt::format("{}: server \"{}\" is not an http(s) URL", config_.source, config_.server));
   }
   rest = rest.substr(0, rest.find('/'));
-  // [v6]:port, host:port or host.
+  // [v6]:port, host:port or host; anything else is the kubeconfig's mistake, not ours.
+  const auto bad = [&](std::string_view why) {
+    ConfigError(fmt::format("{}: server \"{}\": {}", config_.source, config_.server, why));
+  };
+  std::string_view port;
+  bool has_port = false;
   if (!rest.empty() && rest[0] == '[') {
     const size_t close = rest.find(']');
+    if (close == std::string::npos) bad("unterminated [IPv6 address]");
     host_ = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':')
-      port_ = std::stoi(rest.substr(close + 2));
+    const std::string_view after = std::string_view(rest).substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') bad("unexpected text after the [IPv6 address]");
+      has_port = true;
+      port = after.substr(1);
+    }
   } else if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
     host_ = rest.substr(0, colon);
-    port_ = std::stoi(rest.substr(colon + 1));
+    has_port = true;
+    port = std::string_view(rest).substr(colon + 1);
   } else {
     host_ = rest;
+  }
+  if (host_.empty()) bad("no host");
+  if (has_port) {
+    int n = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+    if (ec != std::errc() || p != port.data() + port.size() || n < 1 || n > 65535) {
+      bad(fmt::format("port \"{}\" is not a number from 1 to 65535", port));
+    }
+    port_ = n;
   }
   if (tls_ && !config_.tls_server_name.empty() && config_.tls_server_name != host_) {
     connect_ip_ = Resolve(host_);

@@ -38,6 +38,7 @@
 namespace httplib {
 class ClientImpl;
 struct Request;
+struct Response;
 }  // namespace httplib
 
 namespace kmt::kube {
@@ -49,6 +50,9 @@ struct TransportOptions {
   double qps = 50;  // client-go's defaults are 5/10; an operator needs more
   int burst = 100;
   size_t max_response_bytes = size_t{64} << 20;
+  // Events a watch reads ahead of its consumer, in bytes of their lines on the wire
+  // (kube/rest_client.h: beyond this the watch stops reading from the socket).
+  size_t max_watch_queue_bytes = size_t{1} << 20;
   size_t max_connections = 4;
 };
 
@@ -57,6 +61,10 @@ struct HttpResponse {
   std::string body;
   std::optional<std::chrono::seconds> retry_after;
 };
+
+// The Retry-After header of an answer in seconds (client-go reads only that form, not an
+// HTTP date); nullopt when absent or not a non-negative integer.
+std::optional<std::chrono::seconds> RetryAfter(const httplib::Response& res);
 
 class Transport {
  public:

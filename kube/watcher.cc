@@ -7,19 +7,9 @@
 #include <utility>
 
 #include "kube/paths.h"
+#include "kube/reads.h"
 
 namespace kmt::kube {
-namespace {
-
-std::string ResourceVersionOf(const Json& obj) {
-  if (!obj.is_object()) return "";
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return "";
-  auto rv = m->find("resourceVersion");
-  return rv != m->end() && rv->is_string() ? rv->get<std::string>() : "";
-}
-
-}  // namespace
 
 const char* WatcherStateName(Watcher::State state) {
   switch (state) {
@@ -71,20 +61,30 @@ void Watcher::CloseStream() {
   if (s) s->Cancel();
 }
 
-void Watcher::Fail(WatcherStep& step, KubeError error, State next) {
+void Watcher::Fail(WatcherStep& step, KubeError error, State retry_state) {
+  // The one disposition table decides: a 410 relists; anything else (even a terminal
+  // kind: a watcher has nobody to give up to) retries `retry_state` after a backoff, no
+  // earlier than a 429/5xx's Retry-After.
+  const State next = DispositionOf(error) == Disposition::kRelist ? State::kEmpty : retry_state;
   if (next == State::kEmpty || next == State::kInitListed) CloseStream();
   state_ = next;
   if (next == State::kEmpty) continue_token_.clear();
   backoff_pending_ = true;
+  retry_after_ = error.retry_after();
   step.error = std::move(error);
 }
 
 WatcherStep Watcher::Step() {
   if (cancelled()) return {};
   if (backoff_pending_) {
-    const std::chrono::milliseconds delay = NextBackoff();
+    std::chrono::milliseconds delay = NextBackoff();
+    if (retry_after_) {
+      delay =
+          std::max(delay, std::min<std::chrono::milliseconds>(*retry_after_, config_.max_backoff));
+    }
     ++failures_;
     backoff_pending_ = false;
+    retry_after_.reset();
     sleep_(delay);
     if (cancelled()) return {};
   }
@@ -118,8 +118,8 @@ WatcherStep Watcher::StepList() {
   try {
     page = client_.List(config_.resource, config_.ns, opts);
   } catch (const KubeError& e) {
-    // An expired continue token cannot be resumed: start the list over.
-    Fail(step, e, e.kind() == ErrorKind::kGone ? State::kEmpty : State::kInitListing);
+    // An expired continue token cannot be resumed: Fail starts the list over on a 410.
+    Fail(step, e, State::kInitListing);
     return step;
   }
   // Move the items out of the page, and each item into its event: a page of 500 pods is
@@ -191,7 +191,7 @@ WatcherStep Watcher::StepOpenWatch() {
     stream_ = std::move(s);
     if (cancelled_) stream_->Cancel();
   } catch (const KubeError& e) {
-    Fail(step, e, e.kind() == ErrorKind::kGone ? State::kEmpty : State::kInitListed);
+    Fail(step, e, State::kInitListed);
     return step;
   }
   state_ = State::kWatching;
@@ -225,7 +225,7 @@ WatcherStep Watcher::StepWatch() {
   const std::string& type = ev->type;
   if (type == "ERROR") {
     KubeError err = ErrorFromWatchEvent(ev->object, What());
-    if (err.kind() == ErrorKind::kGone) {
+    if (DispositionOf(err) == Disposition::kRelist) {
       // Our resourceVersion is older than the server's history: relist, now.
       CloseStream();
       state_ = State::kEmpty;
@@ -245,7 +245,7 @@ WatcherStep Watcher::StepWatch() {
          State::kInitListed);
     return step;
   }
-  std::string rv = ResourceVersionOf(ev->object);
+  std::string rv = StringAt(ev->object, {"metadata", "resourceVersion"});
   if (rv.empty()) {
     Fail(step,
          KubeError(ErrorKind::kInternal,

@@ -9,8 +9,11 @@
 //
 // Each Step() does at most one API call (one list page, opening a watch, or
 // reading one watch event) and returns what it learned. BOOKMARKs only advance
-// the resourceVersion. Consecutive failures back off exponentially through
-// the injected sleep; a success resets the backoff. Nothing here throws.
+// the resourceVersion. Failures are settled by kube::DispositionOf: kRelist
+// (410) starts over from kEmpty, every other disposition retries the step that
+// failed. Consecutive failures back off exponentially through the injected
+// sleep, and no shorter than a 429/5xx's Retry-After (capped at max_backoff);
+// a success resets the backoff. Nothing here throws.
 #pragma once
 
 #include <chrono>
@@ -82,7 +85,8 @@ class Watcher {
   WatcherStep StepList();
   WatcherStep StepOpenWatch();
   WatcherStep StepWatch();
-  void Fail(WatcherStep& step, KubeError error, State next);
+  // Records `error`; the next state is kEmpty on a 410, else `retry_state`.
+  void Fail(WatcherStep& step, KubeError error, State retry_state);
   void CloseStream();
   std::string What() const;
 
@@ -94,6 +98,7 @@ class Watcher {
   std::string continue_token_;
   int failures_ = 0;
   bool backoff_pending_ = false;
+  std::optional<std::chrono::seconds> retry_after_;  // of the failure that set backoff_pending_
   bool events_on_stream_ = false;
 
   mutable std::mutex stream_mu_;  // guards stream_ and cancelled_ against Cancel()

@@ -357,6 +357,52 @@ TEST_CASE("Unknown event types and malformed events never crash: re-watch from t
   CHECK(sleeps.size() == 3);
 }
 
+TEST_CASE("A 410 that breaks the open stream (HTTP 410 on the watch request) relists") {
+  // RestClient opens the connection on its own thread: an HTTP 410 answer reaches the
+  // watcher from Next(), not from Watch().
+  ScriptedClient c;
+  std::vector<std::chrono::milliseconds> sleeps;
+  WatcherConfig cfg;
+  cfg.resource = kPods;
+  Watcher w(c, cfg, [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  auto gone = std::make_unique<ScriptedClient::Script>();
+  gone->steps.push_back([]() -> std::optional<WatchEvent> {
+    throw ErrorFromResponse(410,
+                            R"({"kind":"Status","code":410,"reason":"Expired",)"
+                            R"J("message":"too old resource version: 3 (9)"})J",
+                            std::nullopt, "watch pods");
+  });
+  c.scripts.push_back(std::move(gone));
+  w.Step();
+  w.Step();
+  w.Step();  // watch opened
+  WatcherStep s = w.Step();
+  REQUIRE(s.error.has_value());
+  CHECK(s.error->kind() == ErrorKind::kGone);
+  CHECK(w.state() == State::kEmpty);
+  CHECK(Summary(w.Step()) == V{"Init"});
+}
+
+TEST_CASE("A 429 or 5xx's Retry-After stretches the backoff, capped at max_backoff") {
+  Harness h;
+  WatcherConfig cfg = h.Config();
+  cfg.max_backoff = std::chrono::seconds(30);
+  Watcher w(h.client, cfg, [&](std::chrono::milliseconds d) { h.sleeps.push_back(d); });
+  auto busy = [](int code, int secs) {
+    return ErrorFromResponse(code, "", std::chrono::seconds(secs), "list pods -n ns");
+  };
+  h.client.FailNextWith(Verb::kList, 1, busy(429, 5));
+  CHECK(Summary(w.Step()) == V{"Init"});
+  REQUIRE(w.Step().error.has_value());
+  h.client.FailNextWith(Verb::kList, 1, busy(503, 3600));
+  REQUIRE(w.Step().error.has_value());  // waited 5 s, not the 800 ms backoff
+  h.client.FailNextWith(Verb::kList, 1, busy(503, 1));
+  REQUIRE(w.Step().error.has_value());          // waited 30 s: capped
+  REQUIRE(Summary(w.Step()) == V{"InitDone"});  // 3.2 s: the backoff is longer than 1 s
+  using ms = std::chrono::milliseconds;
+  CHECK(h.sleeps == std::vector<ms>{ms(5000), ms(30000), ms(3200)});
+}
+
 // A client whose LIST answers are given, page by page.
 class PagedClient : public FakeClient {
  public:
