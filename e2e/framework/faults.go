@@ -228,7 +228,8 @@ func AlignAfterKill(killed time.Time) {
 
 // CheckInvariants checks issue 14's invariants on the VMIMs placed in ns after a
 // fault, and fails the test (t.Errorf, so every violation is listed) on any:
-//   - no target pod of these VMIMs carries the gate 2 x LeaseDuration after the fault ended;
+//   - no target pod of these VMIMs carries the gate 2 x LeaseDuration after the fault ended
+//     (or after its creation, for a pod created later);
 //   - every VMIM succeeds, on a node its term admits (VMIM migrationState, target pod);
 //   - no target pod has a requirement twice in a term, and the term's requirement is in each term once;
 //   - every VMIM carries its final report (framework.WaitFinalReport) naming that node;
@@ -381,6 +382,24 @@ func (f *Framework) CheckInvariants(t testing.TB, ns string, placed []Placed, o 
 			return ok, "conditions " + toJSON(m.Status.Conditions)
 		})
 		final[p.Name] = m
+		// A target pod created after the fault ended (virt-controller retries a create the
+		// webhook refused while its replica was down) is held from its creation on: the
+		// gate must be gone within 2 x the lease duration of the later of the two. The
+		// Applied condition's time is the release (whole seconds: one second of slack).
+		if applied := MigrationCondition(m, ConditionTermApplied); ok && applied != nil {
+			for _, pod := range f.TargetPods(t, ns, m) {
+				from := o.FaultEnded
+				if pod.CreationTimestamp.Time.After(from) {
+					from = pod.CreationTimestamp.Time
+				}
+				if held := applied.LastTransitionTime.Time.Sub(from); held > 2*LeaseDuration+time.Second {
+					rep.StillGated++
+					t.Errorf("VMIM %s: target pod %s (created %s) released at %s, %s after the fault ended or it was created, over %s",
+						p.Name, pod.Name, pod.CreationTimestamp.UTC().Format(time.RFC3339), applied.LastTransitionTime.UTC().Format(time.RFC3339),
+						held, 2*LeaseDuration)
+				}
+			}
+		}
 	}
 
 	// 5. Events: none twice; TermApplied exactly once unless lost with a killed replica.

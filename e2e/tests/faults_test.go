@@ -7,7 +7,7 @@ package tests
 // at the start (framework.FaultSeed); KMT_FAULT_SEED=... replays it.
 //
 // Size: KMT_FAULT_MIGRATIONS placed migrations per round (default 24) and
-// KMT_FAULT_ROUNDS leader kills (default 3), so the whole tier stays within
+// KMT_FAULT_ROUNDS leader kills (default 4), so the whole tier stays within
 // about 8 minutes on two shared cores; the 200 x 10 is
 // KMT_FAULT_MIGRATIONS=200 KMT_FAULT_ROUNDS=10 (a soak, not CI).
 
@@ -53,9 +53,15 @@ type faultFleet struct {
 
 // newFaultFleet starts the second replica and n VMIs (spread by the scheduler).
 func newFaultFleet(t *testing.T, n int) *faultFleet {
+	return newFaultFleetWith(t, n, func() { framework.StartOperator(t, "1", 1) })
+}
+
+// newFaultFleetWith is newFaultFleet with the replicas started by start (replica
+// "0" runs when it is called).
+func newFaultFleetWith(t *testing.T, n int, start func()) *faultFleet {
 	f := fw(t)
 	framework.RestoreDefaultOperator(t)
-	framework.StartOperator(t, "1", 1)
+	start()
 	ns := f.Namespace(t)
 	t.Cleanup(func() { drainNamespace(t, f, ns) })
 	fl := &faultFleet{f: f, ns: ns, node: map[string]string{}}
@@ -164,7 +170,7 @@ func superviseReplicas(t *testing.T, f *framework.Framework) []string {
 // released, k drawn from the seed) while placed migrations are in flight;
 // the killed replica comes back at once, as kubelet would restart it.
 func TestFaultLeaderKill(t *testing.T) {
-	n, rounds := envInt(t, "KMT_FAULT_MIGRATIONS", 24), envInt(t, "KMT_FAULT_ROUNDS", 3)
+	n, rounds := envInt(t, "KMT_FAULT_MIGRATIONS", 24), envInt(t, "KMT_FAULT_ROUNDS", 4)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	fl := newFaultFleet(t, n)
@@ -246,4 +252,58 @@ func TestFaultEtcdCompaction(t *testing.T) {
 	}
 	t.Logf("seed %d: etcd compacted to revision %d after %d of %d gates released (k=%d), kube-apiserver down %s; %d watches met 410; replicas restarted: %v; %s",
 		seed, rev, released, n, k, ready.Sub(stopped).Round(100*time.Millisecond), gone, restarted, rep)
+}
+
+// (4) The watch streams frozen for 60 s without being closed: both replicas
+// reach the API server through framework.WatchProxy, which stops forwarding every
+// watch stream open at the freeze (no byte, no close) while everything else —
+// the Lease, writes, new watches — flows. Placed migrations are created as the
+// freeze starts, so the leader learns of them only through a watch it reopens.
+// It must notice the silent streams through its own timeouts before the freeze
+// ends (every frozen stream abandoned by its client within the 60 s), and the
+// invariants hold with the fault's end at 60 s.
+func TestFaultWatchFreeze(t *testing.T) {
+	const freeze = 60 * time.Second
+	n := envInt(t, "KMT_FAULT_MIGRATIONS", 24)
+	seed := framework.FaultSeed(t)
+	rng := framework.NewRand(seed)
+	proxy := framework.StartWatchProxy(t)
+	fl := newFaultFleetWith(t, n, func() {
+		kc := proxy.ProxiedKubeconfig(t)
+		framework.StopOperator(t, "0", "TERM")
+		framework.StartOperatorWithKubeconfig(t, "0", 0, kc)
+		framework.StartOperatorWithKubeconfig(t, "1", 1, kc)
+	})
+	leader(t, fl.f)
+	// The leader's informers (VMIMs, pods, nodes) watch through the proxy.
+	framework.Eventually(t, time.Minute, "the operator's watches open through the proxy", func() (bool, string) {
+		w, _, _, _ := proxy.Stats()
+		return w >= 3, fmt.Sprintf("%d watch requests", w)
+	})
+	frozenAt := time.Now()
+	frozen := proxy.FreezeOpenWatches()
+	if frozen == 0 {
+		t.Fatal("no watch stream open to freeze")
+	}
+	placed := fl.place(t, rng, "frz")
+	// The fault lasts freeze; what the operator does meanwhile is observed, not awaited.
+	var abandonedAt []time.Duration
+	last := 0
+	for time.Since(frozenAt) < freeze {
+		_, _, abandoned, _ := proxy.Stats()
+		for ; last < abandoned; last++ {
+			abandonedAt = append(abandonedAt, time.Since(frozenAt).Round(time.Second))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	watches, _, abandoned, stillOpen := proxy.Stats()
+	proxy.Thaw()
+	ended := time.Now()
+	if abandoned < frozen || stillOpen > 0 {
+		t.Errorf("the operator did not notice frozen watch streams within %s: %d frozen, %d abandoned (after %v), %d still open at the end",
+			freeze, frozen, abandoned, abandonedAt, stillOpen)
+	}
+	rep := fl.f.CheckInvariants(t, fl.ns, placed, framework.InvariantOptions{FaultEnded: ended})
+	t.Logf("seed %d: froze %d watch streams for %s; abandoned by the operator after %v; %d still open at the end; %d watch requests; %s",
+		seed, frozen, freeze, abandonedAt, stillOpen, watches, rep)
 }
