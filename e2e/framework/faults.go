@@ -196,14 +196,15 @@ type InvariantReport struct {
 	MissingReport      int // VMIMs without their final conditions
 	DuplicateEvents    int // Events recorded more than once
 	LostEventsAtKill   int // TermApplied Events lost with a replica killed after its status write (allowed)
+	LostEventsLogged   int // TermApplied Events whose failed create a replica logged (best effort, allowed)
 	GatedClearedAfter  time.Duration
 	FinalPhasesReached time.Duration
 }
 
 func (r InvariantReport) String() string {
 	return fmt.Sprintf("vmims=%d outsideTerm=%d stillGated=%d addedTwice=%d missingReport=%d duplicateEvents=%d "+
-		"lostEventsAtKill=%d gatesClearedAfter=%s finalAfter=%s", r.VMIMs, r.OutsideTerm, r.StillGated, r.AddedTwice,
-		r.MissingReport, r.DuplicateEvents, r.LostEventsAtKill, r.GatedClearedAfter.Round(100*time.Millisecond),
+		"lostEventsAtKill=%d lostEventsLogged=%d gatesClearedAfter=%s finalAfter=%s", r.VMIMs, r.OutsideTerm, r.StillGated, r.AddedTwice,
+		r.MissingReport, r.DuplicateEvents, r.LostEventsAtKill, r.LostEventsLogged, r.GatedClearedAfter.Round(100*time.Millisecond),
 		r.FinalPhasesReached.Round(100*time.Millisecond))
 }
 
@@ -217,6 +218,35 @@ type InvariantOptions struct {
 	Kills []time.Time
 	// FinalTimeout bounds the wait for every VMIM to end (after the gates cleared).
 	FinalTimeout time.Duration
+	// Replicas whose logs may account for a lost Event: Events are best effort
+	// (controller/events.h), so one whose create failed while the API server was down
+	// is lost — allowed only when a replica logged that failure for that VMIM
+	// ("Failed to record event"/"Dropped event" naming it, or "Dropped events at
+	// shutdown" with a count covering it).
+	Replicas []Replica
+}
+
+// loggedEventLosses counts, per VMIM ns/name, the Event losses the replicas'
+// logs name, and the unattributed ones dropped at shutdown.
+func loggedEventLosses(replicas []Replica, reason string) (named map[string]int, atShutdown int) {
+	named = map[string]int{}
+	for _, r := range replicas {
+		for _, l := range strings.Split(OperatorLog(r.Name), "\n") {
+			switch {
+			case strings.Contains(l, `msg="Dropped events at shutdown"`):
+				if i := strings.Index(l, "count="); i >= 0 {
+					n, _ := strconv.Atoi(strings.Trim(strings.Fields(l[i+len("count="):])[0], `"`))
+					atShutdown += n
+				}
+			case (strings.Contains(l, `msg="Failed to record event"`) || strings.Contains(l, `msg="Dropped event:`)) &&
+				strings.Contains(l, "reason="+reason):
+				if i := strings.Index(l, "vmim="); i >= 0 {
+					named[strings.Trim(strings.Fields(l[i+len("vmim="):])[0], `"`)]++
+				}
+			}
+		}
+	}
+	return named, atShutdown
 }
 
 // AlignAfterKill waits until the wall-clock second after killed has begun:
@@ -234,7 +264,8 @@ func AlignAfterKill(killed time.Time) {
 //   - no target pod has a requirement twice in a term, and the term's requirement is in each term once;
 //   - every VMIM carries its final report (framework.WaitFinalReport) naming that node;
 //   - no operator Event recorded twice (same object, reason, message; count 1), and exactly
-//     one TermApplied Event per VMIM unless the killed replica wrote the condition.
+//     one TermApplied Event per VMIM unless the killed replica wrote the condition or a
+//     replica logged the loss of that Event (o.Replicas).
 func (f *Framework) CheckInvariants(t testing.TB, ns string, placed []Placed, o InvariantOptions) InvariantReport {
 	t.Helper()
 	rep := InvariantReport{VMIMs: len(placed)}
@@ -303,23 +334,36 @@ func (f *Framework) CheckInvariants(t testing.TB, ns string, placed []Placed, o 
 	nodeOf := map[string]string{}
 	for _, p := range placed {
 		m := migs[p.Name]
+		// Where it completed: the target pod's node (virt-controller copies the VMI's
+		// migrationState into the VMIM's status after the phase, so that may still be
+		// empty), the VMIM's migrationState when set, and the VMI's node.
 		target := ""
-		if m.Status.MigrationState != nil {
-			target = m.Status.MigrationState.TargetNode
-		}
 		pods := f.TargetPods(t, ns, m)
 		for _, pod := range pods {
 			if pod.Spec.NodeName != "" && !contains(p.Allowed, pod.Spec.NodeName) {
 				rep.OutsideTerm++
 				t.Errorf("VMIM %s: target pod %s on %s, outside the term %v", p.Name, pod.Name, pod.Spec.NodeName, p.Allowed)
 			}
+			if pod.Spec.NodeName != "" {
+				target = pod.Spec.NodeName
+			}
+		}
+		if ms := m.Status.MigrationState; ms != nil && ms.TargetNode != "" && ms.TargetNode != target {
+			rep.OutsideTerm++
+			t.Errorf("VMIM %s: migrationState.targetNode %q, target pod on %q (term %v)", p.Name, ms.TargetNode, target, p.Allowed)
 		}
 		switch {
 		case m.Status.Phase != virtv1.MigrationSucceeded:
 			t.Errorf("VMIM %s ended %s, want Succeeded; status %s", p.Name, m.Status.Phase, toJSON(m.Status))
 		case !contains(p.Allowed, target):
 			rep.OutsideTerm++
-			t.Errorf("VMIM %s completed on %q, outside the term %v", p.Name, target, p.Allowed)
+			t.Errorf("VMIM %s completed with its target pod on %q, outside the term %v", p.Name, target, p.Allowed)
+		default:
+			vmi, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(Ctx(t), m.Spec.VMIName, metav1.GetOptions{})
+			if err != nil || !contains(p.Allowed, vmi.Status.NodeName) {
+				rep.OutsideTerm++
+				t.Errorf("VMIM %s succeeded, but VMI %s runs on %q, outside the term %v (%v)", p.Name, m.Spec.VMIName, vmiNode(vmi), p.Allowed, err)
+			}
 		}
 		nodeOf[p.Name] = target
 
@@ -439,16 +483,29 @@ func (f *Framework) CheckInvariants(t testing.TB, ns string, placed []Placed, o 
 	if len(dup) > 0 {
 		t.Errorf("%d Events recorded more than once: %v", len(dup), dup)
 	}
+	named, atShutdown := loggedEventLosses(o.Replicas, ReasonTermApplied)
 	for _, p := range placed {
 		ev := eventsOf(events, p.Name, ReasonTermApplied)
 		switch {
 		case len(ev) == 0 && writtenByKilled(final[p.Name], o.Kills):
 			rep.LostEventsAtKill++
+		case len(ev) == 0 && named[ns+"/"+p.Name] > 0:
+			rep.LostEventsLogged++
+		case len(ev) == 0 && atShutdown > 0:
+			atShutdown--
+			rep.LostEventsLogged++
 		case len(ev) != 1 || ev[0].Type != k8sv1.EventTypeNormal:
 			t.Errorf("VMIM %s: TermApplied Events %s, want exactly one Normal", p.Name, EventSummary(ev))
 		}
 	}
 	return rep
+}
+
+func vmiNode(vmi *virtv1.VirtualMachineInstance) string {
+	if vmi == nil {
+		return ""
+	}
+	return vmi.Status.NodeName
 }
 
 func contains(s []string, v string) bool {
