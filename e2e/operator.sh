@@ -6,7 +6,8 @@
 #   e2e/operator.sh install            namespace, ServiceAccount, RBAC, requester role, webhook
 #                                      configurations (URL of replica 0, caBundle = cluster CA)
 #   e2e/operator.sh start NAME [INDEX] [FLAGS...]
-#                                      start a replica (ports offset by INDEX*10); waits for /readyz
+#                                      start a replica (ports offset by INDEX*10); waits for /readyz;
+#                                      KMT_OPERATOR_KUBECONFIG replaces its ServiceAccount kubeconfig
 #   e2e/operator.sh stop NAME [SIGNAL] stop a replica (default TERM; KILL for a crash)
 #   e2e/operator.sh webhooks off|on    delete / re-create both webhook configurations
 #   e2e/operator.sh binary             build (if needed) and print the operator binary's path
@@ -101,6 +102,8 @@ start_replica() {
   bin=$(binary)
   [[ -x $bin ]] || { kmt_log "operator: no binary at $bin"; return 1; }
   kc=$(sa_kubeconfig)
+  # A fault scenario may route a replica through its own proxy (same identity).
+  kc=${KMT_OPERATOR_KUBECONFIG:-$kc}
   read -r crt key < <(e2e/cluster.sh serving-cert "operator-$name")
   dir=$RUN/operator-$name-certs
   mkdir -p "$dir" && cp "$crt" "$dir/tls.crt" && cp "$key" "$dir/tls.key"

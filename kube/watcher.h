@@ -38,7 +38,14 @@ struct WatcherConfig {
   int64_t page_size = 500;
   // Lists and watches leave metadata.managedFields out (informers never read it).
   bool omit_managed_fields = true;
-  std::chrono::seconds watch_timeout{290};  // server-side timeoutSeconds per watch
+  // Server-side timeoutSeconds per watch. It also bounds how long a stream that goes
+  // silent without closing (a frozen proxy, a half-open connection) goes unnoticed:
+  // the transport abandons a stream silent for watch_timeout + 30 s
+  // (kube/rest_client.cc), and a healthy one never is (the server ends it at
+  // watch_timeout, after a BOOKMARK ~2 s before, so it resumes without a relist).
+  // 15 s keeps that within 45 s, as client-go's HTTP/2 health check does (30 s idle +
+  // 15 s ping), at the cost of one re-watch per informer every 15 s.
+  std::chrono::seconds watch_timeout{15};
   std::chrono::milliseconds initial_backoff{800};
   std::chrono::milliseconds max_backoff{30000};
 };

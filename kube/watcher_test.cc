@@ -452,6 +452,37 @@ TEST_CASE("Cancel unblocks a Step waiting for events") {
   CHECK(w.Step().events.empty());
 }
 
+// Records the options of every watch it opens.
+class WatchOptionsRecorder : public FakeClient {
+ public:
+  std::vector<WatchOptions> watches;
+  std::unique_ptr<WatchStream> Watch(const Resource& r, std::string_view ns,
+                                     const WatchOptions& opts) override {
+    watches.push_back(opts);
+    return FakeClient::Watch(r, ns, opts);
+  }
+};
+
+// A watch stream can go silent without closing (a frozen proxy or a half-open TCP
+// connection). The transport gives up on a stream that stays silent for the watch's
+// timeoutSeconds + 30 s (kube/rest_client.cc), and the server ends every healthy watch
+// at timeoutSeconds, so the timeout asked for bounds how long a silent stream goes
+// unnoticed: within 45 s (client-go's HTTP/2 health check: 30 s idle + 15 s ping).
+TEST_CASE("Every watch asks the server to end it soon, so a silent stream is abandoned within 45 s") {
+  WatchOptionsRecorder client;
+  WatcherConfig config;
+  config.resource = kPods;
+  config.ns = "ns";
+  Watcher w(client, config, [](std::chrono::milliseconds) {});
+  for (int i = 0; i < 5 && w.state() != State::kWatching; ++i) w.Step();  // list, open the watch
+  REQUIRE(w.state() == State::kWatching);
+  REQUIRE(client.watches.size() == 1);
+  CAPTURE(client.watches[0].timeout.count());
+  CHECK(client.watches[0].timeout > std::chrono::seconds(0));
+  CHECK(client.watches[0].timeout + std::chrono::seconds(30) <= std::chrono::seconds(45));
+  CHECK(client.watches[0].allow_bookmarks);  // the server's closing bookmark keeps the rv fresh
+}
+
 TEST_CASE("State names") {
   CHECK(std::string(WatcherStateName(State::kEmpty)) == "Empty");
   CHECK(std::string(WatcherStateName(State::kInitListing)) == "InitListing");

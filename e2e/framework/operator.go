@@ -168,6 +168,18 @@ func StartOperator(t testing.TB, name string, index int, flags ...string) {
 	OperatorScript(t, append([]string{"start", name, fmt.Sprint(index)}, flags...)...)
 }
 
+// StartOperatorWithKubeconfig is StartOperator with another kubeconfig for the
+// replica (KMT_OPERATOR_KUBECONFIG), e.g. one whose server is a fault proxy.
+func StartOperatorWithKubeconfig(t testing.TB, name string, index int, kubeconfig string, flags ...string) {
+	t.Helper()
+	OperatorScript(t, "binary") // resolves and pins the binary once
+	args := append([]string{"start", name, fmt.Sprint(index)}, flags...)
+	r := Run(t, 3*time.Minute, []string{"KMT_OPERATOR_KUBECONFIG=" + kubeconfig}, "e2e/operator.sh", args...)
+	if r.Code != 0 {
+		t.Fatalf("e2e/operator.sh %s: %s", strings.Join(args, " "), r)
+	}
+}
+
 // StopOperator stops replica name with signal (TERM, KILL).
 func StopOperator(t testing.TB, name, signal string) {
 	t.Helper()
