@@ -14,6 +14,11 @@ namespace kmt::fuzz {
 
 // "" when every promise held for `input`, else a description of the first broken one.
 // Never throws: an exception escaping the code under test is reported as a broken promise.
+// Defined once (fuzz/entry.cc) around the target's CheckTarget.
 std::string CheckInput(std::string_view input);
+
+// The target's own checks, defined by each fuzz/<name>/entry.cc; may throw (CheckInput
+// turns that into a broken promise).
+std::string CheckTarget(std::string_view input);
 
 }  // namespace kmt::fuzz
