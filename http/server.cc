@@ -46,6 +46,12 @@ Response DefaultErrorBody(int status, std::string_view message) {
 
 }  // namespace
 
+void LogToStderr(const LogRecord& record) {
+  std::string line = std::string(record.error ? "error: " : "") + record.msg;
+  for (const auto& [k, v] : record.fields) line += " " + k + "=" + v;
+  std::cerr << line << '\n';
+}
+
 // The part of a connection the server can reach from outside its strand.
 class SessionBase {
  public:
@@ -90,13 +96,7 @@ class Server::Impl {
 
   void Log(bool error, std::string msg, std::vector<std::pair<std::string, std::string>> fields) {
     LogRecord rec{error, std::move(msg), std::move(fields)};
-    if (cfg.log) {
-      cfg.log(rec);
-      return;
-    }
-    std::string line = std::string(rec.error ? "error: " : "") + rec.msg;
-    for (const auto& [k, v] : rec.fields) line += " " + k + "=" + v;
-    std::cerr << line << '\n';
+    (cfg.log ? cfg.log : LogToStderr)(rec);
   }
 
   const Route* FindRoute(std::string_view path, std::string_view method, bool* path_known) const {

@@ -88,6 +88,9 @@ struct LogRecord {
   std::vector<std::pair<std::string, std::string>> fields;
 };
 
+// One line on standard error: "[error: ]msg k=v ..." (the default log of the servers).
+void LogToStderr(const LogRecord& record);
+
 struct ServerConfig {
   std::string address = "0.0.0.0";
   int port = 0;  // 0: any free port (see Server::port())

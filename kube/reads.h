@@ -20,8 +20,8 @@ std::optional<Json> GetIfExists(KubeClient& client, const Resource& r, std::stri
                                 std::string_view name);
 
 // The value at `path` (object members, outermost first), or nullptr when a step is
-// missing, null, or not an object. (webhook/json_access.h reads AdmissionReviews the same
-// way.)
+// missing, null, or not an object. (The admitters use these too, through
+// webhook/json_access.h.)
 const Json* Member(const Json& root, std::initializer_list<std::string_view> path);
 
 // The string at `path`, or "" when absent or not a string.

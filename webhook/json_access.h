@@ -1,21 +1,18 @@
 // webhook/json_access.h — reading members of objects that arrived in an AdmissionReview
 // without trusting their shape: a missing member, a null or a value of another type reads
-// as "absent", never as an exception.
+// as "absent", never as an exception. The readers are kube/reads.h's (one implementation
+// for the client, the plugin and the admitters), named here for the admitters.
 #pragma once
 
-#include <initializer_list>
-#include <nlohmann/json.hpp>
-#include <string>
-#include <string_view>
+#include "kube/reads.h"
 
 namespace kmt::webhook {
 
 // The value at `path` (object members, outermost first), or nullptr when a step is missing,
 // null, or not an object.
-const nlohmann::json* Member(const nlohmann::json& root,
-                             std::initializer_list<std::string_view> path);
+using kube::Member;
 
 // The string at `path`, or "" when absent or not a string.
-std::string StringAt(const nlohmann::json& root, std::initializer_list<std::string_view> path);
+using kube::StringAt;
 
 }  // namespace kmt::webhook

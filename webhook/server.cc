@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <openssl/ssl.h>
 
-#include <iostream>
 #include <stdexcept>
 #include <utility>
 
@@ -38,20 +37,20 @@ std::string_view StatusReason(int status) {
   }
 }
 
-http::Response JsonAnswer(int status, std::string body) {
+http::Response Answer(int status, std::string content_type, std::string body) {
   http::Response r;
   r.status = status;
-  r.content_type = "application/json";
+  r.content_type = std::move(content_type);
   r.body = std::move(body);
   return r;
 }
 
+http::Response JsonAnswer(int status, std::string body) {
+  return Answer(status, "application/json", std::move(body));
+}
+
 http::Response TextAnswer(int status, std::string body) {
-  http::Response r;
-  r.status = status;
-  r.content_type = "text/plain";
-  r.body = std::move(body);
-  return r;
+  return Answer(status, "text/plain", std::move(body));
 }
 
 }  // namespace
@@ -114,13 +113,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
 AdmissionServer::~AdmissionServer() { Stop(); }
 
 void AdmissionServer::Log(ServerLogEntry entry) const {
-  if (options_.log) {
-    options_.log(entry);
-    return;
-  }
-  std::string line = std::string(entry.error ? "error: " : "") + entry.msg;
-  for (const auto& [k, v] : entry.fields) line += " " + k + "=" + v;
-  std::cerr << line << '\n';
+  (options_.log ? options_.log : http::LogToStderr)(entry);
 }
 
 bool AdmissionServer::ReloadCertificate() {
