@@ -493,5 +493,31 @@ TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
   CHECK(r->body == "over tls");
 }
 
+TEST_CASE("Several I/O threads serve many keep-alive clients at once") {
+  CountingObserver obs;
+  ServerConfig c = Config(&obs);
+  c.io_threads = 2;
+  c.handler_threads = 4;
+  Server server(c, EchoRoutes());
+  server.Start();
+  std::vector<std::future<int>> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(std::async(std::launch::async, [&server, i] {
+      httplib::Client cli("127.0.0.1", server.port());
+      cli.set_keep_alive(true);
+      int ok = 0;
+      for (int j = 0; j < 50; ++j) {
+        std::string body = std::to_string(i) + "-" + std::to_string(j);
+        auto r = cli.Post("/echo", body, "text/plain");
+        if (r && r->status == 200 && r->body == body) ++ok;
+      }
+      return ok;
+    }));
+  }
+  for (auto& f : clients) CHECK(f.get() == 50);
+  CHECK(Eventually([&] { return obs.Finished("/echo 200") == 400; }));
+  CHECK(obs.in_flight == 0);
+}
+
 }  // namespace
 }  // namespace kmt::http

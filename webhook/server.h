@@ -58,7 +58,9 @@ struct ServerOptions {
   size_t max_body_bytes = size_t{7} * 1024 * 1024;
   // Threads for TLS and HTTP I/O, and for admission work (a review may wait on a
   // SubjectAccessReview); at most `max_queued_reviews` wait for a worker, beyond that 503.
-  size_t io_threads = 1;
+  // Two I/O threads, so a burst of TLS handshakes from a flood (each costs the thread a few
+  // hundred microseconds) cannot hold up the API server's established connections alone.
+  size_t io_threads = 2;
   size_t workers = 8;
   size_t max_queued_reviews = 1024;
 
