@@ -6,6 +6,7 @@
 package tests
 
 import (
+	"os"
 	"testing"
 
 	"kmt.local/e2e/framework"
@@ -15,4 +16,11 @@ import (
 func fw(t *testing.T) *framework.Framework {
 	t.Helper()
 	return framework.New(t)
+}
+
+// TestMain lets this binary serve as the abuse scenario's attacker process
+// (framework.StartFloodProcess) before it runs any scenario.
+func TestMain(m *testing.M) {
+	framework.RunFloodProcessIfAsked()
+	os.Exit(m.Run())
 }
