@@ -111,18 +111,25 @@ class Server::Impl {
 
   // --- the connection table, with the observer told of every change ---
 
+  // A connection the table has just let go of (expired, evicted, closed at stop): its session
+  // leaves the map, the observer hears why, and the caller aborts what is returned (if it is
+  // still alive). Called with mu held.
+  std::shared_ptr<SessionBase> TakeLocked(Id id, CloseReason reason) {
+    std::shared_ptr<SessionBase> s;
+    auto it = sessions.find(id);
+    if (it != sessions.end()) {
+      s = it->second.lock();
+      sessions.erase(it);
+    }
+    if (cfg.observer) cfg.observer->ConnectionClosed(reason);
+    return s;
+  }
+
   ConnectionTable::Admission Open(Phase first, const std::shared_ptr<SessionBase>& s,
                                   std::shared_ptr<SessionBase>* victim) {
     std::lock_guard<std::mutex> lock(mu);
     ConnectionTable::Admission a = table.Open(first, SteadyClock::now());
-    if (a.evicted) {
-      auto it = sessions.find(*a.evicted);
-      if (it != sessions.end()) {
-        *victim = it->second.lock();
-        sessions.erase(it);
-      }
-      if (cfg.observer) cfg.observer->ConnectionClosed(CloseReason::kEvicted);
-    }
+    if (a.evicted) *victim = TakeLocked(*a.evicted, CloseReason::kEvicted);
     if (cfg.observer) cfg.observer->ConnectionOpened();
     if (a.admitted) {
       sessions.emplace(a.id, s);
@@ -163,12 +170,7 @@ class Server::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       for (const auto& [id, reason] : table.Expire(SteadyClock::now())) {
-        auto it = sessions.find(id);
-        if (it != sessions.end()) {
-          victims.push_back(it->second.lock());
-          sessions.erase(it);
-        }
-        if (cfg.observer) cfg.observer->ConnectionClosed(reason);
+        victims.push_back(TakeLocked(id, reason));
       }
       if (table.size() == 0) drained.notify_all();
     }
@@ -193,12 +195,7 @@ class Server::Impl {
         std::optional<Phase> p = table.PhaseOf(id);
         if (p == Phase::kHandling || p == Phase::kWriting) continue;
         table.Close(id);
-        auto it = sessions.find(id);
-        if (it != sessions.end()) {
-          victims.push_back(it->second.lock());
-          sessions.erase(it);
-        }
-        if (cfg.observer) cfg.observer->ConnectionClosed(CloseReason::kDone);
+        victims.push_back(TakeLocked(id, CloseReason::kDone));
       }
       if (table.size() == 0) drained.notify_all();
     }
