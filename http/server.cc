@@ -1,6 +1,8 @@
 #include "http/server.h"
 
 #include <fmt/format.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -8,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <mutex>
@@ -35,6 +38,10 @@ namespace {
 constexpr std::chrono::milliseconds kLinger{500};
 // How long accepting pauses after EMFILE and the like.
 constexpr std::chrono::milliseconds kAcceptPause{100};
+// The largest answer a handler thread writes itself (see Session::WriteNow), and how much
+// larger than it the socket's send buffer must be.
+constexpr size_t kWriteNowMaxBytes = 4096;
+constexpr int kWriteNowSendBufferFactor = 4;
 
 Response DefaultErrorBody(int status, std::string_view message) {
   Response r;
@@ -349,7 +356,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     // I/O thread does with the connection.
     bool queued = server_.pool->TrySubmit(
         [self = this->shared_from_this(), route, req = std::move(req)]() mutable {
-          self->Respond(self->Invoke(*route, req));
+          self->Respond(self->Invoke(*route, req), /*on_handler_thread=*/true);
         });
     if (!queued) {
       Response busy = server_.cfg.error_body(503, "the server is busy; retry");
@@ -378,7 +385,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     Respond(std::move(r));
   }
 
-  void Respond(Response r) {
+  void Respond(Response r, bool on_handler_thread = false) {
     if (closed_) return;
     phase_ = Phase::kWriting;
     server_.Enter(id_, Phase::kWriting);
@@ -394,9 +401,46 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     keep_alive_ = keep_alive_ && !r.close && !server_.stopping;
     res.keep_alive(keep_alive_);
     res.prepare_payload();
+    if (on_handler_thread && WriteNow()) return;
     bhttp::async_write(stream_, res,
                        [self = this->shared_from_this()](const boost::system::error_code& ec,
                                                          size_t) { self->OnWrite(ec); });
+  }
+
+  // On a handler thread: writes the (small) answer at once, without blocking, and goes on
+  // to read the next request from here, so that the answer's completion is not handed back
+  // to an I/O thread (a second cross-thread wake-up on every request). Only when the write
+  // cannot block: nothing of earlier answers is still unacknowledged in the socket's send
+  // queue, and the answer is at most kWriteNowMaxBytes with a send buffer several times
+  // larger, so the kernel takes all of it. Otherwise (a client that stopped reading, a large
+  // answer) it returns false and the answer goes the asynchronous way, under the write
+  // deadline. The socket is non-blocking, so a handler thread can never wait
+  // on a client here; should the kernel refuse a part anyway, the connection closes (a TLS
+  // record cannot be half sent and resumed).
+  bool WriteNow() {
+    auto& socket = beast::get_lowest_layer(stream_);
+    const int fd = socket.native_handle();
+    int unsent = 0;
+    int send_buffer = 0;
+    socklen_t len = sizeof(send_buffer);
+    if (ioctl(fd, SIOCOUTQ, &unsent) != 0 || unsent != 0) return false;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, &len) != 0) return false;
+    const size_t size = res_->body().size() + 512;  // + status line and headers
+    if (size > kWriteNowMaxBytes ||
+        static_cast<size_t>(send_buffer) < size * kWriteNowSendBufferFactor) {
+      return false;
+    }
+    boost::system::error_code ec;
+    // Once per connection; asynchronous operations work the same on a non-blocking socket.
+    if (!socket.non_blocking()) socket.non_blocking(true, ec);
+    if (ec) return false;
+    bhttp::write(stream_, *res_, ec);
+    if (ec == asio::error::would_block) {
+      server_.Log(true, "Closing a connection: the kernel refused part of an answer",
+                  {{"bytes", std::to_string(size)}});
+    }
+    OnWrite(ec);
+    return true;
   }
 
   void OnWrite(const boost::system::error_code& ec) {

@@ -346,6 +346,40 @@ TEST_CASE("A stalled client does not delay anyone else, even with one handler th
   for (int fd : stalled) close(fd);
 }
 
+TEST_CASE("A client that sends requests and never reads the answers holds no handler thread") {
+  // Small answers are written by the handler thread itself while the socket's send queue is
+  // empty; once this client's receive window is full they must go the asynchronous way (under
+  // the write deadline), never block the one handler thread.
+  CountingObserver obs;
+  ServerConfig c = Config(&obs, Short());
+  c.handler_threads = 1;
+  Server server(c, EchoRoutes());
+  server.Start();
+  int fd = Connect(server.port());
+  int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  const std::string body(3000, 'y');
+  std::string burst;
+  for (int i = 0; i < 4000; ++i) {  // 12 MB of answers: more than any socket buffers hold
+    burst += "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n\r\n" + body;
+  }
+  std::thread sender([&] { SendAll(fd, burst); });
+  // Answers pile up unread until the window closes and one write waits on the client.
+  CHECK(Eventually([&] { return obs.Finished("/echo 200") >= 2; }));
+  std::this_thread::sleep_for(milliseconds(100));
+  httplib::Client cli("127.0.0.1", server.port());
+  auto t0 = Clock::now();
+  auto res = cli.Post("/echo", "through", "text/plain");
+  CHECK(res);
+  if (res) CHECK(res->body == "through");
+  CHECK(Clock::now() - t0 < milliseconds(300));
+  CHECK(Eventually([&] { return obs.Closed("write_timeout") == 1; }, milliseconds(5000)));
+  shutdown(fd, SHUT_RDWR);
+  sender.join();
+  close(fd);
+  CHECK(Eventually([&] { return server.open_connections() == 0; }));
+}
+
 TEST_CASE("The connection bound evicts the longest-idle never-served connection") {
   CountingObserver obs;
   Limits l;  // long deadlines: only the bound closes anything here

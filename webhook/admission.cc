@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -153,24 +154,25 @@ AdmissionResponse Errored(int code, std::string message) {
 }
 
 size_t JsonNestingDepth(std::string_view text, size_t limit) {
+  // One pass over the text. Inside a string only the closing quote matters, so the scan
+  // jumps from quote to quote with memchr (the body is mostly strings) and looks back over
+  // the run of backslashes before each: an odd run means the quote is escaped.
+  const char* p = text.data();
+  const char* const end = p + text.size();
   size_t depth = 0;
   size_t max_depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
+  while (p < end) {
+    const char c = *p++;
     switch (c) {
       case '"':
-        in_string = true;
+        for (;;) {
+          const char* q = static_cast<const char*>(std::memchr(p, '"', end - p));
+          if (q == nullptr) return max_depth;  // unterminated: the parser says so
+          const char* b = q;
+          while (b > p && b[-1] == '\\') --b;
+          p = q + 1;
+          if ((q - b) % 2 == 0) break;
+        }
         break;
       case '[':
       case '{':

@@ -203,6 +203,11 @@ TEST_CASE("JsonNestingDepth counts brackets outside strings") {
       {R"({"a":"\"[[[["})", 1},
       {R"(["\\",[[]]])", 3},
       {"]]]]{", 1},
+      {R"(["\\\"[[",[]])", 2},
+      {R"(["a\\\\",[[]]])", 3},
+      {R"(["\\\\\"[[[",{}])", 2},
+      {R"(["[[[)", 1},
+      {R"(["\"]]]]" [[)", 3},
   }));
   CAPTURE(text);
   CHECK(JsonNestingDepth(text, 100) == depth);
