@@ -1,9 +1,9 @@
 // bench/httplib_admission_server.h — floor (b) of the webhook benchmark: the operator's
-// admission server before issue 12, a bench-only copy of webhook/server.{h,cc} as of commit
-// 5b1863e (cpp-httplib's SSLServer, a fixed pool of 8 workers each owning a connection,
-// read/write timeouts, keep-alive 5 s / 100 requests, body cap 7 MiB → 413, the strict
-// shell of webhook/shell.h), serving the same routes as the server that replaces it, so the
-// table shows before and after in one run.
+// admission server before the Boost.Asio one (http/server.h), a bench-only copy of
+// webhook/server.{h,cc} as of commit 5b1863e (cpp-httplib's SSLServer, a fixed pool of 8 workers
+// each owning a connection, read/write timeouts, keep-alive 5 s / 100 requests, body cap 7 MiB →
+// 413, the strict shell of webhook/shell.h), serving the same routes as the server that replaces
+// it, so the table shows before and after in one run.
 //
 // Differences from the original, none on the request path: the certificate is loaded once
 // at construction (no hot-reload poller), logging is gone, and there is no /readyz.

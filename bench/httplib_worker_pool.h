@@ -1,5 +1,5 @@
 // bench/httplib_worker_pool.h — a bench-only copy of webhook/worker_pool.h as of commit
-// 5b1863e, the connection workers of the httplib admission server that issue 12 replaces
+// 5b1863e, the connection workers of the httplib admission server that http/server.h replaced
 // (bench/httplib_admission_server.h); kept so the webhook benchmark can show before and
 // after in one run. Unchanged but for the names.
 //

@@ -1,5 +1,5 @@
-// Webhook latency and server CPU against two floors measured in the same run (DESIGN.md §6,
-// issue 12: p99 ≤ 0.5 ms at 3,000 req/s and ≤ 1 ms at 5,000 req/s on 2 cores, TLS
+// Webhook latency and server CPU against two floors measured in the same run (DESIGN.md §6;
+// the budget: p99 ≤ 0.5 ms at 3,000 req/s and ≤ 1 ms at 5,000 req/s on 2 cores, TLS
 // keep-alive, no errors, p99 ≤ 1.3× floor (a)).
 //
 // Three servers, each in a child process of its own (bench/server_process.h: its CPU is
@@ -10,7 +10,7 @@
 //   floor (a)  bench::AsioTlsFloor: minimal Boost.Asio TLS + Beast HTTP answering a
 //              constant AdmissionReview on --floor-threads threads (default: the cores);
 //   before (b) bench::HttplibAdmissionServer: the httplib server the operator had before
-//              issue 12, serving the same AdmissionRoutes.
+//              the Boost.Asio one, serving the same AdmissionRoutes.
 // An open-loop load generator (this process) sends a 50/50 mix of VMIM CREATE
 // (→ /validate-vmim) and target pod CREATE (→ /mutate-pod) AdmissionReviews over keep-alive
 // TLS at each rate, to each server in turn.
@@ -243,7 +243,8 @@ int Main(int argc, char** argv) {
            "and certificate, Beast's HTTP parser) answering a constant AdmissionReview on {} "
            "threads: the least a TLS admission server costs on this machine. Ratio = figure ÷ "
            "floor (a). \"before (httplib server)\" rows: bench::HttplibAdmissionServer, the "
-           "operator's httplib server before issue 12 (8 workers, keep-alive 100 requests then "
+           "operator's httplib server before the Boost.Asio one (8 workers, keep-alive 100 "
+           "requests then "
            "a new handshake) with the same routes, against the same floor (a).",
            floor_threads)});
   std::printf("\n%s", table.c_str());

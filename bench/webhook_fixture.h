@@ -9,7 +9,7 @@
 //
 // The floors (bench/webhook_benchmark.cc) are (a) a minimal Boost.Asio TLS server answering a
 // constant review (bench/asio_tls_floor.h) and (b) the httplib server the operator had before
-// issue 12 (bench/httplib_admission_server.h) serving the same routes.
+// the Boost.Asio one (bench/httplib_admission_server.h) serving the same routes.
 #pragma once
 
 #include <cstdint>
@@ -84,7 +84,7 @@ class AdmitTimer {
 };
 
 // DESIGN.md §6: p99 ≤ 0.5 ms at 3,000 req/s and ≤ 1 ms at 5,000 req/s, no errors, and
-// (issue 12) p99 ≤ 1.3× floor (a) at every rate.
+// (the budget) p99 ≤ 1.3× floor (a) at every rate.
 inline constexpr double kFloorRatioBudget = 1.3;
 // The absolute p99 budget at `rate`, or nullopt where DESIGN.md sets none.
 std::optional<double> WebhookP99Budget(double rate);

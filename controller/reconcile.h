@@ -7,7 +7,7 @@
 // the plan. Level-based and idempotent: planning again on the state the plan
 // produced yields an empty plan.
 //
-// Behaviour (issue 5, DESIGN.md §3):
+// Behaviour (DESIGN.md §3):
 //   - VMIM without any target constraint (no added term, no
 //     spec.addedNodeSelector), or in a final phase (Succeeded, Failed) without
 //     an added term: empty plan. A final one with a term: the final report

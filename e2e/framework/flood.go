@@ -1,6 +1,6 @@
 package framework
 
-// An attacker on the pod network, for the webhook's abuse scenarios (issue 12): clients
+// An attacker on the pod network, for the webhook's abuse scenarios: clients
 // that hold connections to the webhook port open without ever completing a request, and
 // open a new one whenever the server closes theirs.
 //

@@ -1,6 +1,6 @@
 package tests
 
-// Issue 12: the webhook survives an attacker on the pod network. Against the real
+// The webhook survives an attacker on the pod network. Against the real
 // operator process (replica "0", started by e2e/hooks/10-operator.sh) and the real API
 // server, in this order:
 //
@@ -259,7 +259,7 @@ func TestAbuse(t *testing.T) {
 			// eviction brings a new connection (a third of them TLS handshakes) one pause
 			// later: at 1 s that is ~600 opens/s. A shorter pause turns the flood into a TLS
 			// handshake flood whose CPU, on these two shared cores, the attacker and the
-			// server pay alike; that is another attack than the idle sockets of issue 12.
+			// server pay alike; that is another attack than the idle sockets this scenario is about.
 			ReopenPause: time.Second,
 			Deadline:    time.Now().Add(5 * time.Minute),
 		})

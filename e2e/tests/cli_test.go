@@ -1,6 +1,6 @@
 package tests
 
-// Issue 6's scenarios: the kubectl-migrate plugin (KMT_CLI_BIN, else
+// The kubectl-migrate plugin's scenarios: the plugin (KMT_CLI_BIN, else
 // bazel-bin/cli/kubectl-migrate) against the real API server, as the admin and
 // as the VM owner.
 

@@ -1,6 +1,6 @@
 package tests
 
-// Issue 7's scenarios: the default install applies cleanly (server-side dry
+// The install's scenarios: the default install applies cleanly (server-side dry
 // run, through every admission plugin of the e2e API server), and the
 // operator's ServiceAccount can do what the binary needs and nothing more of
 // what an attacker would want (e2e/operator.sh installed exactly

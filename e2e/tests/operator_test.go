@@ -1,6 +1,6 @@
 package tests
 
-// Issue 5's scenarios that leave the operator as it is (they run in parallel):
+// The controller's scenarios that leave the operator as it is (they run in parallel):
 // the operator replica "0" that e2e/hooks/10-operator.sh started runs as its
 // ServiceAccount with manifests/default's RBAC. The disruptive ones (webhooks
 // off, kill -9, leader failover) are in survival_test.go.
@@ -198,7 +198,7 @@ func TestOperatorExplainsUnschedulableTarget(t *testing.T) {
 	f.WaitVMIRunning(t, ns, "vmi", cordoned)
 }
 
-// (3) and issue 4: a VMIM without a term and its target pod pass untouched: no
+// (3) and the webhooks' rule: a VMIM without a term and its target pod pass untouched: no
 // gate ever (the pod's spec never changed: generation 1), the pod's node
 // affinity is the VMI's, exactly as the source pod virt-controller rendered
 // without any migration, no operator condition, no operator Event.

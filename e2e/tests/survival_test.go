@@ -1,6 +1,6 @@
 package tests
 
-// Issue 5's disruptive scenarios (and issue 4's "the target pod is gated"):
+// The controller's disruptive scenarios (and the mutating webhook's "the target pod is gated"):
 // webhooks switched off, the operator killed with SIGKILL, the leader killed.
 // They do not call t.Parallel, so go test runs them one at a time and before
 // every parallel scenario is released (sequential top-level tests run first);
@@ -95,7 +95,7 @@ func RestoreDefaultOperatorWebhooks(t *testing.T) {
 	t.Cleanup(func() { framework.OperatorScript(t, "webhooks", "on") })
 }
 
-// (5) and issue 4's gate: with the controller held off, the webhook gates
+// (5) and the mutating webhook's gate: with the controller held off, the webhook gates
 // every target pod of a VMIM with a term (and only those). Then the operator
 // is killed with SIGKILL while it releases them, and restarted: every pod is
 // released exactly once with the correct affinity, and every migration lands

@@ -1,6 +1,6 @@
 package tests
 
-// Issue 12: the webhook's TLS refuses TLS 1.0 and 1.1 and the anonymous, NULL, RC4 and
+// The webhook's TLS refuses TLS 1.0 and 1.1 and the anonymous, NULL, RC4 and
 // 3DES suites, and accepts TLS 1.2 with an ECDHE AEAD suite and TLS 1.3. Each case is an
 // `openssl s_client` handshake against replica 0's webhook port, judged by its outcome
 // (exit status, and the protocol and suite it reports), not by a log line.

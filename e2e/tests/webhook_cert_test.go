@@ -1,6 +1,6 @@
 package tests
 
-// Issue 4: the webhook's serving certificate rotates on disk (as cert-manager
+// The webhook's serving certificate rotates on disk (as cert-manager
 // and the kubelet would rotate a mounted Secret) while the API server keeps
 // calling it; no admission request fails and the new certificate is served
 // without a restart.

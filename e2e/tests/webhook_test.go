@@ -1,6 +1,6 @@
 package tests
 
-// Issue 4's scenarios through the real API server: who may set the added term,
+// The webhooks' scenarios through the real API server: who may set the added term,
 // what an invalid term and an UPDATE get, server-side dry runs, and plain
 // migrations passing untouched. (That the admin's target pod is gated is proven
 // in operator_test.go, where the controller is held off so the gate stays.)
