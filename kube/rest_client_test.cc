@@ -4,8 +4,10 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
@@ -32,6 +34,7 @@ struct TestServer {
   explicit TestServer(bool require_client_cert = false, int fixed_port = 0)
       : srv("kube/testdata/server.crt", "kube/testdata/server.key",
             require_client_cert ? "kube/testdata/ca.crt" : nullptr) {
+    srv.set_tcp_nodelay(true);  // as kube-apiserver (Go sets TCP_NODELAY on every connection)
     if (fixed_port != 0) {
       REQUIRE(srv.bind_to_port("127.0.0.1", fixed_port));
       port = fixed_port;
@@ -179,6 +182,29 @@ TEST_CASE("Writes: methods, content types, dry run, field validation, preconditi
              {"preconditions", {{"uid", "u"}, {"resourceVersion", "7"}}},
              {"gracePeriodSeconds", 0},
              {"dryRun", {"All"}}});
+}
+
+TEST_CASE("Writes on a kept-alive connection are not held back by Nagle's algorithm") {
+  // A request's headers and body leave in separate writes. Without TCP_NODELAY the body waits
+  // for the ACK of the headers, which the server's kernel delays (~40 ms on Linux), so every
+  // POST on a reused connection took ~40 ms.
+  TestServer s;
+  s.srv.Post("/api/v1/namespaces/ns/pods", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kPodJson, "application/json");
+  });
+  RestClient c(s.Config());
+  const Json pod = Json::parse(kPodJson);
+  c.Create(kPods, "ns", pod);  // the connection, then reused
+  std::vector<double> ms;
+  for (int i = 0; i < 21; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.Create(kPods, "ns", pod);
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  CAPTURE(ms);
+  CHECK(ms[ms.size() / 2] < 20.0);
 }
 
 TEST_CASE("Non-2xx answers become KubeErrors through ErrorFromResponse") {
