@@ -2,6 +2,8 @@
 #include "controller/flags.h"
 
 #include <CLI/CLI.hpp>
+#include <map>
+#include <string>
 
 #include "controller/log.h"
 
@@ -55,6 +57,26 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
                  "Require the admin permission for KubeVirt's spec.addedNodeSelector too")
       ->expected(0, 1)
       ->default_str("true");
+
+  const std::map<std::string, int> kDurationUnits{{"ms", 1}, {"s", 1000}, {"m", 60'000}};
+  const auto kUnitRequired = static_cast<CLI::AsNumberWithUnit::Options>(
+      CLI::AsNumberWithUnit::CASE_SENSITIVE | CLI::AsNumberWithUnit::UNIT_REQUIRED);
+  app.add_option("--authorization-cache-authorized-ttl", f->authorization_cache_authorized_ttl_ms,
+                 "How long the webhook remembers that a user may set the added term (e.g. 10s, "
+                 "500ms, 1m; at most 60m; 0s = ask every time): the longest a revoked admin can "
+                 "still place migrations")
+      ->transform(CLI::AsNumberWithUnit(kDurationUnits, kUnitRequired, "DURATION"))
+      ->check(CLI::Range(0, 3'600'000).description(""))
+      ->type_name("DURATION")
+      ->default_str("10s");
+  app.add_option("--authorization-cache-unauthorized-ttl",
+                 f->authorization_cache_unauthorized_ttl_ms,
+                 "How long the webhook remembers that a user may not set the added term: the "
+                 "longest a newly granted admin waits")
+      ->transform(CLI::AsNumberWithUnit(kDurationUnits, kUnitRequired, "DURATION"))
+      ->check(CLI::Range(0, 3'600'000).description(""))
+      ->type_name("DURATION")
+      ->default_str("2s");
 
   FlagParse out;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed list

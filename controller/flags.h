@@ -31,6 +31,10 @@ struct OperatorFlags {
   bool disable_controller = false;
   // Apply the admin check to KubeVirt's own spec.addedNodeSelector too.
   bool check_kubevirt_added_node_selector = true;
+  // How long the webhook remembers a SubjectAccessReview's answer (0 = not at all): the
+  // longest a revoked admin can still place migrations, and a new one waits.
+  int authorization_cache_authorized_ttl_ms = 10'000;
+  int authorization_cache_unauthorized_ttl_ms = 2'000;
 };
 
 struct FlagParse {

@@ -56,6 +56,28 @@ TEST_CASE("Client rate limits and self-managed certificate hosts") {
   CHECK(ParseOperatorFlags({"--kube-api-qps=0"}, &bad).exit_code == 2);
 }
 
+TEST_CASE("The SubjectAccessReview cache's TTLs take a unit") {
+  OperatorFlags f;
+  CHECK(f.authorization_cache_authorized_ttl_ms == 10'000);
+  CHECK(f.authorization_cache_unauthorized_ttl_ms == 2'000);
+  FlagParse p = ParseOperatorFlags({"--authorization-cache-authorized-ttl=1m",
+                                    "--authorization-cache-unauthorized-ttl", "500ms"},
+                                   &f);
+  CHECK(p.exit_code == -1);
+  CHECK(f.authorization_cache_authorized_ttl_ms == 60'000);
+  CHECK(f.authorization_cache_unauthorized_ttl_ms == 500);
+  OperatorFlags off;
+  CHECK(ParseOperatorFlags({"--authorization-cache-authorized-ttl=0s"}, &off).exit_code == -1);
+  CHECK(off.authorization_cache_authorized_ttl_ms == 0);
+  for (const char* bad :
+       {"--authorization-cache-authorized-ttl=10", "--authorization-cache-authorized-ttl=2h",
+        "--authorization-cache-unauthorized-ttl=-1s"}) {
+    OperatorFlags g;
+    CAPTURE(bad);
+    CHECK(ParseOperatorFlags({bad}, &g).exit_code == 2);
+  }
+}
+
 TEST_CASE("Boolean flags take an optional value") {
   auto [args, elect] = GENERATE(table<std::vector<std::string>, bool>({
       {{"--leader-elect=false"}, false},

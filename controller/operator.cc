@@ -63,6 +63,7 @@ struct Operator::Impl {
   std::unique_ptr<Controller> controller;
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<webhook::SubjectAccessReviewer> access;
+  std::unique_ptr<webhook::CachingAccessReviewer> access_cache;  // in front of `access`
   std::unique_ptr<webhook::KubeClusterView> cluster;
   std::unique_ptr<WebhookMetrics> webhook_metrics;
   std::unique_ptr<webhook::AdmissionServer> webhook;
@@ -199,6 +200,10 @@ void Operator::Start() {
 
   if (!f.disable_webhook) {
     s.access = std::make_unique<webhook::SubjectAccessReviewer>(s.clients.webhook);
+    webhook::AccessCacheOptions cache_options;
+    cache_options.allowed_ttl = std::chrono::milliseconds(f.authorization_cache_authorized_ttl_ms);
+    cache_options.denied_ttl = std::chrono::milliseconds(f.authorization_cache_unauthorized_ttl_ms);
+    s.access_cache = std::make_unique<webhook::CachingAccessReviewer>(*s.access, cache_options);
     s.cluster = std::make_unique<webhook::KubeClusterView>(s.clients.webhook);
     webhook::ServerOptions wo;
     wo.port = f.webhook_port;
@@ -214,7 +219,8 @@ void Operator::Start() {
       s.log.Log(e.error ? LogLevel::kError : LogLevel::kInfo, e.msg, fields);
     };
     s.webhook = std::make_unique<webhook::AdmissionServer>(
-        wo, webhook::AdmissionRoutes(*s.access, *s.cluster, f.check_kubevirt_added_node_selector));
+        wo, webhook::AdmissionRoutes(*s.access_cache, *s.cluster,
+                                     f.check_kubevirt_added_node_selector));
     if (f.webhook_cert_mode == "self") {
       webhook::certs::BootstrapOptions bo;
       if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;

@@ -1,6 +1,9 @@
 #include "webhook/access_review.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "kube/resources.h"
 
@@ -44,6 +47,80 @@ AccessDecision SubjectAccessReviewer::Review(const AccessQuery& query) {
   if (auto e = status->find("evaluationError"); e != status->end() && e->is_string()) {
     d.evaluation_error = e->get<std::string>();
   }
+  return d;
+}
+
+namespace {
+
+void Append(std::string& key, std::string_view part) {
+  key += std::to_string(part.size());
+  key += ':';
+  key += part;
+}
+
+}  // namespace
+
+std::string AccessCacheKey(const AccessQuery& query) {
+  std::string key;
+  Append(key, query.user.username);
+  Append(key, query.user.uid);
+  std::vector<std::string> groups = query.user.groups;
+  std::sort(groups.begin(), groups.end());
+  key += 'g' + std::to_string(groups.size());
+  for (const auto& g : groups) Append(key, g);
+  key += 'e' + std::to_string(query.user.extra.size());
+  for (const auto& [k, values] : query.user.extra) {  // a std::map: ordered by key
+    Append(key, k);
+    key += 'v' + std::to_string(values.size());
+    for (const auto& v : values) Append(key, v);
+  }
+  Append(key, query.ns);
+  Append(key, query.verb);
+  Append(key, query.group);
+  Append(key, query.resource);
+  return key;
+}
+
+CachingAccessReviewer::CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options)
+    : inner_(inner), options_(std::move(options)) {}
+
+size_t CachingAccessReviewer::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+AccessDecision CachingAccessReviewer::Review(const AccessQuery& query) {
+  const std::string key = AccessCacheKey(query);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      if (options_.now() < it->second.expires) {
+        lru_.splice(lru_.begin(), lru_, it->second.lru);
+        return it->second.decision;
+      }
+      lru_.erase(it->second.lru);
+      entries_.erase(it);
+    }
+  }
+  AccessDecision d = inner_.Review(query);  // throws: nothing remembered
+  if (!d.evaluation_error.empty() || options_.capacity == 0) return d;
+  const auto ttl = d.allowed ? options_.allowed_ttl : options_.denied_ttl;
+  if (ttl <= std::chrono::milliseconds::zero()) return d;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto expires = options_.now() + ttl;
+  if (auto it = entries_.find(key); it != entries_.end()) {  // a concurrent miss got there
+    it->second.decision = d;
+    it->second.expires = expires;
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    return d;
+  }
+  while (entries_.size() >= options_.capacity) {
+    entries_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  lru_.push_front(key);
+  entries_.emplace(key, Entry{d, expires, lru_.begin()});
   return d;
 }
 

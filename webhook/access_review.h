@@ -9,7 +9,13 @@
 // real request.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <list>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "kube/client.h"
 #include "webhook/admission.h"
@@ -51,6 +57,48 @@ class SubjectAccessReviewer : public AccessReviewer {
  private:
   kube::KubeClient& client_;
 };
+
+// Remembers another reviewer's decisions for a short time, as kube-apiserver's webhook
+// authorizer does (there: allowed 5 min, denied 30 s), so a burst of placed migrations by one
+// admin costs one SubjectAccessReview instead of one each. The key is everything the question
+// carries: user name, uid, groups, extra, namespace, verb, group and resource. A decision with
+// an evaluation error and a failure (exception) are never remembered. Bounded: at `capacity`
+// entries the least recently used goes. Thread-safe; a miss asks without holding the lock, so
+// two concurrent misses for one key may both ask.
+//
+// The TTLs are how long a change of RBAC takes to show: a revoked admin can still place
+// migrations for up to `allowed_ttl`, a newly granted one waits up to `denied_ttl`.
+struct AccessCacheOptions {
+  std::chrono::milliseconds allowed_ttl{10'000};
+  std::chrono::milliseconds denied_ttl{2'000};
+  size_t capacity = 4096;
+  std::function<std::chrono::steady_clock::time_point()> now = [] {
+    return std::chrono::steady_clock::now();
+  };
+};
+
+class CachingAccessReviewer : public AccessReviewer {
+ public:
+  CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options = {});
+  AccessDecision Review(const AccessQuery& query) override;
+  size_t size() const;
+
+ private:
+  struct Entry {
+    AccessDecision decision;
+    std::chrono::steady_clock::time_point expires;
+    std::list<std::string>::iterator lru;
+  };
+  AccessReviewer& inner_;
+  AccessCacheOptions options_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::list<std::string> lru_;  // most recently used first
+};
+
+// The cache key of a query: every member, unambiguously (length-prefixed), groups and extra
+// in a canonical order.
+std::string AccessCacheKey(const AccessQuery& query);
 
 // The SubjectAccessReview object sent for `query`.
 Json SubjectAccessReviewFor(const AccessQuery& query);

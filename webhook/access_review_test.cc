@@ -1,8 +1,10 @@
 #include "webhook/access_review.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "kube/error.h"
 #include "kube/fake_client.h"
@@ -96,6 +98,115 @@ TEST_CASE("SubjectAccessReviewer throws when there is no decision") {
 
   api.client.FailNext(kube::Verb::kCreate, 1, kube::ErrorKind::kUnavailable);
   CHECK_THROWS_AS(reviewer.Review(Query({"u", "", {}, {}})), kube::KubeError);
+}
+
+// An inner reviewer that counts the questions and answers from a script.
+struct CountingReviewer : AccessReviewer {
+  int asked = 0;
+  AccessDecision answer{true, "", ""};
+  bool fail = false;
+  AccessDecision Review(const AccessQuery&) override {
+    ++asked;
+    if (fail) throw std::runtime_error("the API server is down");
+    return answer;
+  }
+};
+
+struct Clock {
+  std::chrono::steady_clock::time_point t{};
+  AccessCacheOptions Options() {
+    AccessCacheOptions o;
+    o.now = [this] { return t; };
+    return o;
+  }
+};
+
+TEST_CASE("CachingAccessReviewer remembers allowed 10 s and denied 2 s by default") {
+  CountingReviewer inner;
+  Clock clock;
+  CachingAccessReviewer cache(inner, clock.Options());
+  const AccessQuery admin = Query({"admin", "a-1", {"system:masters"}, {}});
+  CHECK(cache.Review(admin).allowed);
+  CHECK(cache.Review(admin).allowed);
+  CHECK(inner.asked == 1);
+  clock.t += std::chrono::milliseconds(9'999);
+  CHECK(cache.Review(admin).allowed);
+  CHECK(inner.asked == 1);
+  clock.t += std::chrono::milliseconds(1);  // 10 s: expired, asked again
+  inner.answer = {false, "revoked", ""};
+  CHECK_FALSE(cache.Review(admin).allowed);
+  CHECK(inner.asked == 2);
+  clock.t += std::chrono::milliseconds(1'999);
+  CHECK(cache.Review(admin).reason == "revoked");
+  CHECK(inner.asked == 2);
+  clock.t += std::chrono::milliseconds(1);
+  inner.answer = {true, "", ""};
+  CHECK(cache.Review(admin).allowed);
+  CHECK(inner.asked == 3);
+}
+
+TEST_CASE("CachingAccessReviewer keys on every member of the question") {
+  CountingReviewer inner;
+  Clock clock;
+  CachingAccessReviewer cache(inner, clock.Options());
+  const AccessQuery base = Query({"u", "uid-1", {"g1", "g2"}, {{"scopes", {"a"}}}});
+  cache.Review(base);
+  std::vector<AccessQuery> others(9, base);
+  others[0].user.username = "v";
+  others[1].user.uid = "uid-2";
+  others[2].user.groups = {"g1"};
+  others[3].user.extra = {{"scopes", {"b"}}};
+  others[4].user.extra = {};
+  others[5].ns = "ns2";
+  others[6].verb = "get";
+  others[7].group = "kubevirt.io";
+  others[8].resource = "other";
+  for (const auto& q : others) cache.Review(q);
+  CHECK(inner.asked == 10);
+  // The same question again, groups in another order: remembered.
+  AccessQuery reordered = base;
+  reordered.user.groups = {"g2", "g1"};
+  cache.Review(reordered);
+  CHECK(inner.asked == 10);
+  // Length-prefixed parts: moving a character from one member to the next is another key.
+  CHECK(AccessCacheKey(Query({"ab", "c", {}, {}})) != AccessCacheKey(Query({"a", "bc", {}, {}})));
+}
+
+TEST_CASE("CachingAccessReviewer never remembers a failure or an evaluation error") {
+  CountingReviewer inner;
+  Clock clock;
+  CachingAccessReviewer cache(inner, clock.Options());
+  const AccessQuery q = Query({"admin", "", {}, {}});
+  inner.fail = true;
+  CHECK_THROWS_AS(cache.Review(q), std::runtime_error);
+  CHECK_THROWS_AS(cache.Review(q), std::runtime_error);
+  CHECK(inner.asked == 2);
+  inner.fail = false;
+  inner.answer = {false, "", "webhook authorizer timed out"};
+  CHECK_FALSE(cache.Review(q).allowed);
+  CHECK_FALSE(cache.Review(q).allowed);
+  CHECK(inner.asked == 4);
+  CHECK(cache.size() == 0);
+}
+
+TEST_CASE("CachingAccessReviewer holds at most its capacity, dropping the least recently used") {
+  CountingReviewer inner;
+  Clock clock;
+  AccessCacheOptions o = clock.Options();
+  o.capacity = 2;
+  CachingAccessReviewer cache(inner, o);
+  const AccessQuery a = Query({"a", "", {}, {}}), b = Query({"b", "", {}, {}}),
+                    c = Query({"c", "", {}, {}});
+  cache.Review(a);
+  cache.Review(b);
+  cache.Review(a);  // a is now the most recent
+  cache.Review(c);  // drops b
+  CHECK(cache.size() == 2);
+  CHECK(inner.asked == 3);
+  cache.Review(a);
+  CHECK(inner.asked == 3);
+  cache.Review(b);
+  CHECK(inner.asked == 4);
 }
 
 }  // namespace

@@ -82,6 +82,27 @@ func TestWebhookWhoMaySetTheTerm(t *testing.T) {
 	f.WaitFinalReport(t, ns, "owner-granted", source, 60*time.Second)
 	f.WaitVMIRunning(t, ns, "vmi", source)
 
+	// Revoked: the webhook remembers an allowed answer for at most its
+	// --authorization-cache-authorized-ttl (10 s), so the denial is back within
+	// that plus RBAC's own propagation.
+	if err := f.Admin.Kube.RbacV1().RoleBindings(ns).Delete(framework.Ctx(t), rb.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete RoleBinding: %v", err)
+	}
+	revoked := time.Now()
+	framework.Eventually(t, 30*time.Second, "vm-owner denied again after the RoleBinding went", func() (bool, string) {
+		_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+			framework.NewMigration("owner-revoked", "vmi", framework.WithTerm(term)), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && !apierrors.IsForbidden(err) {
+			t.Fatalf("vm-owner after the revocation: unexpected error %v", err)
+		}
+		return err != nil && err.Error() == permissionDenial(framework.VMOwnerUser, ns), fmt.Sprint(err)
+	})
+	if took := time.Since(revoked); took > 20*time.Second {
+		t.Errorf("the revocation took %s to show, want within the 10 s cache TTL (+ RBAC propagation)", took.Round(time.Millisecond))
+	} else {
+		t.Logf("the revocation showed after %s", took.Round(time.Millisecond))
+	}
+
 	// The grant is per namespace: in another namespace the VM owner is still denied.
 	other := f.OwnerNamespace(t)
 	_, err = f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(other).Create(framework.Ctx(t),
