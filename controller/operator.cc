@@ -239,7 +239,18 @@ void Operator::Start() {
     };
     s.view = std::make_unique<InformerView>(s.clients.controller, s.clock, vo);
     // The webhook's placement warnings read the node cache instead of listing nodes.
-    if (s.cluster) s.cluster->SetCachedNodes([&s] { return s.view->NodeList(); });
+    if (s.cluster) {
+      s.cluster->SetCachedNodes([&s] { return s.view->NodeList(); });
+      // The mutator reads a target pod's VMIM from the informer; a miss (not synced yet,
+      // or another VMIM of that name) is a GET.
+      s.cluster->SetCachedMigrations(
+          [&s](std::string_view ns, std::string_view name) -> std::optional<webhook::MigrationRef> {
+            std::optional<api::MigrationInfo> m =
+                s.view->Migration(std::string(ns), std::string(name));
+            if (!m) return std::nullopt;
+            return webhook::MigrationRef{m->uid, m->added_term_text.has_value()};
+          });
+    }
     ControllerOptions co;
     co.workers = f.workers;
     s.controller = std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log,

@@ -2,8 +2,9 @@
 //
 // The pod mutator reads the migration a target pod belongs to; the validator reads the
 // nodes and the VMI's current node for its warnings. KubeClusterView
-// (webhook/kube_cluster_view.h) answers with live API reads; the controller's caches may
-// implement the node read later. webhook/testing/fake_cluster_view.h keeps state in memory.
+// (webhook/kube_cluster_view.h) answers from the controller's caches where the operator
+// wires them (nodes, migrations) and with live API reads otherwise.
+// webhook/testing/fake_cluster_view.h keeps state in memory.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,13 @@ namespace kmt::webhook {
 // projections) without copying.
 using NodeList = std::shared_ptr<const std::vector<std::shared_ptr<const api::NodeInfo>>>;
 
+// What the pod mutator needs to know of a target pod's migration.
+struct MigrationRef {
+  std::string uid;              // metadata.uid
+  bool has_added_term = false;  // api::AddedTermSource() found one
+  bool operator==(const MigrationRef&) const = default;
+};
+
 class ClusterView {
  public:
   virtual ~ClusterView() = default;
@@ -28,6 +36,14 @@ class ClusterView {
   // The VirtualMachineInstanceMigration, or nullopt when it does not exist. Throws
   // (std::exception) when it cannot be read.
   virtual std::optional<Json> GetMigration(std::string_view ns, std::string_view name) = 0;
+
+  // The migration's uid and whether it carries an added term. `expected_uid` is the uid the
+  // caller believes it has (the target pod's label): a cache may answer only when its copy
+  // has that uid, since a migration deleted and created again under the same name is
+  // another one. Nullopt when it does not exist; throws when it cannot be read. By default
+  // reads GetMigration().
+  virtual std::optional<MigrationRef> GetMigrationRef(std::string_view ns, std::string_view name,
+                                                      std::string_view expected_uid);
 
   // Every node (never null). Throws when they cannot be listed.
   virtual NodeList ListNodes() = 0;

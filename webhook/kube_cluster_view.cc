@@ -10,6 +10,16 @@ std::optional<Json> KubeClusterView::GetMigration(std::string_view ns, std::stri
   return kube::GetIfExists(client_, kube::kVirtualMachineInstanceMigrations, ns, name);
 }
 
+std::optional<MigrationRef> KubeClusterView::GetMigrationRef(std::string_view ns,
+                                                             std::string_view name,
+                                                             std::string_view expected_uid) {
+  if (cached_migration_) {
+    std::optional<MigrationRef> cached = cached_migration_(ns, name);
+    if (cached && cached->uid == expected_uid) return cached;
+  }
+  return ClusterView::GetMigrationRef(ns, name, expected_uid);
+}
+
 NodeList KubeClusterView::ListNodes() {
   if (cached_nodes_) {
     if (NodeList cached = cached_nodes_()) return cached;

@@ -35,6 +35,17 @@ class KubeClusterView : public ClusterView {
   void SetCachedNodes(std::function<NodeList()> source) { cached_nodes_ = std::move(source); }
   std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) override;
 
+  // From the cached migrations when `source` has one with `expected_uid`; else a GET (not
+  // yet in the cache — virt-controller creates the target pod right after the VMIM — or
+  // the cache's copy is another migration of the same name).
+  std::optional<MigrationRef> GetMigrationRef(std::string_view ns, std::string_view name,
+                                              std::string_view expected_uid) override;
+  // A source of cached migrations (e.g. the controller's VMIM informer). Set before the
+  // first review.
+  using CachedMigration =
+      std::function<std::optional<MigrationRef>(std::string_view ns, std::string_view name)>;
+  void SetCachedMigrations(CachedMigration source) { cached_migration_ = std::move(source); }
+
  private:
   NodeList ListNodesNow();
 
@@ -42,6 +53,7 @@ class KubeClusterView : public ClusterView {
   int64_t page_size_;
   std::chrono::milliseconds node_list_ttl_;
   std::function<NodeList()> cached_nodes_;
+  CachedMigration cached_migration_;
   std::mutex nodes_mu_;
   std::condition_variable nodes_cv_;  // the first list arrived, or its attempt failed
   std::chrono::steady_clock::time_point nodes_fetched_{};

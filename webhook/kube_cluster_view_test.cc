@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/names.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -20,6 +21,48 @@ Json Node(const std::string& name, const std::string& zone) {
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
           {"metadata", {{"name", name}, {"labels", {{"topology.kubernetes.io/zone", zone}}}}}};
+}
+
+TEST_CASE("KubeClusterView answers a migration ref from the cache only when the uid matches") {
+  kube::FakeClient client;
+  Json live = client.Create(
+      kube::kVirtualMachineInstanceMigrations, "ns1",
+      {{"apiVersion", "kubevirt.io/v1"},
+       {"kind", "VirtualMachineInstanceMigration"},
+       {"metadata",
+        {{"name", "mig-1"},
+         {"namespace", "ns1"},
+         {"annotations",
+          {{std::string(api::kAddedTermAnnotation),
+            R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]})"}}}}},
+       {"spec", {{"vmiName", "vm1"}}}});
+  const std::string uid = live["metadata"]["uid"];
+  KubeClusterView view(client);
+  auto gets = [&] {
+    int n = 0;
+    for (const auto& c : client.Calls()) n += c.verb == kube::Verb::kGet;
+    return n;
+  };
+  // No cache: a GET, the term read from the object.
+  CHECK(view.GetMigrationRef("ns1", "mig-1", uid) == MigrationRef{uid, true});
+  CHECK(gets() == 1);
+  std::optional<MigrationRef> cached;
+  view.SetCachedMigrations([&](std::string_view ns, std::string_view name) {
+    return ns == "ns1" && name == "mig-1" ? cached : std::nullopt;
+  });
+  // Not in the cache yet: a GET.
+  CHECK(view.GetMigrationRef("ns1", "mig-1", uid) == MigrationRef{uid, true});
+  CHECK(gets() == 2);
+  // In the cache with the pod's uid: no GET.
+  cached = MigrationRef{uid, true};
+  CHECK(view.GetMigrationRef("ns1", "mig-1", uid) == MigrationRef{uid, true});
+  CHECK(gets() == 2);
+  // The cache holds an older migration of that name: the live one decides.
+  cached = MigrationRef{"old-uid", false};
+  CHECK(view.GetMigrationRef("ns1", "mig-1", uid) == MigrationRef{uid, true});
+  CHECK(gets() == 3);
+  // Gone from the API server, and the cache is not asked about another uid.
+  CHECK_FALSE(view.GetMigrationRef("ns1", "mig-2", "x").has_value());
 }
 
 TEST_CASE("KubeClusterView reads a migration, or nothing when it is gone") {
@@ -69,7 +112,8 @@ TEST_CASE("KubeClusterView lists every node across pages") {
 
 TEST_CASE("KubeClusterView reuses a node list within its TTL") {
   kube::FakeClient client;
-  for (int i = 1; i <= 3; ++i) client.Create(kube::kNodes, "", Node("node-" + std::to_string(i), "a"));
+  for (int i = 1; i <= 3; ++i)
+    client.Create(kube::kNodes, "", Node("node-" + std::to_string(i), "a"));
   KubeClusterView view(client, /*page_size=*/2, /*node_list_ttl=*/std::chrono::hours(1));
   client.ClearCalls();
   CHECK(view.ListNodes()->size() == 3);

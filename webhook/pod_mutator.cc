@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 
-#include "api/added_term.h"
 #include "api/cause.h"
 #include "api/names.h"
 #include "api/term_and.h"
@@ -64,9 +63,9 @@ AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& clus
                     api::kLabelMigrationJobUID, job_uid, api::kAnnotationMigrationJobName));
   }
 
-  std::optional<Json> vmim;
+  std::optional<MigrationRef> vmim;
   try {
-    vmim = cluster.GetMigration(ns, name);
+    vmim = cluster.GetMigrationRef(ns, name, job_uid);
   } catch (const std::exception& e) {
     return Errored(500, fmt::format("could not read VirtualMachineInstanceMigration {}/{} to check "
                                     "its target pod for an added node selector term: {}",
@@ -79,7 +78,7 @@ AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& clus
                               "checked for an added node selector term",
                               ns, name));
   }
-  const std::string vmim_uid = StringAt(*vmim, {"metadata", "uid"});
+  const std::string& vmim_uid = vmim->uid;
   if (vmim_uid != job_uid) {
     return Denied(409, "Conflict",
                   fmt::format("migration target pod belongs to VirtualMachineInstanceMigration "
@@ -87,7 +86,7 @@ AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& clus
                               "or foreign target pod",
                               job_uid, api::kLabelMigrationJobUID, ns, name, vmim_uid));
   }
-  if (!api::AddedTermSource(*vmim)) return Allowed();
+  if (!vmim->has_added_term) return Allowed();
 
   const Json* spec = Member(pod, {"spec"});
   if (spec != nullptr && !spec->is_null() && !spec->is_object()) {

@@ -1,0 +1,16 @@
+#include "webhook/cluster_view.h"
+
+#include "api/added_term.h"
+#include "webhook/json_access.h"
+
+namespace kmt::webhook {
+
+std::optional<MigrationRef> ClusterView::GetMigrationRef(std::string_view ns, std::string_view name,
+                                                         std::string_view /*expected_uid*/) {
+  std::optional<Json> vmim = GetMigration(ns, name);
+  if (!vmim) return std::nullopt;
+  return MigrationRef{StringAt(*vmim, {"metadata", "uid"}),
+                      api::AddedTermSource(*vmim).has_value()};
+}
+
+}  // namespace kmt::webhook
