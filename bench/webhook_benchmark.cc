@@ -138,6 +138,12 @@ int Main(int argc, char** argv) {
         throw std::runtime_error("the informer caches did not sync");
       }
       r->cluster.SetCachedNodes([r = r.get()] { return r->view.NodeList(); });
+      r->cluster.SetCachedMigrations([r = r.get()](std::string_view ns, std::string_view name)
+                                         -> std::optional<webhook::MigrationRef> {
+        std::optional<api::MigrationInfo> m = r->view.Migration(std::string(ns), std::string(name));
+        if (!m) return std::nullopt;
+        return webhook::MigrationRef{m->uid, m->added_term_text.has_value()};
+      });
     }
     return r;
   };
@@ -233,8 +239,9 @@ int Main(int argc, char** argv) {
            "value: the operator's webhook::AdmissionServer (its defaults) with AdmissionRoutes. "
            "The SubjectAccessReview goes through the operator's answer cache (10 s allowed; "
            "one admin sends every VMIM, so nearly every review is a hit) to kube::FakeClient "
-           "in the same process, as does the VMIM GET (mutator): the figures exclude the API "
-           "server round trips. The validator's placement warnings read {} "
+           "in the same process; the mutator reads the VMIM from the controller's informer as the "
+           "operator does (a GET only on a miss): the figures exclude the API server round "
+           "trips. The validator's placement warnings read {} "
            "KWOK-like nodes {}.",
            nodes,
            node_source == "informer"
