@@ -628,6 +628,13 @@ func (g *Gen) termText(utf8 bool) string {
 // annotation sent through the API server can hold).
 func (g *Gen) Text(utf8 bool) []byte {
 	switch n := g.r.Intn(100); {
+	case n < 2: // around the 64-requirement cap, every requirement valid
+		var items []string
+		for i, k := 0, 60+g.r.Intn(10); i < k; i++ {
+			items = append(items, fmt.Sprintf(`{"key":%s,"operator":"In","values":[%s]}`,
+				g.str(g.pick(validKeys)), g.str(g.pick(validValues))))
+		}
+		return []byte(`{"matchExpressions":` + array(items) + `}`)
 	case n < 88:
 		return []byte(g.termText(utf8))
 	case n < 89:
