@@ -35,7 +35,9 @@ struct AddedTermParse {
 };
 
 // Size cap (FieldValueTooLong), JSON syntax (FieldValueInvalid naming the byte
-// position), strict shape (node_selector.h) and validation (validation.h).
+// position; a leading byte order mark is no JSON), members repeated within one object
+// (FieldValueInvalid naming each repeat, as the API server's strict decoding rejects
+// them), strict shape (node_selector.h) and validation (validation.h).
 AddedTermParse ParseAddedTerm(std::string_view text);
 
 }  // namespace kmt::api

@@ -1,6 +1,8 @@
 #include "api/cause.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <ostream>
 
 namespace kmt::api {
@@ -29,23 +31,43 @@ std::string Body(std::string_view type_text, std::string_view value, std::string
 }
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0.
-size_t Utf8Length(std::string_view s, size_t i) {
+// One UTF-8 sequence at s[i] as utf8.DecodeRuneInString accepts it (no overlong forms, no
+// surrogates, at most U+10FFFF): its length, or 0 for an invalid byte.
+size_t Utf8Decode(std::string_view s, size_t i, char32_t& rune) {
   const auto c = static_cast<unsigned char>(s[i]);
   size_t n = 0;
+  char32_t r = 0, min = 0;
   if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
+    n = 2, r = c & 0x1F, min = 0x80;
   } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
+    n = 3, r = c & 0x0F, min = 0x800;
   } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
+    n = 4, r = c & 0x07, min = 0x10000;
   } else {
     return 0;
   }
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    r = (r << 6) | (cc & 0x3F);
   }
+  if (r < min || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF)) return 0;
+  rune = r;
   return n;
+}
+
+// Code points from U+0080 that Go's strconv.IsPrint rejects (generated from Go itself).
+constexpr char32_t kNotPrintable[][2] = {
+#include "api/go_not_printable.inc"
+};
+
+bool GoIsPrint(char32_t r) {
+  const auto* end = std::end(kNotPrintable);
+  const auto* it =
+      std::upper_bound(std::begin(kNotPrintable), end, r,
+                       [](char32_t v, const char32_t(&range)[2]) { return v < range[0]; });
+  return it == std::begin(kNotPrintable) || r > (*(it - 1))[1];
 }
 
 }  // namespace
@@ -91,8 +113,15 @@ std::string QuoteValue(std::string_view s) {
       out += buf;
     } else if (c < 0x80) {
       out += static_cast<char>(c);
-    } else if (size_t n = Utf8Length(s, i); n > 0) {
-      out.append(s.substr(i, n));
+    } else if (char32_t r = 0; size_t n = Utf8Decode(s, i, r)) {
+      if (GoIsPrint(r)) {
+        out.append(s.substr(i, n));
+      } else {  // as strconv.Quote: a 4-digit escape in the BMP, an 8-digit one beyond
+        char buf[16];
+        std::snprintf(buf, sizeof buf, r < 0x10000 ? "\\u%04x" : "\\U%08x",
+                      static_cast<unsigned>(r));
+        out += buf;
+      }
       i += n - 1;
     } else {
       char buf[8];

@@ -15,6 +15,22 @@ TEST_CASE("QuoteValue renders like Go's %q") {
       {std::string("\x01\x7f", 2), R"("\x01\x7f")"},
       {"zürich", "\"zürich\""},
       {"\xff", R"("\xff")"},
+      // Go escapes the code points strconv.IsPrint rejects (found by the differential
+      // tier: the project printed them raw).
+      {"a\u2028b", R"("a\u2028b")"},
+      {"a\u200bb", R"("a\u200bb")"},
+      {"\u00a0a", R"("\u00a0a")"},
+      {"\u00ad", R"("\u00ad")"},
+      {"\u0085", R"("\u0085")"},
+      {"\ufeff", R"("\ufeff")"},
+      {"\U000E0001", R"("\U000e0001")"},
+      {"\U0010FFFF", R"("\U0010ffff")"},
+      {"\u00e9\U0001F600\u65e5", "\"\u00e9\U0001F600\u65e5\""},
+      // Not UTF-8 as utf8.DecodeRune reads it: every byte escaped.
+      {"\xc0\xaf", R"("\xc0\xaf")"},
+      {"\xed\xa0\x80", R"("\xed\xa0\x80")"},
+      {"\xf4\x90\x80\x80", R"("\xf4\x90\x80\x80")"},
+      {"\xe2\x82", R"("\xe2\x82")"},
   }));
   CAPTURE(in);
   CHECK(QuoteValue(in) == want);

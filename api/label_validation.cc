@@ -1,6 +1,8 @@
-// Mirrors k8s.io/apimachinery/pkg/api/validate/content (kube.go, dns.go, errors.go), which
-// k8s.io/apimachinery/pkg/util/validation re-exports. The regular expressions are checked
-// by hand; the messages quote Kubernetes' regex text verbatim.
+// Mirrors k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue,
+// IsDNS1123Subdomain) at the Kubernetes version the e2e tier and the differential tier pin
+// (hack/versions.env, v1.34.2): core/v1 validation of node selector terms calls these. The
+// regular expressions are checked by hand; the messages are that version's, verbatim
+// (hack/differential.sh compares them with Kubernetes' own).
 #include "api/label_validation.h"
 
 #include <algorithm>
@@ -27,7 +29,10 @@ constexpr std::string_view kDNS1123SubdomainErrMsg =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character";
 
-std::string MaxLenError(size_t n) { return "must be no more than " + std::to_string(n) + " bytes"; }
+// validation.MaxLenError. (Later Kubernetes versions' content.MaxLenError say "bytes".)
+std::string MaxLenError(size_t n) {
+  return "must be no more than " + std::to_string(n) + " characters";
+}
 
 std::string EmptyError() { return "must be non-empty"; }
 
@@ -98,8 +103,9 @@ std::vector<std::string> IsQualifiedName(std::string_view value) {
       for (std::string& m : IsDNS1123Subdomain(prefix)) errs.push_back("prefix part " + m);
     }
   } else if (slashes > 1) {
-    // Kubernetes ≤ 1.33 said "a qualified name" here; content.IsLabelKey says "a valid label key".
-    errs.push_back("a valid label key " +
+    // validation.IsQualifiedName (what core/v1 validation calls) says "a qualified name";
+    // content.IsLabelKey, which it does not call at the pinned version, "a valid label key".
+    errs.push_back("a qualified name " +
                    RegexError(kLabelKeyErrMsg, kLabelKeyFmt, {"MyName", "my.name", "123-abc"}) +
                    " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
     return errs;

@@ -32,7 +32,7 @@ TEST_CASE("IsQualifiedName") {
       {"A_b.C-9", {}},
       {std::string(63, 'a'), {}},
       {"", {"name part must be non-empty", "name part " + kNameRegex}},
-      {std::string(64, 'a'), {"name part must be no more than 63 bytes"}},
+      {std::string(64, 'a'), {"name part must be no more than 63 characters"}},
       {"-zone", {"name part " + kNameRegex}},
       {"zone_", {"name part " + kNameRegex}},
       {"zo ne", {"name part " + kNameRegex}},
@@ -40,9 +40,9 @@ TEST_CASE("IsQualifiedName") {
       {"Example.com/zone", {"prefix part " + kDNSRegex}},
       {"example.com/", {"name part must be non-empty", "name part " + kNameRegex}},
       {"a/b/c",
-       {"a valid label key " + kNameRegex +
+       {"a qualified name " + kNameRegex +
         " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"}},
-      {std::string(254, 'a') + "/x", {"prefix part must be no more than 253 bytes"}},
+      {std::string(254, 'a') + "/x", {"prefix part must be no more than 253 characters"}},
   }));
   CAPTURE(value);
   CHECK(IsQualifiedName(value) == want);
@@ -55,12 +55,12 @@ TEST_CASE("IsValidLabelValue") {
       {"Skylake-Client-IBRS", {}},
       {"1.2_3-x", {}},
       {std::string(63, 'v'), {}},
-      {std::string(64, 'v'), {"must be no more than 63 bytes"}},
+      {std::string(64, 'v'), {"must be no more than 63 characters"}},
       {"-a", {kValueRegex}},
       {"a.", {kValueRegex}},
       {"a b", {kValueRegex}},
       {"a/b", {kValueRegex}},
-      {"-" + std::string(63, 'v'), {"must be no more than 63 bytes", kValueRegex}},
+      {"-" + std::string(63, 'v'), {"must be no more than 63 characters", kValueRegex}},
   }));
   CAPTURE(value);
   CHECK(IsValidLabelValue(value) == want);
@@ -77,7 +77,7 @@ TEST_CASE("IsDNS1123Subdomain") {
       {"a..b", {kDNSRegex}},
       {".a", {kDNSRegex}},
       {"a-", {kDNSRegex}},
-      {std::string(254, 'a'), {"must be no more than 253 bytes"}},
+      {std::string(254, 'a'), {"must be no more than 253 characters"}},
   }));
   CAPTURE(value);
   CHECK(IsDNS1123Subdomain(value) == want);

@@ -9,11 +9,16 @@ bool RequirementMatchesLabels(const NodeSelectorRequirement& r, const NodeLabels
 }
 
 bool FieldRequirementMatchesNode(const NodeSelectorRequirement& r, std::string_view node_name) {
-  // nodeaffinity accepts exactly one value for a field requirement, and only metadata.name.
-  if (r.key != kFieldMetadataName || r.values.size() != 1) return false;
-  if (r.op == kOpIn) return r.values[0] == node_name;
-  if (r.op == kOpNotIn) return r.values[0] != node_name;
-  return false;
+  // nodeSelectorRequirementsAsFieldSelector: In / NotIn with exactly one value, else the
+  // term is an error (no match). It does not check the key: the node's field set holds
+  // only metadata.name, and fields.Set.Get of any other key is "" (so `x NotIn [a]`
+  // matches, `x In [""]` too). A node without a name has an empty field set, and the
+  // term's matchFields are then not checked at all (nodeSelectorTerm.match).
+  const bool in = r.op == kOpIn;
+  if ((!in && r.op != kOpNotIn) || r.values.size() != 1) return false;
+  if (node_name.empty()) return true;
+  const std::string_view field = r.key == kFieldMetadataName ? node_name : std::string_view();
+  return (r.values[0] == field) == in;
 }
 
 bool TermMatchesNode(const NodeSelectorTerm& term, const NodeLabels& labels,

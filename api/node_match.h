@@ -5,8 +5,11 @@
 //    matches nothing (and so does a selector with no terms);
 //  - label requirements: api/label_requirement.h (one implementation for the project);
 //    a requirement labels.NewRequirement rejects matches nothing;
-//  - matchFields: only metadata.name, compared with the node name (In / NotIn);
-//    an unknown operator or field matches nothing.
+//  - matchFields: In / NotIn with exactly one value (anything else: the term matches
+//    nothing); the node's only field is metadata.name, any other key reads as "";
+//    a node without a name skips matchFields (nodeaffinity's extractNodeFields). The
+//    webhook's validation rejects such keys; hack/differential.sh checks all of this
+//    against nodeaffinity itself.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "api/node_match.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
 namespace kmt::api {
 namespace {
@@ -11,18 +12,32 @@ const NodeLabels kNode{
 // Label requirements: the one table, api/label_requirement_test.cc (through these functions
 // too).
 
-TEST_CASE("Field requirement matching: metadata.name only") {
-  auto [r, want] = GENERATE(table<NodeSelectorRequirement, bool>({
-      {{"metadata.name", "In", {"node-1"}}, true},
-      {{"metadata.name", "In", {"node-2"}}, false},
-      {{"metadata.name", "NotIn", {"node-2"}}, true},
-      {{"metadata.name", "NotIn", {"node-1"}}, false},
-      {{"metadata.name", "In", {"node-1", "node-2"}}, false},  // one value only
-      {{"metadata.name", "Exists", {}}, false},
-      {{"metadata.uid", "In", {"node-1"}}, false},
+// nodeaffinity's semantics (hack/differential.sh compares with it on generated cases).
+TEST_CASE("Field requirement matching: the node's only field is metadata.name") {
+  auto [r, node, want] = GENERATE(table<NodeSelectorRequirement, std::string, bool>({
+      {{"metadata.name", "In", {"node-1"}}, "node-1", true},
+      {{"metadata.name", "In", {"node-2"}}, "node-1", false},
+      {{"metadata.name", "NotIn", {"node-2"}}, "node-1", true},
+      {{"metadata.name", "NotIn", {"node-1"}}, "node-1", false},
+      {{"metadata.name", "In", {"node-1", "node-2"}}, "node-1", false},  // one value only
+      {{"metadata.name", "NotIn", {}}, "node-1", false},
+      {{"metadata.name", "Exists", {}}, "node-1", false},
+      {{"metadata.name", "in", {"node-1"}}, "node-1", false},
+      // Any other key reads as "" (fields.Set.Get): found by the differential tier, where
+      // the project said "no match" for every other key.
+      {{"metadata.uid", "In", {"node-1"}}, "node-1", false},
+      {{"metadata.uid", "NotIn", {"node-1"}}, "node-1", true},
+      {{"spec.unschedulable", "In", {""}}, "node-1", true},
+      {{"metadata.name ", "NotIn", {"node-1"}}, "node-1", true},
+      // A node without a name has no fields: matchFields are not checked, but a
+      // malformed one still fails the term.
+      {{"metadata.name", "In", {"node-1"}}, "", true},
+      {{"metadata.name", "NotIn", {""}}, "", true},
+      {{"metadata.name", "In", {"a", "b"}}, "", false},
+      {{"metadata.name", "Gt", {"1"}}, "", false},
   }));
-  CAPTURE(ToString(r));
-  CHECK(FieldRequirementMatchesNode(r, "node-1") == want);
+  CAPTURE(ToString(r), node);
+  CHECK(FieldRequirementMatchesNode(r, node) == want);
 }
 
 TEST_CASE("Terms AND their requirements; selectors OR their terms") {

@@ -74,7 +74,7 @@ TEST_CASE("One row per Kubernetes rule: exact type, field and message") {
       {Expr({std::string(64, 'k'), "Exists", {}}),
        {"FieldValueInvalid", "t.matchExpressions[0].key",
         "Invalid value: \"" + std::string(64, 'k') +
-            "\": name part must be no more than 63 bytes"}},
+            "\": name part must be no more than 63 characters"}},
       {Expr({"/zone", "Exists", {}}),
        {"FieldValueInvalid", "t.matchExpressions[0].key",
         R"(Invalid value: "/zone": prefix part must be non-empty)"}},
@@ -84,7 +84,7 @@ TEST_CASE("One row per Kubernetes rule: exact type, field and message") {
         R"(Invalid value: "b c": )" + kValueRegex}},
       {Expr({"zone", "In", {std::string(64, 'v')}}),
        {"FieldValueInvalid", "t.matchExpressions[0].values[0]",
-        "Invalid value: \"" + std::string(64, 'v') + "\": must be no more than 63 bytes"}},
+        "Invalid value: \"" + std::string(64, 'v') + "\": must be no more than 63 characters"}},
       // validateNodeFieldSelectorRequirement.
       {Field({"metadata.name", "In", {}}),
        {"FieldValueRequired", "t.matchFields[0].values",
