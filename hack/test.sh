@@ -43,6 +43,12 @@ rbac_rc=${PIPESTATUS[0]}
 /usr/bin/python3 hack/rbac_check.py --self-test || rbac_rc=1
 rbac_summary=$(grep -E '^rbac: ' /tmp/kmt-rbac.log | tail -1 | sed 's/^rbac: //')
 
+echo "=== differential: term validation and node matching against Kubernetes' own code"
+hack/differential.sh 2>&1 | tee /tmp/kmt-differential.log
+diff_rc=${PIPESTATUS[0]}
+diff_summary=$(grep -E '^differential: [0-9]+ passed, [0-9]+ failed' /tmp/kmt-differential.log | tail -1 | sed 's/^differential: //')
+[[ -n $diff_summary ]] || diff_summary="0 passed, 1 failed"
+
 e2e_summary="0 passed, 0 failed"
 e2e_rc=0
 if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
@@ -53,17 +59,22 @@ if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
   [[ -n $e2e_summary ]] || e2e_summary="0 passed, 1 failed"
 fi
 
-# Arguments: five summaries ("N passed, M failed"), then five exit codes.
-python3 - "$unit_summary" "$asan_summary" "$tsan_summary" "$e2e_summary" "$rbac_summary" \
-  "$bazel_rc" "$asan_rc" "$tsan_rc" "$e2e_rc" "$rbac_rc" <<'PY'
+# Arguments: "name=summary" for each tier ("N passed, M failed"), then "--", then each exit code.
+python3 - "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
+  "differential=$diff_summary" "e2e=$e2e_summary" -- \
+  "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$diff_rc" "$e2e_rc" <<'PY'
 import re, sys
+args = sys.argv[1:]
+sep = args.index("--")
 p = f = 0
-for s in sys.argv[1:6]:
+for s in args[:sep]:
     m = re.search(r'(\d+) passed, (\d+) failed', s)
     if m:
         p += int(m.group(1)); f += int(m.group(2))
-if any(int(rc) != 0 for rc in sys.argv[6:11]):
+    else:
+        f += 1  # a tier that printed no summary
+if any(int(rc) != 0 for rc in args[sep + 1:]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $e2e_rc -eq 0 && $rbac_rc -eq 0 ]]
+[[ $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 ]]
