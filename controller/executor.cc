@@ -1,6 +1,8 @@
 // controller/executor.cc
 #include "controller/executor.h"
 
+#include <algorithm>
+
 #include "kube/error.h"
 #include "kube/reads.h"
 #include "kube/resources.h"
@@ -37,6 +39,28 @@ ExecResult Failed(const kube::KubeError& e, bool absent_is_replan) {
       break;
   }
   return r;
+}
+
+// Every condition the plan set (those not already in the basis it was planned from)
+// is stored as planned: a status PATCH whose answer was lost took effect.
+bool StoresPlanned(const std::vector<api::MigrationCondition>& stored,
+                   const std::vector<api::MigrationCondition>& basis,
+                   const std::vector<api::MigrationCondition>& planned) {
+  auto has = [](const std::vector<api::MigrationCondition>& in, const api::MigrationCondition& c) {
+    return std::find(in.begin(), in.end(), c) != in.end();
+  };
+  bool any = false;
+  for (const api::MigrationCondition& c : planned) {
+    if (has(basis, c)) continue;
+    if (!has(stored, c)) return false;
+    any = true;
+  }
+  return any;
+}
+
+// The connection broke with the request sent: it may have taken effect.
+bool MayHaveTakenEffect(const kube::KubeError& e) {
+  return e.kind() == kube::ErrorKind::kTransport || e.kind() == kube::ErrorKind::kTimeout;
 }
 
 }  // namespace
@@ -117,11 +141,23 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     // This matters when the plan deleted an escaped pod: KubeVirt then fails
     // the VMIM within milliseconds, and a re-plan would find it final and
     // never report why.
+    // A PATCH whose answer was lost (the connection broke; the transport may have
+    // sent it again, and the second one failed its test op) may have taken effect:
+    // when the conditions read back are the planned ones, it did, and the plan's
+    // Events are still recorded (no later plan would have them).
+    bool sent = false;
     for (int attempt = 1;; ++attempt) {
+      bool sending = false;
       try {
         nlohmann::json current =
             client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name);
         const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
+        if (sent && fresh.uid == vmim.uid &&
+            StoresPlanned(fresh.conditions, vmim.conditions, plan.conditions)) {
+          log_.Debug("Conditions already updated: an earlier answer was lost",
+                     {{"vmim", vmim_ref}});
+          break;
+        }
         if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
           ExecResult r;
           r.outcome = ExecOutcome::kReplan;
@@ -130,12 +166,16 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
           r.released_pods = result.released_pods;
           return r;
         }
+        sending = true;
         client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
                       kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
         log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
         break;
       } catch (const kube::KubeError& e) {
-        if (kube::DispositionOf(e) == kube::Disposition::kReread && attempt < kStatusAttempts) {
+        sent = sent || (sending && (kube::DispositionOf(e) == kube::Disposition::kReread ||
+                                    MayHaveTakenEffect(e)));
+        if (attempt < kStatusAttempts && (kube::DispositionOf(e) == kube::Disposition::kReread ||
+                                          (sending && MayHaveTakenEffect(e)))) {
           continue;
         }
         ExecResult r = Failed(e, /*absent_is_replan=*/false);

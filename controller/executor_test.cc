@@ -278,6 +278,39 @@ TEST_CASE("A conditions write racing between the read and the patch fails its te
   CHECK(after["status"]["conditions"][0]["status"] == "True");
 }
 
+TEST_CASE("A conditions write that took effect though its answer was lost keeps its Event") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  Observed o = w.Observe();
+  Plan plan = Reconcile(o, w.clock.WallNow());
+  REQUIRE(plan.events.size() == 1);
+  // The status PATCH reaches the server, but the connection breaks before its answer.
+  SECTION("the transport sent it again: the second one fails its test op") {}
+  SECTION("the call fails with the broken connection") {
+    w.client.FailNext(kube::Verb::kPatch, 1, kube::ErrorKind::kTransport,
+                      "virtualmachineinstancemigrations.kubevirt.io");
+  }
+  bool lost = false;
+  w.client.SetCallHook([&](const kube::FakeCall& c) {
+    if (lost || c.verb != kube::Verb::kPatch || c.subresource != "status") return;
+    lost = true;
+    w.client.Patch(kVirtualMachineInstanceMigrations, kNs, kVmimName, kube::PatchType::kJsonPatch,
+                   c.body, "status");
+  });
+  ExecResult r = w.executor.Apply(o.vmim, plan);
+  CHECK(lost);
+  CHECK(r.outcome == ExecOutcome::kDone);
+  json after = w.GetVmim();
+  REQUIRE(after["status"]["conditions"].size() == 1);
+  CHECK(after["status"]["conditions"][0]["reason"] == "TermApplied");
+  // The next plan (from the conditions now stored) has nothing to say: this was the
+  // one chance to record the Event.
+  CHECK(Reconcile(w.Observe(), w.clock.WallNow()).events.empty());
+  REQUIRE(w.Events().size() == 1);
+  CHECK(w.Events()[0]["reason"] == "TermApplied");
+}
+
 TEST_CASE("An escaped pod is deleted by uid; a replacement of the same name is not") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

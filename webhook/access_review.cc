@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "kube/error.h"
 #include "kube/resources.h"
 
 namespace kmt::webhook {
@@ -30,7 +31,18 @@ Json SubjectAccessReviewFor(const AccessQuery& query) {
 }
 
 AccessDecision SubjectAccessReviewer::Review(const AccessQuery& query) {
-  Json answer = client_.Create(kube::kSubjectAccessReviews, "", SubjectAccessReviewFor(query));
+  const Json review = SubjectAccessReviewFor(query);
+  Json answer;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      answer = client_.Create(kube::kSubjectAccessReviews, "", review);
+      break;
+    } catch (const kube::KubeError& e) {
+      // The connection broke (the transport never resends a POST whose answer it may
+      // have missed). A SubjectAccessReview stores nothing, so sending it again is safe.
+      if (e.kind() != kube::ErrorKind::kTransport || attempt == kReviewAttempts) throw;
+    }
+  }
   auto status = answer.find("status");
   if (!answer.is_object() || status == answer.end() || !status->is_object()) {
     throw std::runtime_error("the SubjectAccessReview answer has no status");

@@ -51,8 +51,11 @@ class SubjectAccessReviewer : public AccessReviewer {
  public:
   explicit SubjectAccessReviewer(kube::KubeClient& client) : client_(client) {}
   // Throws kube::KubeError when the call fails, std::runtime_error on an answer without
-  // a status.
+  // a status. A broken connection (kube::ErrorKind::kTransport) is tried again, up to
+  // kReviewAttempts in all; any other failure is thrown at once.
   AccessDecision Review(const AccessQuery& query) override;
+
+  static constexpr int kReviewAttempts = 3;
 
  private:
   kube::KubeClient& client_;

@@ -209,5 +209,25 @@ TEST_CASE("CachingAccessReviewer holds at most its capacity, dropping the least 
   CHECK(inner.asked == 4);
 }
 
+TEST_CASE("SubjectAccessReviewer asks again when the connection broke, a bounded number of times") {
+  Authorizer api;
+  SubjectAccessReviewer reviewer(api.client);
+  // A connection killed with the question or its answer in flight: asking again is safe.
+  api.client.FailNext(kube::Verb::kCreate, SubjectAccessReviewer::kReviewAttempts - 1,
+                      kube::ErrorKind::kTransport);
+  CHECK(reviewer.Review(Query({"u", "", {}, {}})).allowed);
+
+  api.client.FailNext(kube::Verb::kCreate, SubjectAccessReviewer::kReviewAttempts,
+                      kube::ErrorKind::kTransport);
+  CHECK_THROWS_AS(reviewer.Review(Query({"u", "", {}, {}})), kube::KubeError);
+  // The failures were used up by this review, not left for the next one.
+  CHECK(reviewer.Review(Query({"u", "", {}, {}})).allowed);
+
+  // Any other failure (here a timeout: the admission deadline is short) is not retried.
+  api.client.FailNext(kube::Verb::kCreate, 1, kube::ErrorKind::kTimeout);
+  CHECK_THROWS_AS(reviewer.Review(Query({"u", "", {}, {}})), kube::KubeError);
+  CHECK(reviewer.Review(Query({"u", "", {}, {}})).allowed);
+}
+
 }  // namespace
 }  // namespace kmt::webhook

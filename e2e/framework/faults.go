@@ -141,6 +141,13 @@ type Replica struct {
 // fails the test. It returns the names restarted.
 func EnsureReplicas(t testing.TB, replicas []Replica) []string {
 	t.Helper()
+	return EnsureReplicasWith(t, replicas, func(r Replica) { StartOperator(t, r.Name, r.Index) })
+}
+
+// EnsureReplicasWith is EnsureReplicas restarting a replica with start (e.g. with
+// the kubeconfig of a fault proxy).
+func EnsureReplicasWith(t testing.TB, replicas []Replica, start func(Replica)) []string {
+	t.Helper()
 	var restarted []string
 	for _, r := range replicas {
 		pidf := filepath.Join(runDir(), "pids", "operator-"+r.Name+".pid")
@@ -164,7 +171,7 @@ func EnsureReplicas(t testing.TB, replicas []Replica) []string {
 			t.Fatalf("replica %s exited without losing its lease; log tail:\n%s", r.Name, tail)
 		}
 		_ = os.Remove(pidf)
-		StartOperator(t, r.Name, r.Index)
+		start(r)
 		restarted = append(restarted, r.Name)
 	}
 	return restarted

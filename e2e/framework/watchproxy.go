@@ -50,29 +50,11 @@ type watchStream struct {
 // StartWatchProxy starts the proxy on a free 127.0.0.1 port; it stops when the test ends.
 func StartWatchProxy(t testing.TB) *WatchProxy {
 	t.Helper()
-	r := Run(t, time.Minute, nil, "e2e/cluster.sh", "serving-cert", "kmt-watch-proxy")
-	if r.Code != 0 {
-		t.Fatalf("serving-cert: %s", r)
-	}
-	pki := filepath.Join(runDir(), "pki")
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "kmt-watch-proxy.crt"), filepath.Join(pki, "kmt-watch-proxy.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	upstream, err := url.Parse(os.Getenv("KMT_E2E_APISERVER"))
-	if err != nil || upstream.Host == "" {
-		t.Fatalf("KMT_E2E_APISERVER=%q: %v", os.Getenv("KMT_E2E_APISERVER"), err)
-	}
+	cert, upstream, transport := proxyUpstream(t, "kmt-watch-proxy")
 	p := &WatchProxy{open: map[*watchStream]bool{}, thawed: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(upstream)
 	rp.FlushInterval = -1 // stream watch events as they come
-	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: false}
+	rp.Transport = transport
 	rp.ErrorLog = nil
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -188,6 +170,40 @@ func (w *freezingWriter) Flush() {
 // whose server is the proxy, and returns its path.
 func (p *WatchProxy) ProxiedKubeconfig(t testing.TB) string {
 	t.Helper()
+	return proxiedKubeconfig(t, p.URL)
+}
+
+// proxyUpstream is what a TLS-terminating proxy in front of kube-apiserver needs:
+// a serving certificate of the cluster CA named name (127.0.0.1), the API
+// server's URL, and a transport to it trusting the cluster CA (HTTP/1.1).
+func proxyUpstream(t testing.TB, name string) (tls.Certificate, *url.URL, *http.Transport) {
+	t.Helper()
+	r := Run(t, time.Minute, nil, "e2e/cluster.sh", "serving-cert", name)
+	if r.Code != 0 {
+		t.Fatalf("serving-cert: %s", r)
+	}
+	pki := filepath.Join(runDir(), "pki")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, name+".crt"), filepath.Join(pki, name+".key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	upstream, err := url.Parse(os.Getenv("KMT_E2E_APISERVER"))
+	if err != nil || upstream.Host == "" {
+		t.Fatalf("KMT_E2E_APISERVER=%q: %v", os.Getenv("KMT_E2E_APISERVER"), err)
+	}
+	return cert, upstream, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: false}
+}
+
+// proxiedKubeconfig writes a copy of the operator's ServiceAccount kubeconfig
+// whose server is proxyURL, and returns its path.
+func proxiedKubeconfig(t testing.TB, proxyURL string) string {
+	t.Helper()
 	src := filepath.Join(runDir(), "operator-sa.kubeconfig")
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -198,7 +214,7 @@ func (p *WatchProxy) ProxiedKubeconfig(t testing.TB) string {
 		t.Fatalf("%s does not name %s", src, api)
 	}
 	dst := filepath.Join(runDir(), fmt.Sprintf("operator-sa-proxied-%s.kubeconfig", randomSuffix()))
-	if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(b), api, p.URL)), 0o600); err != nil {
+	if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(b), api, proxyURL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dst
