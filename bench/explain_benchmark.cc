@@ -106,8 +106,10 @@ int main(int argc, char** argv) {
                   "", "", "", std::nullopt});
   std::string table = MarkdownTable(
       "Explainer (Google Benchmark)", rows,
-      {"Data: " + std::to_string(g_nodes) + " KWOK-like KubeVirt nodes (~125 labels; cordoned, "
-       "NotReady and tainted ones mixed in), " + std::to_string(kPodsPerNode) +
+      {"Data: " + std::to_string(g_nodes) +
+       " KWOK-like KubeVirt nodes (~125 labels; cordoned, "
+       "NotReady and tainted ones mixed in), " +
+       std::to_string(kPodsPerNode) +
        " bound virt-launcher pods per node, a zone term. Floor: one label lookup per node over "
        "the same projections. Ratio = explainer time per node ÷ floor time per node."});
   std::printf("\n%s", table.c_str());

@@ -14,8 +14,7 @@ ExplainCluster::ExplainCluster(int n, int pods_per_node) {
   }
   source_node = NodeName(7 % n);
   pod = api::TargetPod::FromJson(TargetPod(7, "vms", "mig-7", "uid-7", source_node, true));
-  term = api::NodeSelectorTerm{
-      {{"topology.kubernetes.io/zone", "In", {"zone-0", "zone-1"}}}, {}};
+  term = api::NodeSelectorTerm{{{"topology.kubernetes.io/zone", "In", {"zone-0", "zone-1"}}}, {}};
 }
 
 size_t CountSchedulable(const std::vector<api::NodeInfo>& nodes) {

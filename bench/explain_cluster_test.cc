@@ -24,7 +24,8 @@ TEST_CASE("The benchmark cluster exercises the explainer's reasons") {
   CHECK(e.Evaluate(2) == Bit(ReasonKind::kExcludedByAddedTerm));
   CHECK(e.Evaluate(1) == 0);
   // node-00007: the source node, also tainted dedicated=gpu:NoSchedule.
-  CHECK(e.Evaluate(7) == (Bit(ReasonKind::kAlreadyRunsThere) | Bit(ReasonKind::kTaintNotTolerated)));
+  CHECK(e.Evaluate(7) ==
+        (Bit(ReasonKind::kAlreadyRunsThere) | Bit(ReasonKind::kTaintNotTolerated)));
 }
 
 TEST_CASE("ExplainerRows judges the 1,000,000/s budget") {

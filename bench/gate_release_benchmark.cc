@@ -179,8 +179,8 @@ GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const s
   });
   const bool done = tracker.WaitDone(Clock::now() + timeout);
   if (!done) {
-    std::fprintf(stderr, "%s N=%zu: only %zu of %zu pods released within %llds\n", mode.c_str(),
-                 n, tracker.released(), n, static_cast<long long>(timeout.count()));
+    std::fprintf(stderr, "%s N=%zu: only %zu of %zu pods released within %llds\n", mode.c_str(), n,
+                 tracker.released(), n, static_cast<long long>(timeout.count()));
   }
   floor_watch.reset();
   releaser.reset();
@@ -281,7 +281,9 @@ int Main(int argc, char** argv) {
        "into its required node affinity. N VMIMs with a node term, then N gated virt-launcher "
        "target pods created at once (64 creating threads at most), fresh namespace per run. "
        "Operator: //controller:operator out of cluster, --disable-webhook, "
-       "--leader-elect=false, " + OperatorFlagsText(operator_args) + ". Floor: one "
+       "--leader-elect=false, " +
+       OperatorFlagsText(operator_args) +
+       ". Floor: one "
        "watch and one guarded JSON Patch per gated pod (api::AndTermIntoPod), 2 patching "
        "threads, no client QPS limit; same cluster, run after the operator stopped. "
        "Throughput ratio = floor ÷ operator. virt-controller is stopped during this benchmark "

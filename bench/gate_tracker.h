@@ -12,10 +12,9 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/node_selector.h"
 #include "bench/report.h"

@@ -9,9 +9,8 @@
 // Deterministic: object i is always the same, so every run measures the same data.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kmt::bench {
 

@@ -85,8 +85,7 @@ LoadResult RunOpenLoop(const LoadOptions& o, const std::function<LoadRequest(uin
     }
     std::lock_guard<std::mutex> lock(mu);
     result.service_seconds.insert(result.service_seconds.end(), service.begin(), service.end());
-    result.response_seconds.insert(result.response_seconds.end(), response.begin(),
-                                   response.end());
+    result.response_seconds.insert(result.response_seconds.end(), response.begin(), response.end());
     result.errors += errors;
     if (result.first_error.empty()) result.first_error = first_error;
     last_answer = std::max(last_answer, Clock::now());

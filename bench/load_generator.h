@@ -52,8 +52,7 @@ uint64_t RequestCount(double rate, std::chrono::milliseconds duration);
 
 // Runs the load; `make(k)` builds request k (called from the connection threads), `ok`
 // judges a 200 answer's body (e.g. that it allows the request).
-LoadResult RunOpenLoop(const LoadOptions& options,
-                       const std::function<LoadRequest(uint64_t)>& make,
+LoadResult RunOpenLoop(const LoadOptions& options, const std::function<LoadRequest(uint64_t)>& make,
                        const std::function<bool(const std::string&)>& ok);
 
 }  // namespace kmt::bench

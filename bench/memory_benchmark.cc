@@ -12,8 +12,8 @@
 //       [--nodes=5000] [--vmims=10000] [--pods=10000] [--report=FILE] [--log-dir=DIR]
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "bench/cluster_ops.h"
@@ -64,13 +64,20 @@ int Main(int argc, char** argv) {
       if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
       return std::nullopt;
     };
-    if (auto v = value("--kubeconfig")) kubeconfig = *v;
-    else if (auto v = value("--operator")) operator_bin = *v;
-    else if (auto v = value("--report")) report = *v;
-    else if (auto v = value("--log-dir")) log_dir = *v;
-    else if (auto v = value("--nodes")) nodes = std::stoul(*v);
-    else if (auto v = value("--vmims")) vmims = std::stoul(*v);
-    else if (auto v = value("--pods")) pods = std::stoul(*v);
+    if (auto v = value("--kubeconfig"))
+      kubeconfig = *v;
+    else if (auto v = value("--operator"))
+      operator_bin = *v;
+    else if (auto v = value("--report"))
+      report = *v;
+    else if (auto v = value("--log-dir"))
+      log_dir = *v;
+    else if (auto v = value("--nodes"))
+      nodes = std::stoul(*v);
+    else if (auto v = value("--vmims"))
+      vmims = std::stoul(*v);
+    else if (auto v = value("--pods"))
+      pods = std::stoul(*v);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -82,15 +89,16 @@ int Main(int argc, char** argv) {
   }
   auto client = MakeUnthrottledClient(kubeconfig);
   EnsureNamespace(*client, kNs);
-  client->Create(kube::kLeases, kNs,
-                 {{"apiVersion", "coordination.k8s.io/v1"},
-                  {"kind", "Lease"},
-                  {"metadata", {{"name", kLease}, {"namespace", kNs}}},
-                  {"spec",
-                   {{"holderIdentity", "kmt-bench-holder"},
-                    {"leaseDurationSeconds", 3600},
-                    {"acquireTime", controller::FormatMicroTime(std::chrono::system_clock::now())},
-                    {"renewTime", controller::FormatMicroTime(std::chrono::system_clock::now())}}}});
+  client->Create(
+      kube::kLeases, kNs,
+      {{"apiVersion", "coordination.k8s.io/v1"},
+       {"kind", "Lease"},
+       {"metadata", {{"name", kLease}, {"namespace", kNs}}},
+       {"spec",
+        {{"holderIdentity", "kmt-bench-holder"},
+         {"leaseDurationSeconds", 3600},
+         {"acquireTime", controller::FormatMicroTime(std::chrono::system_clock::now())},
+         {"renewTime", controller::FormatMicroTime(std::chrono::system_clock::now())}}}});
   // The floor must be an empty cluster: wait for earlier runs' namespaces (the gate release
   // benchmark's VMIMs and pods) to be gone.
   const auto quiet_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
@@ -122,19 +130,21 @@ int Main(int argc, char** argv) {
   std::fprintf(stderr, "+nodes: %s\n", FormatBytes(static_cast<double>(f.rss_after[0])).c_str());
   std::vector<Json> created_vmims(vmims);
   f.json_bytes[1] = load(vmims, [&](size_t i) {
-    created_vmims[i] = client->Create(kube::kVirtualMachineInstanceMigrations, kNs,
-                                      Vmim(static_cast<int>(i), kNs,
-                                           NodeTerm(NodeName(static_cast<int>(i % std::max<size_t>(nodes, 1))))));
+    created_vmims[i] =
+        client->Create(kube::kVirtualMachineInstanceMigrations, kNs,
+                       Vmim(static_cast<int>(i), kNs,
+                            NodeTerm(NodeName(static_cast<int>(i % std::max<size_t>(nodes, 1))))));
     return created_vmims[i];
   });
   f.rss_after[1] = MeasureOperator(operator_bin, kubeconfig, log);
   std::fprintf(stderr, "+vmims: %s\n", FormatBytes(static_cast<double>(f.rss_after[1])).c_str());
   f.json_bytes[2] = load(pods, [&](size_t i) {
     const Json& v = created_vmims[i % std::max<size_t>(vmims, 1)];
-    return client->Create(kube::kPods, kNs,
-                          TargetPod(static_cast<int>(i), kNs, v["metadata"]["name"],
-                                    v["metadata"]["uid"], NodeName(static_cast<int>(i % std::max<size_t>(nodes, 1))),
-                                    /*gated=*/true));
+    return client->Create(
+        kube::kPods, kNs,
+        TargetPod(static_cast<int>(i), kNs, v["metadata"]["name"], v["metadata"]["uid"],
+                  NodeName(static_cast<int>(i % std::max<size_t>(nodes, 1))),
+                  /*gated=*/true));
   });
   f.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   f.rss_after[2] = MeasureOperator(operator_bin, kubeconfig, log);

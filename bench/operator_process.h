@@ -3,11 +3,12 @@
 // RSS, stop it with SIGTERM (SIGKILL after a grace period).
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace kmt::bench {

@@ -12,11 +12,11 @@
 namespace kmt::bench {
 
 struct Row {
-  std::string figure;  // "p99 at 1000 req/s"
-  std::string value;   // "412 µs"
-  std::string floor;   // "230 µs" ("" when the row has none)
-  std::string ratio;   // "1.79×" ("" when the row has none)
-  std::string budget;  // "≤ 1 ms" ("" when the row has none)
+  std::string figure;        // "p99 at 1000 req/s"
+  std::string value;         // "412 µs"
+  std::string floor;         // "230 µs" ("" when the row has none)
+  std::string ratio;         // "1.79×" ("" when the row has none)
+  std::string budget;        // "≤ 1 ms" ("" when the row has none)
   std::optional<bool> pass;  // nullopt: no budget applies to this row
 };
 

@@ -9,9 +9,11 @@ namespace kmt::bench {
 namespace {
 
 TEST_CASE("Units have three significant digits") {
-  auto [seconds, want] = GENERATE(table<double, std::string>({
-      {0.000412, "412 µs"}, {0.0000012, "1.20 µs"}, {0.0123, "12.3 ms"}, {1.5, "1.50 s"},
-      {250.0, "250 s"}}));
+  auto [seconds, want] = GENERATE(table<double, std::string>({{0.000412, "412 µs"},
+                                                              {0.0000012, "1.20 µs"},
+                                                              {0.0123, "12.3 ms"},
+                                                              {1.5, "1.50 s"},
+                                                              {250.0, "250 s"}}));
   CAPTURE(seconds);
   CHECK(FormatSeconds(seconds) == want);
   CHECK(FormatRate(1234567) == "1.23 M/s");
@@ -25,11 +27,11 @@ TEST_CASE("Units have three significant digits") {
 }
 
 TEST_CASE("MarkdownTable renders rows, pass/miss and notes") {
-  std::string t = MarkdownTable(
-      "Webhook", {{"p99 a|b", "412 µs", "230 µs", "1.79×", "≤ 1 ms", true},
-                  {"p99 at 3000", "2.00 ms", "1.00 ms", "2.00×", "", false},
-                  {"errors", "0", "", "", "", std::nullopt}},
-      {"SAR answered in memory."});
+  std::string t = MarkdownTable("Webhook",
+                                {{"p99 a|b", "412 µs", "230 µs", "1.79×", "≤ 1 ms", true},
+                                 {"p99 at 3000", "2.00 ms", "1.00 ms", "2.00×", "", false},
+                                 {"errors", "0", "", "", "", std::nullopt}},
+                                {"SAR answered in memory."});
   CHECK(t ==
         "### Webhook\n\n"
         "| figure | value | floor | ratio | budget | pass |\n"

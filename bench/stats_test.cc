@@ -9,8 +9,8 @@ namespace {
 TEST_CASE("Percentile is nearest-rank") {
   std::vector<double> hundred(100);
   std::iota(hundred.begin(), hundred.end(), 1.0);  // 1..100
-  auto [q, want] = GENERATE(table<double, double>({
-      {0.50, 50}, {0.99, 99}, {1.0, 100}, {0.001, 1}, {0.995, 100}}));
+  auto [q, want] = GENERATE(
+      table<double, double>({{0.50, 50}, {0.99, 99}, {1.0, 100}, {0.001, 1}, {0.995, 100}}));
   CAPTURE(q);
   CHECK(Percentile(hundred, q) == want);
 }

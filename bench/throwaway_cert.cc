@@ -23,8 +23,8 @@ CertFiles WriteThrowawayCertificate(const std::string& dir) {
   const auto now = std::chrono::system_clock::now() - std::chrono::minutes(1);
   const webhook::certs::KeyPair ca =
       webhook::certs::MakeCa("kmt-bench-ca", now, std::chrono::hours(24));
-  const webhook::certs::KeyPair serving = webhook::certs::MakeServing(
-      ca, {"127.0.0.1", "localhost"}, now, std::chrono::hours(24));
+  const webhook::certs::KeyPair serving =
+      webhook::certs::MakeServing(ca, {"127.0.0.1", "localhost"}, now, std::chrono::hours(24));
   CertFiles files{dir + "/tls.crt", dir + "/tls.key", dir + "/ca.crt"};
   Write(files.cert_file, serving.cert_pem);
   Write(files.key_file, serving.key_pem);

@@ -62,7 +62,9 @@ const std::map<std::string, FlagSpec>& Flags() {
         }}},
       {"selector",
        {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) { return SetOnce(inv.selector, "--selector", v); }}},
+        [](Invocation& inv, const std::string& v) {
+          return SetOnce(inv.selector, "--selector", v);
+        }}},
       {"term-file",
        {FlagKind::kString,
         [](Invocation& inv, const std::string& v) {
@@ -123,8 +125,8 @@ const std::map<std::string, FlagSpec>& Flags() {
 }
 
 const std::map<char, std::string>& Shorthands() {
-  static const auto* s = new std::map<char, std::string>{
-      {'n', "namespace"}, {'o', "output"}, {'l', "selector"}};
+  static const auto* s =
+      new std::map<char, std::string>{{'n', "namespace"}, {'o', "output"}, {'l', "selector"}};
   return *s;
 }
 

@@ -5,9 +5,9 @@
 //   kubectl migrate NAME [--node NODE] [--selector SEL] [--term-file FILE]
 //                   [--exclude-node NODE]... [--dry-run=none|client|server]
 //                   [--wait] [--timeout DURATION] [-o name|yaml|json]
-//   kubectl migrate explain NAME [--node NODE] [--selector SEL] [--term-file FILE] [--exclude-node NODE]...
-//   kubectl migrate status MIGRATION
-//   global: --kubeconfig FILE, --context NAME, -n/--namespace NS, -h/--help
+//   kubectl migrate explain NAME [--node NODE] [--selector SEL] [--term-file FILE] [--exclude-node
+//   NODE]... kubectl migrate status MIGRATION global: --kubeconfig FILE, --context NAME,
+//   -n/--namespace NS, -h/--help
 //
 // A usage error exits with code 2 (as kubectl does) with "error: <why>".
 #pragma once
@@ -25,7 +25,7 @@ enum class DryRun { kNone, kClient, kServer };
 struct Invocation {
   Command command = Command::kHelp;
   Command help_for = Command::kMigrate;  // with kHelp: which help to print
-  std::string name;  // VMI name (migrate, explain) or VMIM name (status)
+  std::string name;                      // VMI name (migrate, explain) or VMIM name (status)
 
   // Global (kubeconfig) flags.
   std::string kubeconfig;
@@ -43,9 +43,7 @@ struct Invocation {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   std::string output;  // "", "name", "yaml" or "json"
 
-  bool HasRequest() const {
-    return node || selector || term_file || !exclude_nodes.empty();
-  }
+  bool HasRequest() const { return node || selector || term_file || !exclude_nodes.empty(); }
 };
 
 struct ArgsParse {

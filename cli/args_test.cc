@@ -8,8 +8,8 @@ namespace {
 ArgsParse Parse(std::vector<std::string> a) { return ParseArgs(a); }
 
 TEST_CASE("kubectl-style flags parse in every spelling") {
-  auto p = Parse({"db-1", "--node=worker-3", "-n", "prod", "--wait", "--timeout", "90s",
-                  "-o", "yaml", "--exclude-node", "w1", "--exclude-node=w2", "--context=ctx",
+  auto p = Parse({"db-1", "--node=worker-3", "-n", "prod", "--wait", "--timeout", "90s", "-o",
+                  "yaml", "--exclude-node", "w1", "--exclude-node=w2", "--context=ctx",
                   "--kubeconfig", "/tmp/k"});
   REQUIRE(p.error.empty());
   const Invocation& inv = *p.invocation;
@@ -113,9 +113,9 @@ TEST_CASE("-- ends flag parsing") {
 
 TEST_CASE("help texts name every flag") {
   std::string h = HelpText(Command::kMigrate);
-  for (const char* f : {"--node", "--selector", "--term-file", "--exclude-node", "--dry-run",
-                        "--wait", "--timeout", "--output", "--namespace", "--kubeconfig",
-                        "--context"}) {
+  for (const char* f :
+       {"--node", "--selector", "--term-file", "--exclude-node", "--dry-run", "--wait", "--timeout",
+        "--output", "--namespace", "--kubeconfig", "--context"}) {
     CAPTURE(f);
     CHECK(h.find(f) != std::string::npos);
   }

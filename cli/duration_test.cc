@@ -28,12 +28,13 @@ TEST_CASE("ParseDuration rejects bad input with a message naming it") {
     const char* text;
     const char* message;
   };
-  auto row = GENERATE(Row{"", "invalid duration \"\": empty"},
-                      Row{"10", "invalid duration \"10\": missing unit (one of ns, us, ms, s, m, h)"},
-                      Row{"-5s", "invalid duration \"-5s\": must not be negative"},
-                      Row{"5d", "invalid duration \"5d\": unknown unit \"d\""},
-                      Row{"s", "invalid duration \"s\": expected a number"},
-                      Row{"1h.", "invalid duration \"1h.\": expected a number"});
+  auto row =
+      GENERATE(Row{"", "invalid duration \"\": empty"},
+               Row{"10", "invalid duration \"10\": missing unit (one of ns, us, ms, s, m, h)"},
+               Row{"-5s", "invalid duration \"-5s\": must not be negative"},
+               Row{"5d", "invalid duration \"5d\": unknown unit \"d\""},
+               Row{"s", "invalid duration \"s\": expected a number"},
+               Row{"1h.", "invalid duration \"1h.\": expected a number"});
   CAPTURE(row.text);
   std::string err;
   CHECK_FALSE(ParseDuration(row.text, &err).has_value());

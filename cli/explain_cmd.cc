@@ -22,7 +22,7 @@ using nlohmann::json;
 // Every item of a paged LIST (kube::ListAll follows the continue tokens).
 std::vector<json> Items(kube::KubeClient& client, const kube::Resource& r, const std::string& ns,
                         kube::ListOptions opts = {}) {
-  opts.omit_managed_fields = true;  // projected for the explainer: never read
+  opts.omit_managed_fields = true;                 // projected for the explainer: never read
   json list = kube::ListAll(client, r, ns, opts);  // items is an array
   std::vector<json> items;
   for (auto& it : list["items"]) {
@@ -44,7 +44,8 @@ std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::Kub
   const std::string job =
       kube::StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
   std::optional<json> vmim;
-  if (!job.empty()) vmim = kube::GetIfExists(client, kube::kVirtualMachineInstanceMigrations, ns, job);
+  if (!job.empty())
+    vmim = kube::GetIfExists(client, kube::kVirtualMachineInstanceMigrations, ns, job);
   if (!vmim) {
     err << "note: the VM's pod was created by migration " << (job.empty() ? "<unknown>" : job)
         << ", which no longer exists; its node affinity may still include that migration's "

@@ -1,8 +1,7 @@
 #include "cli/explain_cmd.h"
 
-#include <sstream>
-
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -12,23 +11,23 @@ namespace {
 
 using nlohmann::json;
 
-json Node(const std::string& name, json extra_spec = json::object(),
-          std::string memory = "16Gi") {
+json Node(const std::string& name, json extra_spec = json::object(), std::string memory = "16Gi") {
   json spec = json::object();
   for (auto& [k, v] : extra_spec.items()) spec[k] = v;
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{"kubernetes.io/hostname", name},
-              {"kubevirt.io/schedulable", "true"},
-              {"zone", name == "w5" ? "b" : "a"}}}}},
-          {"spec", spec},
-          {"status",
-           {{"allocatable",
-             {{"cpu", "8"}, {"memory", memory}, {"pods", "110"}, {"devices.kubevirt.io/kvm", "1k"}}},
-            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata",
+       {{"name", name},
+        {"labels",
+         {{"kubernetes.io/hostname", name},
+          {"kubevirt.io/schedulable", "true"},
+          {"zone", name == "w5" ? "b" : "a"}}}}},
+      {"spec", spec},
+      {"status",
+       {{"allocatable",
+         {{"cpu", "8"}, {"memory", memory}, {"pods", "110"}, {"devices.kubevirt.io/kvm", "1k"}}},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
 void Seed(kube::FakeClient& fake) {
@@ -45,7 +44,8 @@ void Seed(kube::FakeClient& fake) {
   fake.Create(kube::kNodes, "", Node("w2", {{"unschedulable", true}}));
   fake.Create(kube::kNodes, "", Node("w3"));
   fake.Create(kube::kNodes, "",
-              Node("w4", {{"taints", {{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}));
+              Node("w4", {{"taints",
+                           {{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}}}));
   fake.Create(kube::kNodes, "", Node("w5"));
   fake.Create(kube::kNodes, "", Node("w6", json::object(), "1Gi"));
   json pod = json::parse(R"({
@@ -90,7 +90,8 @@ TEST_CASE("explain without a request covers every node and exits 0 when one fits
   std::ostringstream out, err;
   CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
   CHECK(out.str().find("w3     fits\n") != std::string::npos);
-  CHECK(out.str().find("1 of 6 nodes would take virtualmachineinstance db-1.") != std::string::npos);
+  CHECK(out.str().find("1 of 6 nodes would take virtualmachineinstance db-1.") !=
+        std::string::npos);
 }
 
 TEST_CASE("explain reports a request no node matches, and a VMI that does not run") {
@@ -111,8 +112,9 @@ TEST_CASE("explain reports a request no node matches, and a VMI that does not ru
 // `metadata.name In [w1]`: the VMIM exists, and the running pod carries m1's markings
 // and `required` as its required node affinity (what m1's AND left there).
 void PlaceByEarlierMigration(kube::FakeClient& fake, const json& required) {
-  fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
-              json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+  fake.Create(
+      kube::kVirtualMachineInstanceMigrations, "prod",
+      json::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
                 "metadata": {"name": "m1", "namespace": "prod", "annotations": {
                   "migration-target.kubevirt.io/added-node-selector-term":
                   "{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"w1\"]}]}"}},
@@ -150,7 +152,8 @@ TEST_CASE("after a placed migration, the earlier request does not constrain the 
         std::string::npos);
 }
 
-TEST_CASE("after a placed migration of a VM with no affinity of its own, no node is excluded by it") {
+TEST_CASE(
+    "after a placed migration of a VM with no affinity of its own, no node is excluded by it") {
   kube::FakeClient fake;
   Seed(fake);
   // The VM has no required node affinity; m1's AND created one holding only its request.

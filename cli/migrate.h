@@ -6,10 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "api/node_selector.h"
 #include "cli/args.h"

@@ -1,12 +1,11 @@
 #include "cli/migrate.h"
 
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "api/added_term.h"
 #include "kube/fake_client.h"

@@ -7,9 +7,9 @@ namespace {
 
 bool NeedsQuotes(const std::string& s) {
   if (s.empty()) return true;
-  static const char* kReserved[] = {"true", "false", "null", "yes", "no", "on", "off", "~",
-                                    "True", "False", "Null", "NULL", "TRUE", "FALSE", "Yes",
-                                    "No",   "On",    "Off",  "YES", "NO",  "ON",   "OFF"};
+  static const char* kReserved[] = {"true", "false", "null", "yes",  "no",   "on",    "off", "~",
+                                    "True", "False", "Null", "NULL", "TRUE", "FALSE", "Yes", "No",
+                                    "On",   "Off",   "YES",  "NO",   "ON",   "OFF"};
   for (const char* r : kReserved) {
     if (s == r) return true;
   }
@@ -18,8 +18,7 @@ bool NeedsQuotes(const std::string& s) {
     return true;
   }
   // Anything that starts like a number, or a YAML indicator.
-  if (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+' ||
-      s[0] == '.') {
+  if (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+' || s[0] == '.') {
     return true;
   }
   for (char c : s) {

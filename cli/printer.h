@@ -2,9 +2,8 @@
 // API errors exactly as kubectl prints them ("Error from server (Forbidden): …").
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kmt::cli {
 

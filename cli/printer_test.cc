@@ -1,7 +1,8 @@
 #include "cli/printer.h"
 
-#include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
 
 namespace kmt::cli {
 namespace {
@@ -63,7 +64,8 @@ TEST_CASE("kubectl default, name and json renderings") {
   CHECK(Render(obj, "", "created", "") ==
         "virtualmachineinstancemigration.kubevirt.io/db-1-migration-x7k2p created\n");
   CHECK(Render(obj, "", "created", " (server dry run)") ==
-        "virtualmachineinstancemigration.kubevirt.io/db-1-migration-x7k2p created (server dry run)\n");
+        "virtualmachineinstancemigration.kubevirt.io/db-1-migration-x7k2p created (server dry "
+        "run)\n");
   CHECK(Render(obj, "name", "created", "") ==
         "virtualmachineinstancemigration.kubevirt.io/db-1-migration-x7k2p\n");
   CHECK(json::parse(Render(obj, "json", "created", "")) == obj);

@@ -50,8 +50,8 @@ int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& 
     if (!any) io.out << "  <none>\n";
 
     kube::ListOptions lo;
-    lo.field_selector = "involvedObject.name=" + name +
-                        ",involvedObject.kind=VirtualMachineInstanceMigration";
+    lo.field_selector =
+        "involvedObject.name=" + name + ",involvedObject.kind=VirtualMachineInstanceMigration";
     json events = client.List(kube::kEvents, ns, lo);
     std::vector<json> items;
     if (events.contains("items") && events["items"].is_array()) {

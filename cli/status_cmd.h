@@ -9,7 +9,6 @@
 
 namespace kmt::cli {
 
-int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& client,
-              Streams io);
+int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& client, Streams io);
 
 }  // namespace kmt::cli

@@ -29,16 +29,16 @@ TEST_CASE("selector syntax maps to matchExpressions") {
     std::vector<NodeSelectorRequirement> want;
   };
   auto row = GENERATE(
-      Row{"pool=fast", {{"pool", "In", {"fast"}}}},
-      Row{"pool==fast", {{"pool", "In", {"fast"}}}},
+      Row{"pool=fast", {{"pool", "In", {"fast"}}}}, Row{"pool==fast", {{"pool", "In", {"fast"}}}},
       Row{"pool!=slow", {{"pool", "NotIn", {"slow"}}}},
       Row{"zone in (a,b)", {{"zone", "In", {"a", "b"}}}},
-      Row{"zone notin (c)", {{"zone", "NotIn", {"c"}}}},
-      Row{"gpu", {{"gpu", "Exists", {}}}},
+      Row{"zone notin (c)", {{"zone", "NotIn", {"c"}}}}, Row{"gpu", {{"gpu", "Exists", {}}}},
       Row{"!maintenance", {{"maintenance", "DoesNotExist", {}}}},
       Row{"cores>8", {{"cores", "Gt", {"8"}}}},
       Row{"pool=fast,zone in (a,b),!maintenance",
-          {{"pool", "In", {"fast"}}, {"zone", "In", {"a", "b"}}, {"maintenance", "DoesNotExist", {}}}});
+          {{"pool", "In", {"fast"}},
+           {"zone", "In", {"a", "b"}},
+           {"maintenance", "DoesNotExist", {}}}});
   CAPTURE(row.selector);
   auto b = TermFromSelector(row.selector);
   REQUIRE(b.error.empty());
@@ -52,14 +52,15 @@ TEST_CASE("flags combine by AND into one term") {
   inv.selector = "pool=fast";
   inv.exclude_nodes = {"w1", "w2"};
   inv.term_file = "term.json";
-  auto b = BuildTerm(inv, std::string(R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})"));
+  auto b = BuildTerm(
+      inv, std::string(R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})"));
   REQUIRE(b.error.empty());
   CHECK(b.term->match_expressions ==
         std::vector<NodeSelectorRequirement>{{"zone", "In", {"a"}}, {"pool", "In", {"fast"}}});
-  CHECK(b.term->match_fields == std::vector<NodeSelectorRequirement>{
-                                    {"metadata.name", "In", {"w3"}},
-                                    {"metadata.name", "NotIn", {"w1"}},
-                                    {"metadata.name", "NotIn", {"w2"}}});
+  CHECK(b.term->match_fields ==
+        std::vector<NodeSelectorRequirement>{{"metadata.name", "In", {"w3"}},
+                                             {"metadata.name", "NotIn", {"w1"}},
+                                             {"metadata.name", "NotIn", {"w2"}}});
 }
 
 TEST_CASE("bad requests fail with the webhook's rule and the field") {

@@ -97,8 +97,8 @@ TEST_CASE("Kubernetes timestamps format") {
       {0, "1970-01-01T00:00:00.000000Z", "1970-01-01T00:00:00Z"},
   }));
   CAPTURE(row.epoch_micros);
-  const WallTime t(std::chrono::duration_cast<WallTime::duration>(
-      std::chrono::microseconds(row.epoch_micros)));
+  const WallTime t(
+      std::chrono::duration_cast<WallTime::duration>(std::chrono::microseconds(row.epoch_micros)));
   REQUIRE(FormatMicroTime(t) == row.micro);
   REQUIRE(FormatRfc3339(t) == row.seconds);
 }

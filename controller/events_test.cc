@@ -1,12 +1,13 @@
 // controller/events_test.cc — AsyncEventRecorder: order, never blocking the caller,
 // dropping when full, draining at Stop.
+#include "controller/events.h"
+
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "controller/events.h"
 #include "controller/fake_clock.h"
 
 namespace kmt::controller {

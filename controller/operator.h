@@ -53,8 +53,8 @@ class Operator {
            OperatorIdentity identity);
   Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
            OperatorIdentity identity)
-      : Operator(flags, OperatorClients{client, client, client, client}, log,
-                 std::move(identity)) {}
+      : Operator(flags, OperatorClients{client, client, client, client}, log, std::move(identity)) {
+  }
   ~Operator();
 
   // Starts everything; throws std::runtime_error with a clear message when a

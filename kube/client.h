@@ -13,11 +13,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace kmt::kube {
 
@@ -48,9 +47,9 @@ struct ListOptions {
 
 // Options shared by create, update and patch.
 struct WriteOptions {
-  bool dry_run = false;              // dryRun=All
-  std::string field_validation;      // "", "Ignore", "Warn" or "Strict"
-  std::string field_manager;         // defaults to the client's user agent
+  bool dry_run = false;          // dryRun=All
+  std::string field_validation;  // "", "Ignore", "Warn" or "Strict"
+  std::string field_manager;     // defaults to the client's user agent
 };
 
 // Options of a DELETE call; preconditions make it safe against replacement races.

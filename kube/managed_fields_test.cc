@@ -32,7 +32,8 @@ TEST_CASE("A single object loses metadata.managedFields and nothing else") {
 TEST_CASE("Every list item loses it; the list's own metadata is not an item's") {
   const std::string list = std::string(R"({"kind": "PodList",
     "metadata": {"resourceVersion": "7", "managedFields": "kept: not an item"},
-    "items": [)") + kPod + "," + kPod + R"(, {"metadata": {"name": "no-fields"}}]})";
+    "items": [)") + kPod + "," +
+                           kPod + R"(, {"metadata": {"name": "no-fields"}}]})";
   const Json got = ParseOmittingManagedFields(list, ObjectsAt::kListItems);
   REQUIRE(got["items"].size() == 3);
   CHECK(got["items"][0] == Expected());

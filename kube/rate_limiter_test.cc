@@ -58,9 +58,9 @@ TEST_CASE("Reservations made at one instant queue up behind each other's debt") 
   CHECK(s.Reserve(t0) == 0ns);
   CHECK(s.Reserve(t0) == 100ms);
   CHECK(s.Reserve(t0) == 200ms);
-  CHECK_FALSE(s.TryTake(t0));     // in debt: nothing to take now
+  CHECK_FALSE(s.TryTake(t0));          // in debt: nothing to take now
   CHECK(s.Reserve(t0 - 1s) == 300ms);  // time running backwards refills nothing
-  CHECK(s.TryTake(t0 + 400ms));   // the debt is paid and one token is back
+  CHECK(s.TryTake(t0 + 400ms));        // the debt is paid and one token is back
 }
 
 }  // namespace

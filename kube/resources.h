@@ -14,16 +14,16 @@ inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true, "Leas
 inline const Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
                                             false, "SubjectAccessReview"};
 inline const Resource kSecrets{"", "v1", "secrets", true, "Secret"};
-inline const Resource kValidatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", false,
-    "ValidatingWebhookConfiguration"};
-inline const Resource kMutatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", false,
-    "MutatingWebhookConfiguration"};
+inline const Resource kValidatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
+                                                       "validatingwebhookconfigurations", false,
+                                                       "ValidatingWebhookConfiguration"};
+inline const Resource kMutatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
+                                                     "mutatingwebhookconfigurations", false,
+                                                     "MutatingWebhookConfiguration"};
 inline const Resource kVirtualMachineInstances{"kubevirt.io", "v1", "virtualmachineinstances", true,
                                                "VirtualMachineInstance"};
-inline const Resource kVirtualMachineInstanceMigrations{
-    "kubevirt.io", "v1", "virtualmachineinstancemigrations", true,
-    "VirtualMachineInstanceMigration"};
+inline const Resource kVirtualMachineInstanceMigrations{"kubevirt.io", "v1",
+                                                        "virtualmachineinstancemigrations", true,
+                                                        "VirtualMachineInstanceMigration"};
 
 }  // namespace kmt::kube

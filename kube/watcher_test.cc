@@ -468,7 +468,8 @@ class WatchOptionsRecorder : public FakeClient {
 // timeoutSeconds + 30 s (kube/rest_client.cc), and the server ends every healthy watch
 // at timeoutSeconds, so the timeout asked for bounds how long a silent stream goes
 // unnoticed: within 45 s (client-go's HTTP/2 health check: 30 s idle + 15 s ping).
-TEST_CASE("Every watch asks the server to end it soon, so a silent stream is abandoned within 45 s") {
+TEST_CASE(
+    "Every watch asks the server to end it soon, so a silent stream is abandoned within 45 s") {
   WatchOptionsRecorder client;
   WatcherConfig config;
   config.resource = kPods;

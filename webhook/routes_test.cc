@@ -152,7 +152,7 @@ TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target
   CHECK(gated["patchType"] == "JSONPatch");
   CHECK(gated["patch"] ==
         kube::EncodeBase64(R"([{"op":"add","path":"/spec/schedulingGates","value":[{"name":)"
-                     R"("migration-target.kubevirt.io/added-node-selector-term"}]}])"));
+                           R"("migration-target.kubevirt.io/added-node-selector-term"}]}])"));
 
   Json plain = cluster.CreateVmim("mig-plain", false);
   CHECK(post("/mutate-pod", PodReview("p2", plain)) ==

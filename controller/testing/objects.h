@@ -4,11 +4,10 @@
 #pragma once
 
 #include <chrono>
-#include <thread>
-
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kmt::controller::testing {

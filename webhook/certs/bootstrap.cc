@@ -1,9 +1,9 @@
 #include "webhook/certs/bootstrap.h"
 
 #include <cstdio>
-#include <optional>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -51,8 +51,8 @@ CertBootstrap::CertBootstrap(kube::KubeClient& client, BootstrapOptions options,
 
 json CertBootstrap::EnsureSecret(BootstrapResult& result) {
   for (int attempt = 0; attempt < 5; ++attempt) {
-    std::optional<json> found = kube::GetIfExists(client_, kube::kSecrets, options_.ns,
-                                                  options_.secret_name);
+    std::optional<json> found =
+        kube::GetIfExists(client_, kube::kSecrets, options_.ns, options_.secret_name);
     const bool exists = found.has_value();
     json secret = exists ? std::move(*found) : json();
     const auto now = now_();

@@ -49,8 +49,9 @@ struct BootstrapResult {
 class CertBootstrap {
  public:
   using Now = std::function<std::chrono::system_clock::time_point()>;
-  CertBootstrap(kube::KubeClient& client, BootstrapOptions options,
-                Now now = [] { return std::chrono::system_clock::now(); });
+  CertBootstrap(
+      kube::KubeClient& client, BootstrapOptions options,
+      Now now = [] { return std::chrono::system_clock::now(); });
 
   // One idempotent pass. Throws kube::KubeError when the API server fails (the
   // caller retries later) and std::runtime_error when cert_dir cannot be written.

@@ -1,10 +1,9 @@
 #include "webhook/certs/bootstrap.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <catch2/catch.hpp>
 
 #include "kube/base64.h"
 #include "kube/fake_client.h"

@@ -1,10 +1,10 @@
 #include "webhook/fuzz/fuzz_entry.h"
 
-#include <exception>
-#include <string>
-
 #include <fmt/format.h>
+
+#include <exception>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "api/added_term.h"
 #include "api/node_selector.h"

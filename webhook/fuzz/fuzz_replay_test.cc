@@ -1,13 +1,12 @@
 // Replays every input of the committed fuzz corpus (webhook/fuzz/corpus) through the fuzz
 // target's entry point, so what the fuzzer once found stays fixed.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "webhook/fuzz/fuzz_entry.h"
 
