@@ -11,6 +11,31 @@ ROOT=$PWD
 CACHE_ROOT=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
 mkdir -p "$CACHE_ROOT/bazel-disk"
 
+# gofmt comes with the Go toolchain install-deps.sh made sure of (hack/go.sh finds it).
+# shellcheck source=/dev/null
+source hack/versions.env && source hack/go.sh && kmt_use_go || echo "format: no Go toolchain for gofmt"
+echo "=== format: clang-format (the repo's .clang-format) and gofmt over every tracked source"
+# Two checks: every tracked C++ file as clang-format would write it, every Go file as gofmt.
+fmt_pass=0 fmt_fail=0
+cc_bad=0 go_bad=0 cc_n=0 go_n=0
+while IFS= read -r f; do
+  cc_n=$((cc_n + 1))
+  clang-format --dry-run -Werror "$f" >/dev/null 2>&1 ||
+    { cc_bad=$((cc_bad + 1)); echo "format: $f differs from clang-format (run: clang-format -i $f)"; }
+done < <(git ls-files '*.cc' '*.h')
+while IFS= read -r f; do
+  go_n=$((go_n + 1))
+  out=$(gofmt -l "$f" 2>&1) && [[ -z $out ]] ||
+    { go_bad=$((go_bad + 1)); echo "format: $f differs from gofmt (run: gofmt -w $f)"; }
+done < <(git ls-files '*.go')
+echo "format: clang-format $((cc_n - cc_bad))/$cc_n files, gofmt $((go_n - go_bad))/$go_n files"
+for bad in $cc_bad $go_bad; do
+  if [[ $bad -eq 0 ]]; then fmt_pass=$((fmt_pass + 1)); else fmt_fail=$((fmt_fail + 1)); fi
+done
+fmt_summary="$fmt_pass passed, $fmt_fail failed"
+fmt_rc=$((fmt_fail > 0))
+echo "format: $fmt_summary"
+
 echo "=== tier 1+2: bazel test //..."
 bazel test --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short //... 2>&1 | tee /tmp/kmt-bazel-test.log \
   | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'
@@ -60,9 +85,9 @@ if [[ ${KMT_SKIP_E2E:-0} != 1 && -x e2e/run.sh ]]; then
 fi
 
 # Arguments: "name=summary" for each tier ("N passed, M failed"), then "--", then each exit code.
-python3 - "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
+python3 - "format=$fmt_summary" "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
   "differential=$diff_summary" "e2e=$e2e_summary" -- \
-  "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$diff_rc" "$e2e_rc" <<'PY'
+  "$fmt_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$diff_rc" "$e2e_rc" <<'PY'
 import re, sys
 args = sys.argv[1:]
 sep = args.index("--")
@@ -77,4 +102,4 @@ if any(int(rc) != 0 for rc in args[sep + 1:]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 ]]
+[[ $fmt_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 ]]
