@@ -28,6 +28,10 @@ type Sample struct {
 	FDs      int
 	Threads  int
 	Lifetime time.Duration // At - Started
+	// Leading: the process held the Lease at At (it acquired it at LeadingSince);
+	// derived from the replica's log (MarkLeadership), not stored in the CSV.
+	Leading      bool
+	LeadingSince time.Time
 }
 
 // SampleHeader is the CSV header Sampler writes.
@@ -221,6 +225,7 @@ func (s *Sampler) Last(replica string) (Sample, bool) {
 type Segment struct {
 	Replica       string
 	PID           int
+	Leading       bool      // the lifetime's part after the process acquired the Lease
 	From, To      time.Time // first and last sample used
 	Samples       int       // samples used
 	WarmupSkipped int       // samples of the process's warm-up left out
@@ -236,19 +241,21 @@ type Segment struct {
 	ThreadsPerHour                                   float64
 }
 
-// Segments groups samples by (replica, pid), drops each process's first warmup
-// of life, and fits a line per resource (x in hours, so slopes are per hour).
+// Segments groups samples by (replica, pid, leading), drops each process's first
+// warmup of life (and, once it leads, the first warmup of its leadership: its
+// caches fill then), and fits a line per resource (x in hours, so slopes are per hour).
 // Segments with fewer than 3 samples after the warm-up are left out.
 func Segments(samples []Sample, warmup time.Duration) []Segment {
 	type key struct {
 		replica string
 		pid     int
 		start   int64
+		leading bool
 	}
 	groups := map[key][]Sample{}
 	var order []key
 	for _, s := range samples {
-		k := key{s.Replica, s.PID, s.Started.Unix()}
+		k := key{s.Replica, s.PID, s.Started.Unix(), s.Leading}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -260,14 +267,14 @@ func Segments(samples []Sample, warmup time.Duration) []Segment {
 		sort.Slice(all, func(i, j int) bool { return all[i].At.Before(all[j].At) })
 		var use []Sample
 		for _, s := range all {
-			if s.Lifetime >= warmup {
+			if s.Lifetime >= warmup && (!s.Leading || s.At.Sub(s.LeadingSince) >= warmup) {
 				use = append(use, s)
 			}
 		}
 		if len(use) < 3 {
 			continue
 		}
-		seg := Segment{Replica: k.replica, PID: k.pid, From: use[0].At, To: use[len(use)-1].At,
+		seg := Segment{Replica: k.replica, PID: k.pid, Leading: k.leading, From: use[0].At, To: use[len(use)-1].At,
 			Samples: len(use), WarmupSkipped: len(all) - len(use)}
 		xs := make([]float64, len(use))
 		rss := make([]float64, len(use))
@@ -359,14 +366,51 @@ func ReadSamplesCSV(path string) ([]Sample, error) {
 // SegmentTable renders segments as a fixed-width table.
 func SegmentTable(segs []Segment) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-7s %-8s %-8s %-8s %4s | %8s %8s %8s %9s %9s | %5s %5s %5s %7s | %4s %4s %7s\n",
-		"replica", "pid", "from", "to", "n", "RSS0 MiB", "RSS1 MiB", "max MiB", "MiB/h", "MiB/h 2nd",
+	fmt.Fprintf(&b, "%-7s %-8s %-7s %-8s %-8s %4s | %8s %8s %8s %9s %9s | %5s %5s %5s %7s | %4s %4s %7s\n",
+		"replica", "pid", "role", "from", "to", "n", "RSS0 MiB", "RSS1 MiB", "max MiB", "MiB/h", "MiB/h 2nd",
 		"fd0", "fd1", "fdmax", "fds/h", "th0", "th1", "thr/h")
 	for _, s := range segs {
-		fmt.Fprintf(&b, "%-7s %-8d %-8s %-8s %4d | %8.1f %8.1f %8.1f %9.2f %9.2f | %5d %5d %5d %7.2f | %4d %4d %7.2f\n",
-			s.Replica, s.PID, s.From.UTC().Format("15:04:05"), s.To.UTC().Format("15:04:05"), s.Samples,
+		role := "standby"
+		if s.Leading {
+			role = "leader"
+		}
+		fmt.Fprintf(&b, "%-7s %-8d %-7s %-8s %-8s %4d | %8.1f %8.1f %8.1f %9.2f %9.2f | %5d %5d %5d %7.2f | %4d %4d %7.2f\n",
+			s.Replica, s.PID, role, s.From.UTC().Format("15:04:05"), s.To.UTC().Format("15:04:05"), s.Samples,
 			s.RSSFirstMiB, s.RSSLastMiB, s.RSSMaxMiB, s.RSSMiBPerHour, s.RSSSecondHalfMiBPerHour,
 			s.FDsStart, s.FDsEnd, s.FDsMax, s.FDsPerHour, s.ThreadsStart, s.ThreadsEnd, s.ThreadsPerHour)
 	}
 	return b.String()
+}
+
+// LeaseAcquisitions are the times replica name's log says it acquired the Lease
+// (`msg="Acquired lease"`, its ts= field).
+func LeaseAcquisitions(log string) []time.Time {
+	var out []time.Time
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, `msg="Acquired lease"`) || !strings.HasPrefix(l, "ts=") {
+			continue
+		}
+		f := strings.Fields(l)
+		if at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "ts=")); err == nil {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// MarkLeadership sets Leading on the samples taken after their process acquired
+// the Lease (acquired: per replica, from LeaseAcquisitions). A replica leads
+// until its process ends (the operator exits when it loses the Lease), so an
+// acquisition after the process's start and before the sample marks it.
+func MarkLeadership(samples []Sample, acquired map[string][]time.Time) {
+	for i := range samples {
+		s := &samples[i]
+		s.Leading, s.LeadingSince = false, time.Time{}
+		for _, at := range acquired[s.Replica] {
+			// Started has whole-second precision.
+			if !at.Before(s.Started.Truncate(time.Second)) && !at.After(s.At) {
+				s.Leading, s.LeadingSince = true, at
+			}
+		}
+	}
 }

@@ -108,3 +108,41 @@ func TestSamplerCSVRoundTrip(t *testing.T) {
 		t.Fatalf("record has %d fields, header %d", len(rec), len(SampleHeader))
 	}
 }
+
+// A process that acquires the Lease mid-life is two segments, standby and leader,
+// and the leader's first warm-up (its caches filling) is left out; an acquisition
+// by an earlier process of the same replica marks nothing.
+func TestSegmentsSplitAtLeaseAcquisition(t *testing.T) {
+	log := `ts=2026-12-01T10:00:01.5Z level=info msg="Acquired lease" lease=x identity=old
+ts=2026-12-01T10:05:00.000001Z level=info msg="Started leader election" identity=new
+ts=2026-12-01T10:15:00.25Z level=info msg="Acquired lease" lease=x identity=new
+ts=2026-12-01T10:16:00Z level=info msg="Released gate" vmim=a/b`
+	acq := LeaseAcquisitions(log)
+	if len(acq) != 2 || !acq[1].Equal(time.Date(2026, 12, 1, 10, 15, 0, 250e6, time.UTC)) {
+		t.Fatalf("LeaseAcquisitions = %v", acq)
+	}
+	started := time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)
+	var samples []Sample
+	for d := time.Duration(0); d <= 30*time.Minute; d += 10 * time.Second {
+		at := started.Add(d)
+		rss := int64(20 << 10)
+		if at.After(acq[1]) {
+			rss = 30 << 10 // the caches of a leader; flat afterwards
+			if at.Sub(acq[1]) < 30*time.Second {
+				rss = 25 << 10 // still filling: inside the leader's warm-up
+			}
+		}
+		samples = append(samples, Sample{At: at, Replica: "0", PID: 7, Started: started, RSSKiB: rss, FDs: 30, Threads: 33, Lifetime: d})
+	}
+	MarkLeadership(samples, map[string][]time.Time{"0": acq})
+	segs := Segments(samples, time.Minute)
+	if len(segs) != 2 || segs[0].Leading || !segs[1].Leading {
+		t.Fatalf("want a standby then a leader segment, got %+v", segs)
+	}
+	if segs[0].RSSMiBPerHour != 0 || segs[0].RSSMaxMiB != 20 || segs[0].To.After(acq[1]) {
+		t.Errorf("standby: slope %v, max %v, to %s", segs[0].RSSMiBPerHour, segs[0].RSSMaxMiB, segs[0].To)
+	}
+	if segs[1].RSSMiBPerHour != 0 || segs[1].RSSFirstMiB != 30 || segs[1].From.Sub(acq[1]) < time.Minute {
+		t.Errorf("leader: slope %v (want 0: the warm-up left out), first %v MiB, from %s", segs[1].RSSMiBPerHour, segs[1].RSSFirstMiB, segs[1].From)
+	}
+}
