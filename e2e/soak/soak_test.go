@@ -641,6 +641,11 @@ func TestSoak(t *testing.T) {
 	rep := f.CheckInvariants(t, fns, placed, framework.InvariantOptions{FaultEnded: batchStart, Kills: kills, Replicas: replicas})
 
 	samples, sampleErrs := sampler.Stop()
+	acquired := map[string][]time.Time{}
+	for _, r := range replicas {
+		acquired[r.Name] = framework.LeaseAcquisitions(framework.OperatorLog(r.Name))
+	}
+	framework.MarkLeadership(samples, acquired)
 	segs := framework.Segments(samples, warmup)
 	table := framework.SegmentTable(segs)
 
@@ -665,7 +670,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "soak: leader kills %d (replicas %v at %v); replicas restarted after losing the Lease: %v\n",
 		len(kills), killed, times(kills), restartedLost)
 	fmt.Fprintf(&b, "soak: final batch invariants: %s\n", rep)
-	fmt.Fprintf(&b, "soak: %d samples (%d failed reads), slopes per process lifetime after a %s warm-up:\n%s", len(samples), sampleErrs, warmup, table)
+	fmt.Fprintf(&b, "soak: %d samples (%d failed reads), slopes per process lifetime (standby, then leader) after a %s warm-up of each:\n%s", len(samples), sampleErrs, warmup, table)
 	for why, n := range c.refusedWhy {
 		fmt.Fprintf(&b, "soak: refused x%d: %s\n", n, why)
 	}
