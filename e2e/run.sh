@@ -61,7 +61,7 @@ t2=$SECONDS
 log=$KMT_E2E_DIR/go-test.log
 # CGO_ENABLED=0 matches build-binaries.sh, so the test binary reuses its build cache.
 (cd e2e && CGO_ENABLED=0 go test -trimpath -buildvcs=false -count=1 -p 1 -timeout 30m -v \
-  ${KMT_E2E_RUN:+-run "$KMT_E2E_RUN"} ./tests/...) 2>&1 | tee "$log"
+  ${KMT_E2E_RUN:+-run "$KMT_E2E_RUN"} ./framework/... ./tests/...) 2>&1 | tee "$log"
 test_rc=${PIPESTATUS[0]}
 t_tests=$((SECONDS - t2))
 
