@@ -94,7 +94,8 @@ for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$ETCD_PORT/health" >/dev/nu
 ./start-apiserver.sh
 
 cd "$ROOT"
-bazel --output_base="${KMT_KUBE_OUTPUT_BASE:-$HOME/.cache/bazel-ob/kube}" build //kube:cluster_test >/dev/null 2>&1
+bazel --output_base="${KMT_KUBE_OUTPUT_BASE:-$HOME/.cache/bazel-ob/kube}" build \
+  --disk_cache="${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}/bazel-disk" //kube:cluster_test >/dev/null 2>&1
 TEST_BIN=$(bazel --output_base="${KMT_KUBE_OUTPUT_BASE:-$HOME/.cache/bazel-ob/kube}" info bazel-bin 2>/dev/null)/kube/cluster_test
 KMT_KUBECONFIG=$DIR/admin.kubeconfig \
 KMT_APISERVER_RESTART_CMD=$DIR/restart-apiserver.sh \

@@ -1,6 +1,6 @@
-// kube/cluster_test.cc — the client against a real kube-apiserver (issue 3's
-// "Done when"). Tagged manual + requires-cluster; kube/cluster_check.sh starts
-// etcd + kube-apiserver from the e2e-built binaries and runs it:
+// kube/cluster_test.cc — the client against a real kube-apiserver. Tagged manual +
+// requires-cluster; kube/cluster_check.sh (run by ./hack/test.sh after the e2e tier)
+// starts etcd + kube-apiserver from the e2e-built binaries and runs it:
 //
 //   KMT_KUBECONFIG               admin kubeconfig (required)
 //   KMT_APISERVER_RESTART_CMD    restarts kube-apiserver, returns once it is ready
