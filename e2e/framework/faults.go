@@ -27,16 +27,39 @@ const LeaseDuration = 15 * time.Second
 // replay a failure), else a fresh one. It is logged so a failing run can be replayed.
 func FaultSeed(t testing.TB) int64 {
 	t.Helper()
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("KMT_FAULT_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("KMT_FAULT_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
+	seed := EnvSeed(t, "KMT_FAULT_SEED")
 	t.Logf("fault seed %d (replay with KMT_FAULT_SEED=%d KMT_E2E_RUN='%s' e2e/run.sh)", seed, seed, t.Name())
 	return seed
+}
+
+// EnvSeed is the int64 in the environment variable name, or a new seed from the clock
+// when it is unset; a malformed value fails the test.
+func EnvSeed(t testing.TB, name string) int64 {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return time.Now().UnixNano()
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
+}
+
+// EnvInt is the positive integer in the environment variable name, or def when it is
+// unset; anything else fails the test.
+func EnvInt(t testing.TB, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
 }
 
 // NewRand is a generator seeded for one scenario.

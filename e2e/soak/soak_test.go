@@ -60,19 +60,6 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	return d
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return v
-}
-
 func callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
@@ -471,11 +458,11 @@ func (ch *churner) restore(t *testing.T) {
 
 func TestSoak(t *testing.T) {
 	duration := envDuration(t, "KMT_SOAK_DURATION", 60*time.Minute)
-	rate := envInt(t, "KMT_SOAK_RATE", 10)
+	rate := framework.EnvInt(t, "KMT_SOAK_RATE", 10)
 	killEvery := envDuration(t, "KMT_SOAK_KILL_EVERY", 10*time.Minute)
 	sampleEvery := envDuration(t, "KMT_SOAK_SAMPLE", 10*time.Second)
 	churnEvery := envDuration(t, "KMT_SOAK_CHURN_EVERY", 20*time.Second)
-	nVMIs := envInt(t, "KMT_SOAK_VMIS", 12)
+	nVMIs := framework.EnvInt(t, "KMT_SOAK_VMIS", 12)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	f := framework.New(t)

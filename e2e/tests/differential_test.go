@@ -117,22 +117,8 @@ func binaryVerdicts(t *testing.T, bin string, texts []string) []termVerdict {
 func TestDifferentialWebhook(t *testing.T) {
 	f := fw(t)
 	ns := f.Namespace(t)
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("KMT_DIFF_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("KMT_DIFF_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	n := 300
-	if s := os.Getenv("KMT_DIFF_E2E_N"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			t.Fatalf("KMT_DIFF_E2E_N=%q: want a positive integer", s)
-		}
-		n = v
-	}
+	seed := framework.EnvSeed(t, "KMT_DIFF_SEED")
+	n := framework.EnvInt(t, "KMT_DIFF_E2E_N", 300)
 	t.Logf("seed %d, %d terms", seed, n)
 	t.Cleanup(func() {
 		if t.Failed() {

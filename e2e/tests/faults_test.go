@@ -27,9 +27,7 @@ package tests
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,19 +47,6 @@ import (
 const defaultBurst = 100
 
 var faultReplicas = []framework.Replica{{Name: "0", Index: 0}, {Name: "1", Index: 1}}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return v
-}
 
 // faultFleet is the VMIs a fault scenario migrates, and where each runs now.
 type faultFleet struct {
@@ -234,7 +219,7 @@ func superviseReplicasWith(t *testing.T, f *framework.Framework, start func(fram
 // released, k drawn from the seed) while placed migrations are in flight;
 // the killed replica comes back at once, as kubelet would restart it.
 func TestFaultLeaderKill(t *testing.T) {
-	n, rounds := envInt(t, "KMT_FAULT_MIGRATIONS", 32), envInt(t, "KMT_FAULT_ROUNDS", 5)
+	n, rounds := framework.EnvInt(t, "KMT_FAULT_MIGRATIONS", 32), framework.EnvInt(t, "KMT_FAULT_ROUNDS", 5)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	fl := newFaultFleet(t, n)
@@ -263,7 +248,7 @@ func TestFaultLeaderKill(t *testing.T) {
 // A replica whose Lease renewal failed while the server was down exits by
 // design; it is restarted as kubelet would.
 func TestFaultAPIServerRestart(t *testing.T) {
-	n := envInt(t, "KMT_FAULT_MIGRATIONS", 24)
+	n := framework.EnvInt(t, "KMT_FAULT_MIGRATIONS", 24)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	fl := newFaultFleet(t, n)
@@ -284,7 +269,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 // must show in the replicas' logs), as does a continued list. The operator
 // relists and finishes the work.
 func TestFaultEtcdCompaction(t *testing.T) {
-	n := envInt(t, "KMT_FAULT_MIGRATIONS", 24)
+	n := framework.EnvInt(t, "KMT_FAULT_MIGRATIONS", 24)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	fl := newFaultFleet(t, n)
@@ -329,7 +314,7 @@ func TestFaultEtcdCompaction(t *testing.T) {
 // invariants hold with the fault's end at 60 s.
 func TestFaultWatchFreeze(t *testing.T) {
 	const freeze = 60 * time.Second
-	n := envInt(t, "KMT_FAULT_MIGRATIONS", 24)
+	n := framework.EnvInt(t, "KMT_FAULT_MIGRATIONS", 24)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	proxy := framework.StartWatchProxy(t)
@@ -384,7 +369,7 @@ func TestFaultWatchFreeze(t *testing.T) {
 // the proxy. Every kind of kill must have happened at least once.
 func TestFaultConnectionDrops(t *testing.T) {
 	const requestRate, chunkRate = 0.05, 0.01
-	n := envInt(t, "KMT_FAULT_BURST", defaultBurst)
+	n := framework.EnvInt(t, "KMT_FAULT_BURST", defaultBurst)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	proxy := framework.StartDropProxy(t, rng.Int63())
@@ -493,7 +478,7 @@ func (w *stormWriter) run(t *testing.T, f *framework.Framework, ns string, stop 
 // with the message of its last successful write (the operator must not clobber
 // another writer's condition), each condition type once.
 func TestFaultConflictStorm(t *testing.T) {
-	n := envInt(t, "KMT_FAULT_MIGRATIONS", 24)
+	n := framework.EnvInt(t, "KMT_FAULT_MIGRATIONS", 24)
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
 	fl := newFaultFleetWith(t, n, func() {
@@ -571,7 +556,7 @@ func TestFaultConflictStorm(t *testing.T) {
 // Then the webhooks are restored, and placed migrations of a few VMIs go through
 // the gate again (the invariants hold for them).
 func TestFaultWebhooksRemoved(t *testing.T) {
-	n := envInt(t, "KMT_FAULT_UNGATED_MIGRATIONS", 50)
+	n := framework.EnvInt(t, "KMT_FAULT_UNGATED_MIGRATIONS", 50)
 	const after = 5
 	seed := framework.FaultSeed(t)
 	rng := framework.NewRand(seed)
