@@ -142,7 +142,7 @@ int Main(int argc, char** argv) {
                                          -> std::optional<webhook::MigrationRef> {
         std::optional<api::MigrationInfo> m = r->view.Migration(std::string(ns), std::string(name));
         if (!m) return std::nullopt;
-        return webhook::MigrationRef{m->uid, m->added_term_text.has_value()};
+        return webhook::MigrationRefOf(*m);
       });
     }
     return r;

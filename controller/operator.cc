@@ -248,7 +248,7 @@ void Operator::Start() {
             std::optional<api::MigrationInfo> m =
                 s.view->Migration(std::string(ns), std::string(name));
             if (!m) return std::nullopt;
-            return webhook::MigrationRef{m->uid, m->added_term_text.has_value()};
+            return webhook::MigrationRefOf(*m);
           });
     }
     ControllerOptions co;

@@ -29,6 +29,12 @@ struct MigrationRef {
   bool operator==(const MigrationRef&) const = default;
 };
 
+// The ref of a migration as a cache projects it (api::MigrationInfo::FromJson reads the same
+// uid and AddedTermSource()).
+inline MigrationRef MigrationRefOf(const api::MigrationInfo& m) {
+  return {m.uid, m.added_term_text.has_value()};
+}
+
 class ClusterView {
  public:
   virtual ~ClusterView() = default;

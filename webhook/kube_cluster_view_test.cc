@@ -43,6 +43,8 @@ TEST_CASE("KubeClusterView answers a migration ref from the cache only when the 
     for (const auto& c : client.Calls()) n += c.verb == kube::Verb::kGet;
     return n;
   };
+  // The cache's projection of the same object says the same.
+  CHECK(MigrationRefOf(api::MigrationInfo::FromJson(live)) == MigrationRef{uid, true});
   // No cache: a GET, the term read from the object.
   CHECK(view.GetMigrationRef("ns1", "mig-1", uid) == MigrationRef{uid, true});
   CHECK(gets() == 1);
