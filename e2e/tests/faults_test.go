@@ -406,6 +406,13 @@ func TestFaultConnectionDrops(t *testing.T) {
 	if st.BeforeForward == 0 || st.AnswerWithheld == 0 || st.MidAnswer == 0 || st.MidWatch == 0 {
 		t.Errorf("not every kind of drop happened: %+v", st)
 	}
+	// The webhook asks a SubjectAccessReview again when its connection broke (3 attempts),
+	// and remembers answers: a denial here needs three kills of the same review in a row
+	// (5 % each). place() sends such a create again so the scenario goes on; that it
+	// happened at all is a failure.
+	if fl.deniedClosed > 0 {
+		t.Errorf("%d creates were denied because the webhook could not check the admin's rights through the dropped connections", fl.deniedClosed)
+	}
 	t.Logf("seed %d: %d migrations created in %s with drops on; drops for %s (%d of %d gates released then): %d requests (%d watches), %d connections killed "+
 		"(before forwarding %d, answer withheld %d, mid-answer %d, watch streams cut %d; %d resets, %d closes); %d creates denied by the webhook failing closed, sent again; replicas restarted: %v; %s",
 		seed, n, created.Round(time.Second), ended.Sub(began).Round(time.Second), released, n, st.Requests, st.Watches, st.Kills(),
