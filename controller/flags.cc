@@ -57,6 +57,13 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
                  "Require the admin permission for KubeVirt's spec.addedNodeSelector too")
       ->expected(0, 1)
       ->default_str("true");
+  app.add_flag("--trust-virt-api-added-node-selector", f->trust_virt_api_added_node_selector,
+               "Let VMIMs that virt-api creates for virtctl migrate (the virtualmachines/migrate "
+               "subresource, which virt-api authorises itself) carry spec.addedNodeSelector "
+               "without the admin check");
+  app.add_option("--virt-api-username", f->virt_api_username,
+                 "The user KubeVirt's virt-api creates VMIMs as")
+      ->capture_default_str();
 
   const std::map<std::string, int> kDurationUnits{{"ms", 1}, {"s", 1000}, {"m", 60'000}};
   const auto kUnitRequired = static_cast<CLI::AsNumberWithUnit::Options>(

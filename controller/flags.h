@@ -31,6 +31,11 @@ struct OperatorFlags {
   bool disable_controller = false;
   // Apply the admin check to KubeVirt's own spec.addedNodeSelector too.
   bool check_kubevirt_added_node_selector = true;
+  // Let VMIMs created by virt-api (virtctl migrate, the virtualmachines/migrate
+  // subresource) carry spec.addedNodeSelector without that check, trusting virt-api's
+  // own authorisation of the person; and who virt-api is.
+  bool trust_virt_api_added_node_selector = false;
+  std::string virt_api_username = "system:serviceaccount:kubevirt:kubevirt-apiserver";
   // How long the webhook remembers a SubjectAccessReview's answer (0 = not at all): the
   // longest a revoked admin can still place migrations, and a new one waits.
   int authorization_cache_authorized_ttl_ms = 10'000;

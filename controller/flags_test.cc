@@ -116,5 +116,24 @@ TEST_CASE("--help prints usage and exits 0") {
   CHECK(p.output.find("--leader-election-id") != std::string::npos);
 }
 
+TEST_CASE("virt-api's VMIMs: untrusted by default, trusted and renamed by flag") {
+  OperatorFlags defaults;
+  CHECK_FALSE(defaults.trust_virt_api_added_node_selector);
+  CHECK(defaults.virt_api_username == "system:serviceaccount:kubevirt:kubevirt-apiserver");
+
+  OperatorFlags f;
+  FlagParse p =
+      ParseOperatorFlags({"--trust-virt-api-added-node-selector",
+                          "--virt-api-username=system:serviceaccount:kv:kubevirt-apiserver"},
+                         &f);
+  CHECK(p.exit_code == -1);
+  CHECK(f.trust_virt_api_added_node_selector);
+  CHECK(f.virt_api_username == "system:serviceaccount:kv:kubevirt-apiserver");
+
+  OperatorFlags off;
+  CHECK(ParseOperatorFlags({"--trust-virt-api-added-node-selector=false"}, &off).exit_code == -1);
+  CHECK_FALSE(off.trust_virt_api_added_node_selector);
+}
+
 }  // namespace
 }  // namespace kmt::controller

@@ -219,8 +219,11 @@ void Operator::Start() {
       s.log.Log(e.error ? LogLevel::kError : LogLevel::kInfo, e.msg, fields);
     };
     s.webhook = std::make_unique<webhook::AdmissionServer>(
-        wo, webhook::AdmissionRoutes(*s.access_cache, *s.cluster,
-                                     f.check_kubevirt_added_node_selector));
+        wo, webhook::AdmissionRoutes(
+                *s.access_cache, *s.cluster,
+                {.check_kubevirt_added_node_selector = f.check_kubevirt_added_node_selector,
+                 .virt_api_username = f.virt_api_username,
+                 .trust_virt_api_added_node_selector = f.trust_virt_api_added_node_selector}));
     if (f.webhook_cert_mode == "self") {
       webhook::certs::BootstrapOptions bo;
       if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;

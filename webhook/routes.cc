@@ -1,6 +1,7 @@
 #include "webhook/routes.h"
 
 #include <string>
+#include <utility>
 
 #include "webhook/pod_mutator.h"
 #include "webhook/vmim_validator.h"
@@ -8,8 +9,8 @@
 namespace kmt::webhook {
 
 std::vector<Route> AdmissionRoutes(AccessReviewer& access, ClusterView& cluster,
-                                   bool check_kubevirt_added_node_selector) {
-  VmimValidatorDeps deps{access, cluster, check_kubevirt_added_node_selector};
+                                   VmimPolicy policy) {
+  VmimValidatorDeps deps{access, cluster, std::move(policy)};
   return {
       {std::string(kValidateVmimPath),
        [deps](const AdmissionRequest& r) { return ValidateVmim(r, deps); }},

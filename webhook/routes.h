@@ -9,8 +9,7 @@
 //   kmt::webhook::KubeClusterView cluster(client);
 //   kmt::webhook::AdmissionServer server(
 //       {.port = 9443, .cert_file = dir + "/tls.crt", .key_file = dir + "/tls.key"},
-//       kmt::webhook::AdmissionRoutes(access, cluster,
-//       /*check_kubevirt_added_node_selector=*/true));
+//       kmt::webhook::AdmissionRoutes(access, cluster, kmt::webhook::VmimPolicy{}));
 //   server.Start();   // Ready() once a certificate is loaded; Stop() on shutdown
 #pragma once
 
@@ -20,6 +19,7 @@
 #include "webhook/access_review.h"
 #include "webhook/cluster_view.h"
 #include "webhook/server.h"
+#include "webhook/vmim_validator.h"
 
 namespace kmt::webhook {
 
@@ -28,6 +28,6 @@ inline constexpr std::string_view kMutatePodPath = "/mutate-pod";
 
 // `access` and `cluster` must outlive the routes (and the server serving them).
 std::vector<Route> AdmissionRoutes(AccessReviewer& access, ClusterView& cluster,
-                                   bool check_kubevirt_added_node_selector = true);
+                                   VmimPolicy policy = {});
 
 }  // namespace kmt::webhook

@@ -71,8 +71,12 @@ std::vector<std::string> PlacementWarnings(const api::NodeSelectorTerm& term,
 
 AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidatorDeps& deps) {
   const std::optional<std::string> text = api::AddedTermSource(req.object);
-  const bool kubevirt_selector =
-      deps.check_kubevirt_added_node_selector && HasKubeVirtAddedNodeSelector(req.object);
+  const VmimPolicy& policy = deps.policy;
+  const bool from_virt_api =
+      !policy.virt_api_username.empty() && req.user_info.username == policy.virt_api_username;
+  const bool kubevirt_selector = policy.check_kubevirt_added_node_selector &&
+                                 !(from_virt_api && policy.trust_virt_api_added_node_selector) &&
+                                 HasKubeVirtAddedNodeSelector(req.object);
   if (!text && !kubevirt_selector) return Allowed();
 
   std::vector<std::string> fields;
@@ -96,6 +100,13 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
     if (!decision.reason.empty()) message += fmt::format(" ({})", decision.reason);
     if (!decision.evaluation_error.empty()) {
       message += fmt::format(" (authorization error: {})", decision.evaluation_error);
+    }
+    if (from_virt_api && kubevirt_selector) {
+      message +=
+          "; KubeVirt's virt-api created this VMIM for its virtualmachines/migrate subresource "
+          "(virtctl migrate --addedNodeSelector) and does not say for whom: create the VMIM "
+          "yourself (kubectl migrate), or start the operator with "
+          "--trust-virt-api-added-node-selector";
     }
     std::vector<api::Cause> causes;
     causes.reserve(fields.size());

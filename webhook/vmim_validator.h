@@ -16,6 +16,13 @@
 //      matches only the node the VMI runs on now (KubeVirt keeps the target off the source
 //      node, so the migration could not be scheduled). The warnings are advisory: a failed
 //      read becomes a warning that says so, never a denial.
+// KubeVirt's `virtualmachines/migrate` subresource (virtctl migrate) creates the VMIM as
+// virt-api's service account, after virt-api has checked that the person may `update`
+// virtualmachines/migrate; the person's name does not reach this webhook. With
+// trust_virt_api_added_node_selector, a VMIM from virt_api_username may carry KubeVirt's
+// spec.addedNodeSelector without the `use` check (virt-api's authorisation stands in for
+// it); the annotation is checked as for anyone. Without it (the default), such a VMIM is
+// denied like any other requester without `use`, and the message says what happened.
 // UPDATE: adding, changing or removing the annotation → 422 for everyone (the request is
 // fixed at creation; the controller acts on it once). Changes to spec.addedNodeSelector are
 // left to KubeVirt, which refuses any spec change of a VMIM.
@@ -23,17 +30,32 @@
 // no opinion on it.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "webhook/access_review.h"
 #include "webhook/admission.h"
 #include "webhook/cluster_view.h"
 
 namespace kmt::webhook {
 
+// KubeVirt's virt-api service account in a default install (namespace kubevirt).
+inline constexpr std::string_view kDefaultVirtApiUsername =
+    "system:serviceaccount:kubevirt:kubevirt-apiserver";
+
+struct VmimPolicy {
+  // Apply the admin check to KubeVirt's spec.addedNodeSelector too.
+  bool check_kubevirt_added_node_selector = true;
+  // The user virt-api creates VMIMs as (the `virtualmachines/migrate` subresource).
+  std::string virt_api_username = std::string(kDefaultVirtApiUsername);
+  // Let VMIMs from virt_api_username carry spec.addedNodeSelector without the check.
+  bool trust_virt_api_added_node_selector = false;
+};
+
 struct VmimValidatorDeps {
   AccessReviewer& access;
   ClusterView& cluster;
-  // Apply the admin check to KubeVirt's spec.addedNodeSelector too.
-  bool check_kubevirt_added_node_selector = true;
+  VmimPolicy policy = {};
 };
 
 AdmissionResponse ValidateVmim(const AdmissionRequest& request, const VmimValidatorDeps& deps);

@@ -24,7 +24,7 @@ using testing::FakeClusterView;
 struct World {
   FakeAccessReviewer access;
   FakeClusterView cluster;
-  bool check_kubevirt_selector = true;
+  VmimPolicy policy;
 
   World() {
     cluster.AddNode("node-1",
@@ -64,7 +64,14 @@ const std::map<std::string, std::function<void(World&)>>& Tweaks() {
              "\"nodes\"";
        }},
       {"warn_vmi_unreadable", [](World& w) { w.cluster.vmi_error = "the server is unavailable"; }},
-      {"kubevirt_selector_check_off_by_owner", [](World& w) { w.check_kubevirt_selector = false; }},
+      {"kubevirt_selector_check_off_by_owner",
+       [](World& w) { w.policy.check_kubevirt_added_node_selector = false; }},
+      {"kubevirt_selector_by_virt_api_trusted",
+       [](World& w) { w.policy.trust_virt_api_added_node_selector = true; }},
+      {"term_by_virt_api_trusted_denied",
+       [](World& w) { w.policy.trust_virt_api_added_node_selector = true; }},
+      {"kubevirt_selector_by_other_service_account_trust_on_denied",
+       [](World& w) { w.policy.trust_virt_api_added_node_selector = true; }},
   };
   return *tweaks;
 }
@@ -76,7 +83,7 @@ TEST_CASE("VMIM validator answers every golden AdmissionReview") {
   CAPTURE(name);
   World world;
   if (auto it = Tweaks().find(name); it != Tweaks().end()) it->second(world);
-  VmimValidatorDeps deps{world.access, world.cluster, world.check_kubevirt_selector};
+  VmimValidatorDeps deps{world.access, world.cluster, world.policy};
 
   const Json request = testing::ReadTestdataJson("vmim/" + name + ".request.json");
   ShellAnswer answer =

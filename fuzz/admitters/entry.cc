@@ -74,6 +74,7 @@ struct World {
   FakeClusterView cluster;
   bool sar_allows = false;
   bool check_kubevirt = true;
+  bool trust_virt_api = false;
 
   World(unsigned control, const std::optional<AdmissionRequest>& req) {
     switch ((control >> 1) & 3) {
@@ -101,6 +102,7 @@ struct World {
       if (control & 64) {
         cluster.vmi_error = "the server is unavailable";
         check_kubevirt = false;
+        trust_virt_api = true;
       }
       if (req) {
         const std::string vmi = StringOr(At(req->object, {"spec", "vmiName"}));
@@ -200,7 +202,10 @@ std::string Check(std::string_view input) {
   const webhook::DecodeResult decoded = webhook::DecodeAdmissionReview(body);
   World world(control, decoded.request);
   const bool mutator = (control & 1) != 0;
-  webhook::VmimValidatorDeps deps{world.access, world.cluster, world.check_kubevirt};
+  webhook::VmimValidatorDeps deps{world.access,
+                                  world.cluster,
+                                  {.check_kubevirt_added_node_selector = world.check_kubevirt,
+                                   .trust_virt_api_added_node_selector = world.trust_virt_api}};
   const webhook::Admitter admit = [&](const AdmissionRequest& r) {
     return mutator ? webhook::MutateTargetPod(r, world.cluster) : webhook::ValidateVmim(r, deps);
   };
