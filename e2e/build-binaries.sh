@@ -2,7 +2,7 @@
 # Builds (once) the binaries the e2e tier runs, from Go modules, into caches
 # outside the repository keyed by version (see e2e/lib.sh):
 #   $KMT_K8S_BIN:   kube-apiserver kube-scheduler kube-controller-manager kubectl etcd
-#   $KMT_KV_BIN:    virt-controller (KubeVirt)
+#   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands)
 #   $KMT_TOOLS_BIN: crdgen fake-node-agent (this project's e2e tools)
 # A cache directory that exists is complete (it is renamed into place after a
 # successful build), so later runs reuse it without touching Go.
@@ -69,7 +69,9 @@ build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" "$KMT_K8S_LDFLAGS" \
   kubectl=k8s.io/kubernetes/cmd/kubectl \
   etcd=go.etcd.io/etcd/server/v3
 build "$KMT_KV_BIN" "$KMT_ROOT/e2e" "$KMT_KV_LDFLAGS" \
-  virt-controller=kubevirt.io/kubevirt/cmd/virt-controller
+  virt-controller=kubevirt.io/kubevirt/cmd/virt-controller \
+  virt-api=kubevirt.io/kubevirt/cmd/virt-api \
+  virtctl=./cmd/virtctl
 build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
   crdgen=./cmd/crdgen \
   fake-node-agent=./cmd/fake-node-agent

@@ -2,8 +2,10 @@
 # A real control plane on 127.0.0.1 for the e2e tier (see e2e/README.md):
 # etcd, kube-apiserver, kube-scheduler, kube-controller-manager (namespace
 # lifecycle, garbage collection, service accounts; no node lifecycle), KubeVirt's
-# CRDs and a KubeVirt CR, KubeVirt's virt-controller (out of cluster, under a
-# restart loop) and the fake node agent with its fake nodes.
+# CRDs and a KubeVirt CR, KubeVirt's virt-api (its webhooks and the
+# subresources.kubevirt.io APIService, registered as virt-operator would) and
+# virt-controller (out of cluster, each under a restart loop) and the fake node
+# agent with its fake nodes.
 #
 #   e2e/cluster.sh up                       start everything with fresh certificates and data
 #   e2e/cluster.sh down                     stop everything started by `up`, remove the run dir
@@ -113,11 +115,40 @@ current-context: $name
 EOF
 }
 
+# The aggregation layer's own CA and client (kube-apiserver --requestheader-*/--proxy-client-*):
+# kube-apiserver proves to virt-api with this certificate that the X-Remote-User headers it
+# forwards are its own. A CA apart from the cluster CA, as kubeadm's front-proxy-ca, so no
+# ordinary client certificate can pass such headers.
+make_front_proxy_pki() {
+  openssl_quiet req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kmt-e2e-front-proxy-ca" \
+    -keyout "$PKI/front-proxy-ca.key" -out "$PKI/front-proxy-ca.crt"
+  openssl_quiet req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+    -keyout "$PKI/front-proxy-client.key" -out "$PKI/front-proxy-client.csr"
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' \
+    >"$PKI/front-proxy-client.ext"
+  openssl_quiet x509 -req -in "$PKI/front-proxy-client.csr" -CA "$PKI/front-proxy-ca.crt" \
+    -CAkey "$PKI/front-proxy-ca.key" -CAcreateserial -days 2 -extfile "$PKI/front-proxy-client.ext" \
+    -out "$PKI/front-proxy-client.crt"
+  rm -f "$PKI/front-proxy-client.csr" "$PKI/front-proxy-client.ext"
+}
+
 make_pki() {
   mkdir -p "$PKI"
   make_ca
+  make_front_proxy_pki
   serving_cert apiserver
   serving_cert virt-controller
+  # virt-api is reached by URL for its webhooks (127.0.0.1) and through the aggregator for
+  # its subresources, which verifies the name <service>.<namespace>.svc.
+  sign virt-api "/CN=virt-api" "basicConstraints=CA:FALSE
+keyUsage=digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:virt-api.kubevirt.svc" "ec -pkeyopt ec_paramgen_curve:P-256"
+  # virt-api's client certificate towards virt-handler (console, VNC): never used here,
+  # but virt-api loads it at start.
+  sign virt-api-handler-client "/CN=kubevirt.io:system:client:virt-handler" "basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
   openssl_quiet genrsa -out "$PKI/sa.key" 2048
   openssl_quiet rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
   client_kubeconfig admin kmt-admin system:masters
@@ -125,6 +156,8 @@ make_pki() {
   client_kubeconfig scheduler system:kube-scheduler
   client_kubeconfig controller-manager system:kube-controller-manager system:masters
   client_kubeconfig node-agent kmt-fake-node-agent system:masters
+  client_kubeconfig virt-api system:serviceaccount:kubevirt:kubevirt-apiserver \
+    system:serviceaccounts system:serviceaccounts:kubevirt
   if [[ $VC_IDENTITY == admin ]]; then
     client_kubeconfig virt-controller kmt-virt-controller system:masters
   else
@@ -196,6 +229,10 @@ start_apiserver() {
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$KMT_PORT_APISERVER" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" \
+    --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range 10.96.0.0/16 \
@@ -283,12 +320,66 @@ EOF
   wait_for virt-controller "virt-controller leadership" 120 virt_controller_leading
 }
 
+# virt-api out of cluster: the namespace comes from kubevirt.io/client-go util.GetNamespace
+# (no service account file -> "kubevirt"); the client CA for aggregated requests from the
+# extension-apiserver-authentication ConfigMap kube-apiserver writes (readRequestHeader);
+# serving and handler-client certificates from files (--tls-*-file, --handler-*-file).
+# virt-operator would then register virt-api's webhooks, its Service and the
+# subresources.kubevirt.io APIServices; here the same objects come from KubeVirt's
+# generator (crdgen), the webhooks pointed at virt-api's loopback URL, the Service an
+# ExternalName "localhost" (kube-apiserver's aggregator dials an ExternalName service's
+# name at the APIService's port: k8s.io/apiserver pkg/util/proxy ResolveCluster).
+start_virt_api() {
+  "$KMT_TOOLS_BIN/crdgen" virt-api-rbac kubevirt >"$RUN/virt-api-rbac.yaml"
+  k apply -f "$RUN/virt-api-rbac.yaml" >/dev/null
+  cat >"$RUN/virt-api-loop.sh" <<EOF
+#!/usr/bin/env bash
+trap 'kill \$child 2>/dev/null; exit 0' TERM INT
+while :; do
+  echo "--- virt-api starting \$(date -u +%FT%TZ)"
+  "$KMT_KV_BIN/virt-api" --kubeconfig "$RUN/virt-api.kubeconfig" \\
+    --listen 127.0.0.1 --port "$KMT_PORT_VIRT_API" \\
+    --tls-cert-file "$PKI/virt-api.crt" --tls-key-file "$PKI/virt-api.key" \\
+    --handler-cert-file "$PKI/virt-api-handler-client.crt" --handler-key-file "$PKI/virt-api-handler-client.key" &
+  child=\$!
+  wait \$child
+  echo "--- virt-api exited with \$? \$(date -u +%FT%TZ)"
+  sleep 1
+done
+EOF
+  chmod +x "$RUN/virt-api-loop.sh"
+  start virt-api "$RUN/virt-api-loop.sh"
+  wait_for virt-api "virt-api serving" 120 virt_api_serving
+  "$KMT_TOOLS_BIN/crdgen" virt-api-webhooks kubevirt "https://127.0.0.1:$KMT_PORT_VIRT_API" "$PKI/ca.crt" \
+    >"$RUN/virt-api-webhooks.yaml"
+  "$KMT_TOOLS_BIN/crdgen" virt-api-apiservices kubevirt "$KMT_PORT_VIRT_API" "$PKI/ca.crt" >"$RUN/virt-api-apiservices.yaml"
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata:
+  name: virt-api
+  namespace: kubevirt
+spec:
+  type: ExternalName
+  externalName: localhost
+EOF
+  k apply -f "$RUN/virt-api-webhooks.yaml" -f "$RUN/virt-api-apiservices.yaml" >/dev/null
+  wait_for virt-api "APIService v1.subresources.kubevirt.io Available" 120 \
+    k wait --for condition=Available --timeout 5s apiservice v1.subresources.kubevirt.io
+}
+
+virt_api_serving() { # any TLS answer from its port (virt-api serves once its caches are synced)
+  curl -sk -o /dev/null "https://127.0.0.1:$KMT_PORT_VIRT_API/"
+}
+
 virt_controller_leading() {
   [[ -n $(k -n kubevirt get lease virt-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) ]] &&
     grep -q "STARTING controllers" "$LOGS/virt-controller.log"
 }
 
 start_agent() {
+  "$KMT_TOOLS_BIN/crdgen" handler-rbac kubevirt >"$RUN/virt-handler-rbac.yaml"
+  k apply -f "$RUN/virt-handler-rbac.yaml" >/dev/null
   start fake-node-agent "$KMT_TOOLS_BIN/fake-node-agent" --kubeconfig "$RUN/node-agent.kubeconfig" --nodes "$NODES"
   wait_for fake-node-agent "fake-node-agent" 60 agent_ready
 }
@@ -309,7 +400,7 @@ cmd_up() {
   # make a health probe answer for someone else's component.
   local p
   for p in "$KMT_PORT_ETCD" "$KMT_PORT_ETCD_PEER" "$KMT_PORT_APISERVER" "$KMT_PORT_SCHEDULER" \
-    "$KMT_PORT_CONTROLLER_MANAGER" "$KMT_PORT_VIRT_CONTROLLER"; do
+    "$KMT_PORT_CONTROLLER_MANAGER" "$KMT_PORT_VIRT_CONTROLLER" "$KMT_PORT_VIRT_API"; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       kmt_log "cluster: port $p on 127.0.0.1 is in use; pick another KMT_E2E_PORT_BASE (now $KMT_E2E_PORT_BASE)"
       return 1
@@ -329,6 +420,8 @@ cmd_up() {
   start_controller_manager
   start_scheduler
   install_kubevirt
+  start_virt_api
+  kmt_log "cluster: virt-api ready after $((SECONDS - t0))s"
   start_agent
   start_virt_controller
   write_env
@@ -347,6 +440,7 @@ export KMT_E2E_APISERVER=$APISERVER_URL
 export KMT_E2E_CA=$PKI/ca.crt
 export KMT_E2E_NODES=$NODES
 export KMT_KUBECTL=$KUBECTL
+export KMT_VIRTCTL=$KMT_KV_BIN/virtctl
 export PATH=$KMT_K8S_BIN:\$PATH
 EOF
 }

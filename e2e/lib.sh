@@ -29,13 +29,14 @@ KMT_KV_LDFLAGS="-s -w $(kmt_version_x kubevirt.io/client-go/version "$KUBEVIRT_V
 
 # Kubernetes + etcd binaries: keyed by the versions, the link flags and the tool module's go.mod/go.sum.
 KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash <(echo "$KMT_K8S_LDFLAGS") "$KMT_ROOT/e2e/tools/k8s/go.mod" "$KMT_ROOT/e2e/tools/k8s/go.sum")"
-# virt-controller: keyed by the KubeVirt version, its link flags and e2e/go.mod, go.sum and the stand-ins.
-KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash <(echo "$KMT_KV_LDFLAGS") "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" -type f | sort))"
+# virt-controller, virt-api and virtctl (KubeVirt's migration commands under e2e/cmd/virtctl's root):
+# keyed by the KubeVirt version, its link flags, e2e/go.mod, go.sum, the stand-ins and that root.
+KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash <(echo "$KMT_KV_LDFLAGS") "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" "$KMT_ROOT/e2e/cmd/virtctl" -type f | sort))"
 # the project's own small Go tools (crdgen, fake-node-agent): keyed by their sources too.
 KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
 
 KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
-KMT_KV_BINARIES=(virt-controller)
+KMT_KV_BINARIES=(virt-controller virt-api virtctl)
 KMT_TOOLS_BINARIES=(crdgen fake-node-agent)
 
 # Ports on 127.0.0.1: KMT_E2E_PORT_BASE (default 26000) plus a fixed offset each.
@@ -46,5 +47,6 @@ KMT_PORT_APISERVER=$((KMT_E2E_PORT_BASE + 443))
 KMT_PORT_SCHEDULER=$((KMT_E2E_PORT_BASE + 259))
 KMT_PORT_CONTROLLER_MANAGER=$((KMT_E2E_PORT_BASE + 257))
 KMT_PORT_VIRT_CONTROLLER=$((KMT_E2E_PORT_BASE + 182))
+KMT_PORT_VIRT_API=$((KMT_E2E_PORT_BASE + 188))
 
 kmt_log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }

@@ -2,7 +2,7 @@
 # README command 1: the main job on an embedded default.
 #
 # Starts a local control plane (etcd, kube-apiserver, kube-scheduler,
-# kube-controller-manager, KubeVirt's real virt-controller, fake nodes), runs the
+# kube-controller-manager, KubeVirt's real virt-api and virt-controller, fake nodes), runs the
 # operator out of cluster (webhooks reached by URL), starts a VM, migrates it to a
 # named node with `kubectl migrate --wait`, shows the ANDed affinity and the
 # conditions, then asks for a node that cannot take it and shows why. The cluster

@@ -59,38 +59,23 @@ func HostnameTerm(nodes ...string) k8sv1.NodeSelectorTerm {
 		Key: k8sv1.LabelHostname, Operator: k8sv1.NodeSelectorOpIn, Values: nodes}}}
 }
 
-// NewVMI returns a small VMI as virt-api's mutating webhook would leave it after
-// CREATE (there is no virt-api in the e2e cluster): defaults filled in, the
-// finalizer added, status.phase Pending with its transition timestamp, and
-// status.runtimeUser 107 (non-root). preferNode, when not empty, adds a
-// preferred node-affinity term so the scheduler starts the VMI there while the
-// VMI itself still allows every node.
+// NewVMI returns a small VMI as a user writes it: a memory request and no
+// devices. virt-api's mutating webhook fills in the rest on CREATE (defaults, the
+// finalizer, status.phase Pending with its timestamp, status.runtimeUser), as in
+// a real cluster. preferNode, when not empty, adds a preferred node-affinity term
+// so the scheduler starts the VMI there while the VMI itself still allows every
+// node.
 func NewVMI(name, preferNode string, opts ...VMIOption) *virtv1.VirtualMachineInstance {
 	mem := resource.MustParse("128Mi")
 	vmi := &virtv1.VirtualMachineInstance{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:       name,
-			Finalizers: []string{virtv1.VirtualMachineInstanceFinalizer},
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: virtv1.VirtualMachineInstanceSpec{
 			Domain: virtv1.DomainSpec{
 				Resources: virtv1.ResourceRequirements{Requests: k8sv1.ResourceList{k8sv1.ResourceMemory: mem}},
-				Memory:    &virtv1.Memory{Guest: &mem},
-				CPU:       &virtv1.CPU{Cores: 1, Sockets: 1, Threads: 1, Model: virtv1.CPUModeHostModel},
-				Machine:   &virtv1.Machine{Type: "q35"},
-				Devices: virtv1.Devices{
-					AutoattachPodInterface: ptr(false),
-				},
+				Devices:   virtv1.Devices{AutoattachPodInterface: ptr(false)},
 			},
 			TerminationGracePeriodSeconds: ptr(int64(0)),
-		},
-		Status: virtv1.VirtualMachineInstanceStatus{
-			Phase:       virtv1.Pending,
-			RuntimeUser: 107,
-			PhaseTransitionTimestamps: []virtv1.VirtualMachineInstancePhaseTransitionTimestamp{
-				{Phase: virtv1.Pending, PhaseTransitionTimestamp: metav1.Now()},
-			},
 		},
 	}
 	if preferNode != "" {

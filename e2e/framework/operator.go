@@ -213,6 +213,16 @@ func Kubectl() string {
 	return "kubectl"
 }
 
+// Virtctl is KubeVirt's virtctl migration commands (cluster.sh env exports KMT_VIRTCTL).
+func Virtctl(t testing.TB) string {
+	t.Helper()
+	v := os.Getenv("KMT_VIRTCTL")
+	if v == "" {
+		t.Fatal("KMT_VIRTCTL is not set: run the scenarios through e2e/run.sh or source <(e2e/cluster.sh env)")
+	}
+	return v
+}
+
 // KubeconfigOf returns the kubeconfig path of a user: AdminUser or VMOwnerUser.
 func KubeconfigOf(user string) string {
 	if user == VMOwnerUser {

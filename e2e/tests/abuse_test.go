@@ -198,6 +198,8 @@ func TestAbuse(t *testing.T) {
 	ns := f.Namespace(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", framework.WebhookPort(t, 0))
 	pid := framework.OperatorPID(t, "0")
+	// The dry-run creates need a VMI that virt-api admits migrations of.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", ""), "")
 
 	// Warm-up: the API server's connection to the webhook and its caches exist before the
 	// baseline is timed.

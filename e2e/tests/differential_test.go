@@ -126,6 +126,9 @@ func TestDifferentialWebhook(t *testing.T) {
 		}
 	})
 
+	// virt-api admits migrations only of a VMI that runs; the creates are dry runs, so it
+	// never sees one in flight.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", ""), "")
 	texts := generatedTexts(t, seed, n)
 	verdicts := binaryVerdicts(t, termVerdictsBin(t), texts)
 	// The admin's client without the warning printer (most valid terms match no node, and

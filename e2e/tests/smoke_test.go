@@ -125,12 +125,14 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) { w.msgs = 
 func TestSmokeUnknownSpecFieldPruned(t *testing.T) {
 	f := fw(t)
 	ns := f.Namespace(t)
+	// virt-api admits VMIMs only for a VMI that exists and is not final.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", ""), "")
 	obj := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
 			"metadata": map[string]any{"name": name},
 			"spec": map[string]any{
-				"vmiName": "absent",
+				"vmiName": "vmi",
 				"addedNodeSelectorTerm": map[string]any{"matchExpressions": []any{map[string]any{
 					"key": "kubernetes.io/hostname", "operator": "In", "values": []any{"node-b"}}}},
 			},
@@ -144,8 +146,7 @@ func TestSmokeUnknownSpecFieldPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The create response is the object as persisted. (It cannot be read back
-	// later: virt-controller deletes VMIMs whose VMI does not exist.)
+	// The create response is the object as persisted.
 	created, err := dyn.Resource(vmimGVR).Namespace(ns).Create(framework.Ctx(t), obj("pruned"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
@@ -153,7 +154,7 @@ func TestSmokeUnknownSpecFieldPruned(t *testing.T) {
 	if _, found, _ := unstructured.NestedFieldNoCopy(created.Object, "spec", "addedNodeSelectorTerm"); found {
 		t.Errorf("persisted VMIM still has spec.addedNodeSelectorTerm: %v", created.Object["spec"])
 	}
-	if got, _, _ := unstructured.NestedString(created.Object, "spec", "vmiName"); got != "absent" {
+	if got, _, _ := unstructured.NestedString(created.Object, "spec", "vmiName"); got != "vmi" {
 		t.Errorf("persisted spec.vmiName = %q, want the known field kept", got)
 	}
 	const unknown = `unknown field "spec.addedNodeSelectorTerm"`
@@ -174,9 +175,10 @@ func TestSmokeVMOwnerIsNamespaceScoped(t *testing.T) {
 	ns := f.OwnerNamespace(t) // waits until RBAC has seen the vm-owner RoleBinding
 	other := f.BareNamespace(t)
 	owner := f.VMOwner
+	f.StartVMI(t, owner, ns, framework.NewVMI("vmi", ""), "")
 
 	if _, err := owner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
-		framework.NewMigration("own", "absent"), metav1.CreateOptions{}); err != nil {
+		framework.NewMigration("own", "vmi"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("vm-owner creating a VMIM in its namespace: %v", err)
 	}
 	_, err := owner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(other).Create(framework.Ctx(t),

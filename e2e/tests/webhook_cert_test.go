@@ -64,6 +64,8 @@ func TestWebhookCertificateRotationLosesNoRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("webhook TLS: %v", err)
 	}
+	// virt-api admits migrations only of a VMI that runs.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", ""), "")
 
 	// Two clients create VMIMs with a term (server-side dry run: the validating
 	// webhook runs, nothing is stored) until told to stop.

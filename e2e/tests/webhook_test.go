@@ -105,6 +105,7 @@ func TestWebhookWhoMaySetTheTerm(t *testing.T) {
 
 	// The grant is per namespace: in another namespace the VM owner is still denied.
 	other := f.OwnerNamespace(t)
+	f.StartVMI(t, f.Admin, other, framework.NewVMI("vmi", ""), "")
 	_, err = f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(other).Create(framework.Ctx(t),
 		framework.NewMigration("owner", "vmi", framework.WithTerm(term)), metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || err.Error() != permissionDenial(framework.VMOwnerUser, other) {
@@ -118,6 +119,9 @@ func TestWebhookInvalidTermDenied(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
 	ns := f.Namespace(t)
+	// A VMI virt-api admits migrations of: otherwise both webhooks deny, and which
+	// denial the API server reports is a race.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", ""), "")
 	cases := []struct {
 		name, term string
 		want       []string // substrings of the API server's error
@@ -173,8 +177,10 @@ func TestWebhookUpdateOfTermDenied(t *testing.T) {
 	// migrate (its own affinity allows only its node): the VMIMs stay.
 	source := f.Nodes[1]
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", "", framework.WithRequiredNodeAffinity(framework.HostnameTerm(source))), source)
+	// virt-api admits one migration in flight per VMI: the second VMIM needs a VMI of its own.
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi2", "", framework.WithRequiredNodeAffinity(framework.HostnameTerm(source))), source)
 	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("with", "vmi", framework.WithTerm(framework.NodeNameTerm(f.Nodes[2]))))
-	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("without", "vmi"))
+	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("without", "vmi2"))
 
 	patch := func(name, p string) error {
 		_, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Patch(framework.Ctx(t), name,
@@ -219,6 +225,7 @@ metadata:
 spec:
   vmiName: vmi
 `, ns, framework.AddedTermAnnotation, framework.NodeNameTerm(f.Nodes[2]))
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", ""), "")
 
 	r := framework.KubectlAs(t, framework.VMOwnerUser, manifest, "apply", "--dry-run=server", "-f", "-")
 	if r.Code == 0 || !strings.Contains(r.Stderr, permissionDenial(framework.VMOwnerUser, ns)) {
@@ -245,8 +252,8 @@ func TestWebhookAddedNodeSelectorAndWarnings(t *testing.T) {
 	f := fw(t)
 	ns := f.OwnerNamespace(t)
 	source := f.Nodes[1]
-	// Pinned to its node, so none of these migrations can complete and
-	// virt-controller keeps the VMIMs.
+	// Pinned to its node. The creates below are server-side dry runs (the webhooks run,
+	// nothing is stored): virt-api admits one migration in flight per VMI.
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", "", framework.WithRequiredNodeAffinity(framework.HostnameTerm(source))), source)
 
 	_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
@@ -274,7 +281,7 @@ func TestWebhookAddedNodeSelectorAndWarnings(t *testing.T) {
 	for _, tc := range cases {
 		w.msgs = nil
 		if _, err := virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
-			framework.NewMigration(tc.name, "vmi", framework.WithTerm(tc.term)), metav1.CreateOptions{}); err != nil {
+			framework.NewMigration(tc.name, "vmi", framework.WithTerm(tc.term)), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Errorf("%s: admin create: %v", tc.name, err)
 			continue
 		}

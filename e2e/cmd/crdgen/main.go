@@ -8,11 +8,30 @@
 //	crdgen controller-rbac NAMESPACE
 //	                       virt-controller's ServiceAccount, (Cluster)Roles and bindings
 //	                       (pkg/virt-operator/resource/generate/rbac GetAllController)
+//	crdgen virt-api-rbac NAMESPACE
+//	                       virt-api's ServiceAccount, (Cluster)Roles and bindings (rbac
+//	                       GetAllApiServer) and the cluster-wide roles users are bound to:
+//	                       kubevirt.io:default, :admin, :edit, :view, :migrate (rbac GetAllCluster)
+//	crdgen handler-rbac NAMESPACE
+//	                       virt-handler's ServiceAccount, (Cluster)Roles and bindings (rbac
+//	                       GetAllHandler): the fake node agent writes VMIs as virt-handler
+//	crdgen virt-api-webhooks NAMESPACE URL CA_FILE
+//	                       virt-api's ValidatingWebhookConfiguration and MutatingWebhookConfiguration
+//	                       (components.NewVirtAPIValidatingWebhookConfiguration and
+//	                       NewVirtAPIMutatingWebhookConfiguration) with each webhook's service
+//	                       reference replaced by URL + its path, and CA_FILE as caBundle:
+//	                       virt-operator would point them at the virt-api Service and inject the CA
+//	crdgen virt-api-apiservices NAMESPACE PORT CA_FILE
+//	                       the subresources.kubevirt.io APIServices (components.NewVirtAPIAPIServices)
+//	                       with the service port set to PORT and CA_FILE as caBundle
 package main
 
 import (
 	"fmt"
 	"os"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,10 +49,73 @@ func main() {
 		for _, obj := range rbac.GetAllController(os.Args[2], false) {
 			emit(obj)
 		}
+	case len(os.Args) == 3 && os.Args[1] == "virt-api-rbac":
+		for _, obj := range rbac.GetAllApiServer(os.Args[2]) {
+			emit(obj)
+		}
+		for _, obj := range rbac.GetAllCluster() {
+			emit(obj)
+		}
+	case len(os.Args) == 3 && os.Args[1] == "handler-rbac":
+		for _, obj := range rbac.GetAllHandler(os.Args[2]) {
+			emit(obj)
+		}
+	case len(os.Args) == 5 && os.Args[1] == "virt-api-webhooks":
+		writeWebhooks(os.Args[2], os.Args[3], readFile(os.Args[4]))
+	case len(os.Args) == 5 && os.Args[1] == "virt-api-apiservices":
+		port, err := strconv.ParseInt(os.Args[3], 10, 32)
+		if err != nil {
+			fail(err)
+		}
+		for _, svc := range components.NewVirtAPIAPIServices(os.Args[2]) {
+			p := int32(port)
+			svc.Spec.Service.Port = &p
+			svc.Spec.CABundle = readFile(os.Args[4])
+			emit(svc)
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: crdgen crds | crdgen controller-rbac NAMESPACE")
+		fmt.Fprintln(os.Stderr, "usage: crdgen crds | controller-rbac NAMESPACE | virt-api-rbac NAMESPACE | handler-rbac NAMESPACE |\n"+
+			"       virt-api-webhooks NAMESPACE URL CA_FILE | virt-api-apiservices NAMESPACE PORT CA_FILE")
 		os.Exit(2)
 	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "crdgen:", err)
+	os.Exit(1)
+}
+
+func readFile(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fail(err)
+	}
+	return b
+}
+
+// toURL replaces a webhook's service reference by base+path, keeping the path
+// virt-operator's generator chose.
+func toURL(cc *admissionregistrationv1.WebhookClientConfig, base string, caBundle []byte) {
+	if cc.Service == nil || cc.Service.Path == nil {
+		fail(fmt.Errorf("webhook client config without a service path: %+v", cc))
+	}
+	url := base + *cc.Service.Path
+	cc.Service = nil
+	cc.URL = &url
+	cc.CABundle = caBundle
+}
+
+func writeWebhooks(namespace, base string, caBundle []byte) {
+	validating := components.NewVirtAPIValidatingWebhookConfiguration(namespace)
+	for i := range validating.Webhooks {
+		toURL(&validating.Webhooks[i].ClientConfig, base, caBundle)
+	}
+	emit(validating)
+	mutating := components.NewVirtAPIMutatingWebhookConfiguration(namespace)
+	for i := range mutating.Webhooks {
+		toURL(&mutating.Webhooks[i].ClientConfig, base, caBundle)
+	}
+	emit(mutating)
 }
 
 // emit writes one object as a YAML document. Objects built by KubeVirt's
@@ -41,8 +123,7 @@ func main() {
 func emit(obj runtime.Object) {
 	out, err := yaml.Marshal(obj)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "crdgen:", err)
-		os.Exit(1)
+		fail(err)
 	}
 	fmt.Printf("---\n%s", out)
 }

@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
@@ -72,6 +73,43 @@ type agent struct {
 	// seconds (sandbox, image, container start); an instant start would let a
 	// migration complete before any controller could react to its target pod.
 	podStartDelay time.Duration
+	// VMI updates are made as virt-handler on the VMI's node, as a real one would
+	// be: virt-api's VMI mutator drops status changes from anyone but KubeVirt's
+	// service accounts, and with the NodeRestriction gate (Beta, on by default)
+	// its VMI update admitter wants the node name a bound token carries in the
+	// user's extra "authentication.kubernetes.io/node-name". The agent's own
+	// identity impersonates that user per node.
+	handlerUser  string
+	handlerMu    sync.Mutex
+	baseConfig   *rest.Config
+	handlerVirts map[string]kvclient.Interface
+}
+
+// virtAsHandler returns a client acting as virt-handler on node.
+func (a *agent) virtAsHandler(node string) kvclient.Interface {
+	a.handlerMu.Lock()
+	defer a.handlerMu.Unlock()
+	if c, ok := a.handlerVirts[node]; ok {
+		return c
+	}
+	cfg := rest.CopyConfig(a.baseConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: a.handlerUser,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + handlerNamespace(a.handlerUser), "system:authenticated"},
+		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {node}},
+	}
+	c := kvclient.NewForConfigOrDie(cfg)
+	a.handlerVirts[node] = c
+	return c
+}
+
+// handlerNamespace is NS in system:serviceaccount:NS:NAME.
+func handlerNamespace(user string) string {
+	parts := strings.Split(user, ":")
+	if len(parts) == 4 {
+		return parts[2]
+	}
+	return ""
 }
 
 func main() {
@@ -79,6 +117,8 @@ func main() {
 	nodeList := flag.String("nodes", "node-a,node-b,node-c", "comma-separated names of the fake nodes to create")
 	workers := flag.Int("workers", 4, "workers per queue")
 	podStartDelay := flag.Duration("pod-start-delay", 2*time.Second, "time from binding to Running, as a kubelet takes")
+	handlerUser := flag.String("handler-user", "system:serviceaccount:kubevirt:kubevirt-handler",
+		"the user VMI updates are made as (impersonated, with the node's name as a bound token would carry it)")
 	flag.Parse() // klog's flags are already registered by a dependency (kubevirt.io/client-go/log)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -94,6 +134,9 @@ func main() {
 		podQueue:      workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		vmiQueue:      workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		podIPs:        map[types.UID]string{},
+		handlerUser:   *handlerUser,
+		baseConfig:    cfg,
+		handlerVirts:  map[string]kvclient.Interface{},
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -440,7 +483,9 @@ func (a *agent) syncVMI(ctx context.Context, key string) error {
 		return nil
 	}
 	setPhaseTransition(vmi, old)
-	_, err = a.virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, vmi, metav1.UpdateOptions{})
+	// The node that held the VMI before this update makes it (the source during a migration).
+	node := obj.(*virtv1.VirtualMachineInstance).Status.NodeName
+	_, err = a.virtAsHandler(node).KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, vmi, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
