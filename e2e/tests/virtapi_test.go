@@ -302,6 +302,64 @@ func TestVirtAPIDrainEvacuates(t *testing.T) {
 	t.Logf("drained %s: %v", nodes[0], evac)
 }
 
+// A drain that meets a placed migration already in flight for the VMI: virt-api still
+// answers 429 and marks the VMI for evacuation, but virt-controller's evacuation
+// controller skips a VMI that already has a migration in flight
+// (pkg/virt-controller/watch/drain/evacuation/evacuation.go
+// filterRunningNonMigratingVMIs, "already migrating"), so no evacuation VMIM is created:
+// the placed migration moves the VM where the admin asked, then the drain completes.
+func TestVirtAPIDrainWaitsForPlacedMigration(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	pool := "kmt-drainplaced-" + framework.RandomSuffix()
+	nodes := poolNodes(t, f, pool, 76, 3)
+	src, dst := nodes[0], nodes[2]
+	live := virtv1.EvictionStrategyLiveMigrate
+	vmi := framework.NewVMI("vmi", src, inPool(pool))
+	vmi.Spec.EvictionStrategy = &live
+	f.StartVMI(t, f.Admin, ns, vmi, src)
+
+	setUnschedulable(t, f, dst, true) // the placed migration waits in Scheduling
+	m := f.CreateMigration(t, f.Admin, ns, framework.NewMigration("placed", "vmi", framework.WithTerm(framework.NodeNameTerm(dst))))
+	f.WaitTargetPod(t, ns, m, "released and unschedulable", func(p *k8sv1.Pod) bool {
+		return !framework.HasGate(p) && framework.IsUnschedulable(p)
+	})
+
+	drained := make(chan framework.Result, 1)
+	go func() {
+		drained <- framework.Run(t, 150*time.Second, nil, framework.Kubectl(), "--kubeconfig", framework.KubeconfigOf(framework.AdminUser),
+			"drain", src, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s")
+	}()
+	framework.Eventually(t, 60*time.Second, "VMI marked for evacuation of "+src, func() (bool, string) {
+		cur, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(framework.Ctx(t), "vmi", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return cur.Status.EvacuationNodeName == src, fmt.Sprintf("evacuationNodeName %q", cur.Status.EvacuationNodeName)
+	})
+
+	setUnschedulable(t, f, dst, false)
+	f.WaitMigrationPhase(t, ns, "placed", virtv1.MigrationSucceeded, 90*time.Second)
+	f.WaitVMIRunning(t, ns, "vmi", dst)
+	r := <-drained
+	if r.Code != 0 {
+		t.Fatalf("kubectl drain %s: %s", src, r)
+	}
+	if !strings.Contains(r.Stdout+r.Stderr, "Eviction triggered evacuation") {
+		t.Errorf("kubectl drain output does not show virt-api's 429: %s", r)
+	}
+	list, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).List(framework.Ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mig := range list.Items {
+		if mig.Name != "placed" {
+			t.Errorf("VMIM %s (annotations %v) besides the placed one: the evacuation controller should have left the VMI to it", mig.Name, mig.Annotations)
+		}
+	}
+}
+
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
