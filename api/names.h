@@ -39,6 +39,19 @@ inline constexpr std::string_view kRbacGroup = "migration-target.kubevirt.io";
 inline constexpr std::string_view kRbacResource = "addednodeselectorterms";
 inline constexpr std::string_view kRbacVerb = "use";
 
+// MigrationTargetPolicy (api/policy.h): its API and the VMIM annotation naming the policy
+// whose term the webhook attached to an evacuation migration.
+inline constexpr std::string_view kPolicyGroup = "migration-target.kubevirt.io";
+inline constexpr std::string_view kPolicyVersion = "v1alpha1";
+inline constexpr std::string_view kPolicyResource = "migrationtargetpolicies";
+inline constexpr std::string_view kPolicyKind = "MigrationTargetPolicy";
+inline constexpr std::string_view kPolicyAnnotation = "migration-target.kubevirt.io/policy";
+
+// KubeVirt's marking of a VMI whose eviction the descheduler asked for (virt-api's
+// pod eviction admitter, markVMI) and its value.
+inline constexpr std::string_view kAnnotationEvictionSource = "kubevirt.io/eviction-source";
+inline constexpr std::string_view kEvictionSourceDescheduler = "descheduler";
+
 // KubeVirt's markings of a migration target virt-launcher pod.
 inline constexpr std::string_view kLabelApp = "kubevirt.io";  // = "virt-launcher"
 inline constexpr std::string_view kLabelAppValue = "virt-launcher";

@@ -22,6 +22,9 @@ inline const Resource kMutatingWebhookConfigurations{"admissionregistration.k8s.
                                                      "MutatingWebhookConfiguration"};
 inline const Resource kVirtualMachineInstances{"kubevirt.io", "v1", "virtualmachineinstances", true,
                                                "VirtualMachineInstance"};
+inline const Resource kMigrationTargetPolicies{"migration-target.kubevirt.io", "v1alpha1",
+                                               "migrationtargetpolicies", false,
+                                               "MigrationTargetPolicy"};
 inline const Resource kVirtualMachineInstanceMigrations{"kubevirt.io", "v1",
                                                         "virtualmachineinstancemigrations", true,
                                                         "VirtualMachineInstanceMigration"};

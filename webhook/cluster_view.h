@@ -57,6 +57,16 @@ class ClusterView {
   // status.nodeName of the VMI ("" while it has none), or nullopt when the VMI does not
   // exist. Throws when it cannot be read.
   virtual std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) = 0;
+
+  // For the policy attacher (webhook/policy_attacher.h); each throws when it cannot read.
+  // Every MigrationTargetPolicy, as stored.
+  virtual std::vector<Json> ListPolicies() = 0;
+  // One policy, or nullopt when it does not exist.
+  virtual std::optional<Json> GetPolicy(std::string_view name) = 0;
+  // The VMI (its labels and annotations are read), or nullopt when it does not exist.
+  virtual std::optional<Json> GetVmi(std::string_view ns, std::string_view name) = 0;
+  // The namespace (its labels), or nullopt when it does not exist.
+  virtual std::optional<Json> GetNamespace(std::string_view name) = 0;
 };
 
 }  // namespace kmt::webhook

@@ -79,4 +79,27 @@ std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,
   return node != status->end() && node->is_string() ? node->get<std::string>() : std::string();
 }
 
+std::vector<Json> KubeClusterView::ListPolicies() {
+  kube::ListOptions opts;
+  opts.limit = page_size_;
+  Json list = kube::ListAll(client_, kube::kMigrationTargetPolicies, "", opts);
+  std::vector<Json> out;
+  if (auto items = list.find("items"); items != list.end() && items->is_array()) {
+    for (Json& p : *items) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::optional<Json> KubeClusterView::GetPolicy(std::string_view name) {
+  return kube::GetIfExists(client_, kube::kMigrationTargetPolicies, "", name);
+}
+
+std::optional<Json> KubeClusterView::GetVmi(std::string_view ns, std::string_view name) {
+  return kube::GetIfExists(client_, kube::kVirtualMachineInstances, ns, name);
+}
+
+std::optional<Json> KubeClusterView::GetNamespace(std::string_view name) {
+  return kube::GetIfExists(client_, kube::kNamespaces, "", name);
+}
+
 }  // namespace kmt::webhook

@@ -34,6 +34,10 @@ class KubeClusterView : public ClusterView {
   // informer's, null until it has synced). Set before the first review.
   void SetCachedNodes(std::function<NodeList()> source) { cached_nodes_ = std::move(source); }
   std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) override;
+  std::vector<Json> ListPolicies() override;
+  std::optional<Json> GetPolicy(std::string_view name) override;
+  std::optional<Json> GetVmi(std::string_view ns, std::string_view name) override;
+  std::optional<Json> GetNamespace(std::string_view name) override;
 
   // From the cached migrations when `source` has one with `expected_uid`; else a GET (not
   // yet in the cache — virt-controller creates the target pod right after the VMIM — or

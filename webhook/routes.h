@@ -2,6 +2,9 @@
 //
 //   /validate-vmim  VMIM CREATE/UPDATE (webhook/vmim_validator.h)
 //   /mutate-pod     Pod CREATE of migration targets (webhook/pod_mutator.h)
+//   /mutate-vmim    VMIM CREATE of evacuations: a MigrationTargetPolicy's term
+//                   (webhook/policy_attacher.h)
+//   /validate-policy  MigrationTargetPolicy CREATE/UPDATE (webhook/policy_attacher.h)
 //
 // The paths match manifests/default/webhooks.yaml. Usage in the operator binary:
 //
@@ -25,6 +28,8 @@ namespace kmt::webhook {
 
 inline constexpr std::string_view kValidateVmimPath = "/validate-vmim";
 inline constexpr std::string_view kMutatePodPath = "/mutate-pod";
+inline constexpr std::string_view kMutateVmimPath = "/mutate-vmim";
+inline constexpr std::string_view kValidatePolicyPath = "/validate-policy";
 
 // `access` and `cluster` must outlive the routes (and the server serving them).
 std::vector<Route> AdmissionRoutes(AccessReviewer& access, ClusterView& cluster,

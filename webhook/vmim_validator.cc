@@ -28,6 +28,47 @@ bool HasKubeVirtAddedNodeSelector(const Json& vmim) {
   return sel != nullptr && sel->is_object() && !sel->empty();
 }
 
+const std::string& PolicyFieldPath() {
+  static const std::string path = api::KeyPath("metadata.annotations", api::kPolicyAnnotation);
+  return path;
+}
+
+std::optional<std::string> PolicyName(const Json& vmim) {
+  const Json* p = Member(vmim, {"metadata", "annotations", api::kPolicyAnnotation});
+  if (p == nullptr || !p->is_string()) return std::nullopt;
+  return p->get<std::string>();
+}
+
+// Why the policy annotation on this CREATE is not the operator's own, or "" when it is.
+// Throws when the policy cannot be read.
+std::string PolicyProvenanceProblem(const AdmissionRequest& req, const std::string& policy,
+                                    const std::optional<std::string>& term_text,
+                                    const VmimPolicy& options, ClusterView& cluster) {
+  if (req.user_info.username != options.virt_controller_username) {
+    return fmt::format(
+        "only KubeVirt's virt-controller (\"{}\") creates VMIMs the operator "
+        "attaches a policy to; user \"{}\" may not",
+        options.virt_controller_username, req.user_info.username);
+  }
+  if (Member(req.object, {"metadata", "annotations", api::kAnnotationEvacuationMigration}) ==
+      nullptr) {
+    return fmt::format("a policy is attached only to evacuation migrations (annotation {})",
+                       api::kAnnotationEvacuationMigration);
+  }
+  if (!term_text) {
+    return fmt::format("it comes with the policy's term in {}", api::AddedTermFieldPath());
+  }
+  const std::optional<Json> obj = cluster.GetPolicy(policy);
+  if (!obj) return fmt::format("MigrationTargetPolicy \"{}\" does not exist", policy);
+  api::PolicyParse parsed = api::ParsePolicy(*obj);
+  if (!parsed.policy) return fmt::format("MigrationTargetPolicy \"{}\" is invalid", policy);
+  if (parsed.policy->term_text != *term_text) {
+    return fmt::format("the term is not MigrationTargetPolicy \"{}\"'s ({})", policy,
+                       parsed.policy->term_text);
+  }
+  return {};
+}
+
 std::string Permission() {
   return fmt::format("\"{}\" on {}.{}", api::kRbacVerb, api::kRbacResource, api::kRbacGroup);
 }
@@ -72,6 +113,27 @@ std::vector<std::string> PlacementWarnings(const api::NodeSelectorTerm& term,
 AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidatorDeps& deps) {
   const std::optional<std::string> text = api::AddedTermSource(req.object);
   const VmimPolicy& policy = deps.policy;
+  if (const std::optional<std::string> attached = PolicyName(req.object)) {
+    std::string problem;
+    try {
+      problem = PolicyProvenanceProblem(req, *attached, text, policy, deps.cluster);
+    } catch (const std::exception& e) {
+      return Errored(500, fmt::format("could not read MigrationTargetPolicy \"{}\" to check {}: {}",
+                                      *attached, PolicyFieldPath(), e.what()));
+    }
+    if (!problem.empty()) {
+      return Denied(
+          403, "Forbidden",
+          fmt::format("{} is set only by the operator's webhook: {}", PolicyFieldPath(), problem),
+          {api::ForbiddenCause(PolicyFieldPath(), problem)});
+    }
+    // The operator's own attachment: the term is the policy's, already validated.
+    api::AddedTermParse parsed = api::ParseAddedTerm(*text);
+    if (!parsed.term) return Invalid(std::move(parsed.causes));
+    AdmissionResponse allowed = Allowed();
+    allowed.warnings = PlacementWarnings(*parsed.term, req, deps.cluster);
+    return allowed;
+  }
   const bool from_virt_api =
       !policy.virt_api_username.empty() && req.user_info.username == policy.virt_api_username;
   const bool kubevirt_selector = policy.check_kubevirt_added_node_selector &&
@@ -127,6 +189,14 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
 }
 
 AdmissionResponse ValidateUpdate(const AdmissionRequest& req) {
+  const std::optional<std::string> policy_now = PolicyName(req.object);
+  const std::optional<std::string> policy_before = PolicyName(req.old_object);
+  if (policy_now != policy_before) {
+    const char* what = !policy_before ? "added" : (!policy_now ? "removed" : "changed");
+    return Invalid({api::ForbiddenCause(
+        PolicyFieldPath(),
+        fmt::format("may not be {} after the VirtualMachineInstanceMigration is created", what))});
+  }
   const std::optional<std::string> now = api::AddedTermSource(req.object);
   const std::optional<std::string> before = api::AddedTermSource(req.old_object);
   if (now == before) return Allowed();

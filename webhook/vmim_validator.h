@@ -23,9 +23,16 @@
 // spec.addedNodeSelector without the `use` check (virt-api's authorisation stands in for
 // it); the annotation is checked as for anyone. Without it (the default), such a VMIM is
 // denied like any other requester without `use`, and the message says what happened.
+// A VMIM carrying migration-target.kubevirt.io/policy (webhook/policy_attacher.h) passes
+// without the `use` check only when all of these hold; otherwise it is denied (403) naming
+// the annotation and what failed, so no creator can forge a policy's term:
+//   the requester is virt_controller_username, the VMIM carries kubevirt.io/evacuationMigration,
+//   the named MigrationTargetPolicy exists now and parses, and its term is exactly the
+//   annotation's term. A failed read of the policy → 500, fail closed.
 // UPDATE: adding, changing or removing the annotation → 422 for everyone (the request is
 // fixed at creation; the controller acts on it once). Changes to spec.addedNodeSelector are
-// left to KubeVirt, which refuses any spec change of a VMIM.
+// left to KubeVirt, which refuses any spec change of a VMIM. The policy annotation is fixed
+// the same way.
 // Anything else (other resources, subresources, operations) is allowed: this admitter has
 // no opinion on it.
 #pragma once
@@ -36,6 +43,7 @@
 #include "webhook/access_review.h"
 #include "webhook/admission.h"
 #include "webhook/cluster_view.h"
+#include "webhook/policy_attacher.h"
 
 namespace kmt::webhook {
 
@@ -50,6 +58,8 @@ struct VmimPolicy {
   std::string virt_api_username = std::string(kDefaultVirtApiUsername);
   // Let VMIMs from virt_api_username carry spec.addedNodeSelector without the check.
   bool trust_virt_api_added_node_selector = false;
+  // The user KubeVirt's evacuation controller creates VMIMs as (policy provenance).
+  std::string virt_controller_username = std::string(kDefaultVirtControllerUsername);
 };
 
 struct VmimValidatorDeps {

@@ -43,6 +43,11 @@ const (
 	RBACGroup                   = "migration-target.kubevirt.io"
 	RBACResource                = "addednodeselectorterms"
 	RBACVerb                    = "use"
+	PolicyGroup                 = "migration-target.kubevirt.io"
+	PolicyVersion               = "v1alpha1"
+	PolicyResource              = "migrationtargetpolicies"
+	PolicyKind                  = "MigrationTargetPolicy"
+	PolicyAnnotation            = "migration-target.kubevirt.io/policy"
 	// controller/events.h's kEventSource (checked by names_test.go too).
 	EventSource            = "migration-target-operator"
 	OperatorNamespace      = "kubevirt-migration-target"

@@ -63,15 +63,23 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kRbacGroup":                       framework.RBACGroup,
 		"kRbacResource":                    framework.RBACResource,
 		"kRbacVerb":                        framework.RBACVerb,
+		"kPolicyGroup":                     framework.PolicyGroup,
+		"kPolicyVersion":                   framework.PolicyVersion,
+		"kPolicyResource":                  framework.PolicyResource,
+		"kPolicyKind":                      framework.PolicyKind,
+		"kPolicyAnnotation":                framework.PolicyAnnotation,
 		// KubeVirt's names, against KubeVirt's own Go API.
 		"kLabelApp":                      virtv1.AppLabel,
 		"kLabelMigrationJobUID":          virtv1.MigrationJobLabel,
 		"kAnnotationMigrationJobName":    virtv1.MigrationJobNameAnnotation,
 		"kLabelCreatedBy":                virtv1.CreatedByLabel,
 		"kAnnotationEvacuationMigration": virtv1.EvacuationMigrationAnnotation,
+		"kAnnotationEvictionSource":      virtv1.EvictionSourceAnnotation,
 		// virt-controller's launcher pods carry kubevirt.io=virt-launcher; KubeVirt's
 		// Go API has no constant for the value (its pods are built from a literal).
 		"kLabelAppValue": "virt-launcher",
+		// virt-api's pod eviction admitter (markVMI) writes the literal "descheduler".
+		"kEvictionSourceDescheduler": "descheduler",
 	}
 	notNames := map[string]string{
 		"kBoundPodsFieldSelector": "a field selector the operator sends, not a name of the API",

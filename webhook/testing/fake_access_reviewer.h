@@ -23,8 +23,10 @@ class FakeAccessReviewer : public AccessReviewer {
   }
   std::optional<std::string> error;  // when set, Review throws std::runtime_error(*error)
   std::string deny_reason;           // reason reported with a denial
+  int calls = 0;                     // reviews asked for
 
   AccessDecision Review(const AccessQuery& q) override {
+    ++calls;
     if (error) throw std::runtime_error(*error);
     auto granted = [&](const std::string& subject) {
       for (const std::string& ns : {q.ns, std::string()}) {

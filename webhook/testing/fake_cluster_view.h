@@ -22,6 +22,11 @@ class FakeClusterView : public ClusterView {
   std::map<std::pair<std::string, std::string>, std::string> vmi_nodes;  // (ns, name) → node
   // When set, the matching read throws std::runtime_error with this message.
   std::optional<std::string> migration_error, nodes_error, vmi_error;
+  // For the policy attacher.
+  std::vector<Json> policies;
+  std::map<std::pair<std::string, std::string>, Json> vmis;  // (ns, name) → VMI
+  std::map<std::string, Json> namespaces;
+  std::optional<std::string> policies_error, namespace_error;
 
   void AddNode(std::string name, std::vector<std::pair<std::string, std::string>> labels) {
     api::NodeInfo n;
@@ -43,6 +48,33 @@ class FakeClusterView : public ClusterView {
     for (const api::NodeInfo& n : nodes) list.push_back(std::make_shared<const api::NodeInfo>(n));
     return std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
         std::move(list));
+  }
+
+  std::vector<Json> ListPolicies() override {
+    if (policies_error) throw std::runtime_error(*policies_error);
+    return policies;
+  }
+
+  std::optional<Json> GetPolicy(std::string_view name) override {
+    if (policies_error) throw std::runtime_error(*policies_error);
+    for (const Json& p : policies) {
+      if (p.contains("metadata") && p["metadata"].value("name", "") == name) return p;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Json> GetVmi(std::string_view ns, std::string_view name) override {
+    if (vmi_error) throw std::runtime_error(*vmi_error);
+    auto it = vmis.find({std::string(ns), std::string(name)});
+    if (it == vmis.end()) return std::nullopt;
+    return it->second;
+  }
+
+  std::optional<Json> GetNamespace(std::string_view name) override {
+    if (namespace_error) throw std::runtime_error(*namespace_error);
+    auto it = namespaces.find(std::string(name));
+    if (it == namespaces.end()) return std::nullopt;
+    return it->second;
   }
 
   std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) override {

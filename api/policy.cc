@@ -1,0 +1,239 @@
+#include "api/policy.h"
+
+#include <algorithm>
+#include <string>
+
+#include "api/added_term.h"
+#include "api/label_requirement.h"
+#include "api/label_validation.h"
+
+namespace kmt::api {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kTermPath = "spec.addedNodeSelectorTerm";
+
+// The JSON type name the API server's decoder names in a type error.
+std::string_view TypeName(const Json& v) {
+  if (v.is_string()) return "string";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  if (v.is_array()) return "array";
+  if (v.is_object()) return "object";
+  return "null";
+}
+
+Cause WrongType(const std::string& path, const Json& v, std::string_view want) {
+  return TypeInvalidCause(
+      path, v.dump(),
+      std::string("must be of type ") + std::string(want) + ", not " + std::string(TypeName(v)));
+}
+
+void CheckKey(const std::string& path, const std::string& key, std::vector<Cause>& causes) {
+  for (const std::string& msg : IsQualifiedName(key)) {
+    causes.push_back(InvalidCause(path, key, msg));
+  }
+}
+
+void CheckValue(const std::string& path, const std::string& value, std::vector<Cause>& causes) {
+  for (const std::string& msg : IsValidLabelValue(value)) {
+    causes.push_back(InvalidCause(path, value, msg));
+  }
+}
+
+// metav1validation.ValidateLabelSelector.
+std::optional<PolicyLabelSelector> ParseSelector(const Json& v, const std::string& path,
+                                                 std::vector<Cause>& causes) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_object()) {
+    causes.push_back(WrongType(path, v, "object"));
+    return std::nullopt;
+  }
+  PolicyLabelSelector sel;
+  if (auto it = v.find("matchLabels"); it != v.end() && !it->is_null()) {
+    const std::string mpath = ChildPath(path, "matchLabels");
+    if (!it->is_object()) {
+      causes.push_back(WrongType(mpath, *it, "object"));
+    } else {
+      for (const auto& [k, val] : it->items()) {
+        CheckKey(mpath, k, causes);
+        if (!val.is_string()) {
+          causes.push_back(WrongType(KeyPath(mpath, k), val, "string"));
+          continue;
+        }
+        CheckValue(KeyPath(mpath, k), val.get<std::string>(), causes);
+        sel.requirements.push_back({k, "In", {val.get<std::string>()}});
+      }
+    }
+  }
+  if (auto it = v.find("matchExpressions"); it != v.end() && !it->is_null()) {
+    const std::string epath = ChildPath(path, "matchExpressions");
+    if (!it->is_array()) {
+      causes.push_back(WrongType(epath, *it, "array"));
+    } else {
+      for (size_t i = 0; i < it->size(); ++i) {
+        const Json& e = (*it)[i];
+        const std::string ipath = IndexPath(epath, i);
+        if (!e.is_object()) {
+          causes.push_back(WrongType(ipath, e, "object"));
+          continue;
+        }
+        PolicyLabelSelector::Requirement r;
+        const Json key = e.value("key", Json());
+        if (!key.is_string() || key.get<std::string>().empty()) {
+          causes.push_back(RequiredCause(ChildPath(ipath, "key"), ""));
+        } else {
+          r.key = key.get<std::string>();
+          CheckKey(ChildPath(ipath, "key"), r.key, causes);
+        }
+        const Json op = e.value("operator", Json());
+        r.op = op.is_string() ? op.get<std::string>() : "";
+        const Json values = e.value("values", Json::array());
+        if (!values.is_array() && !values.is_null()) {
+          causes.push_back(WrongType(ChildPath(ipath, "values"), values, "array"));
+          continue;
+        }
+        if (values.is_array()) {
+          for (size_t j = 0; j < values.size(); ++j) {
+            const std::string vpath = IndexPath(ChildPath(ipath, "values"), j);
+            if (!values[j].is_string()) {
+              causes.push_back(WrongType(vpath, values[j], "string"));
+              continue;
+            }
+            r.values.push_back(values[j].get<std::string>());
+            CheckValue(vpath, r.values.back(), causes);
+          }
+        }
+        if (r.op == "In" || r.op == "NotIn") {
+          if (r.values.empty()) {
+            causes.push_back(RequiredCause(ChildPath(ipath, "values"),
+                                           "must be specified when `operator` is 'In' or 'NotIn'"));
+          }
+        } else if (r.op == "Exists" || r.op == "DoesNotExist") {
+          if (!r.values.empty()) {
+            causes.push_back(ForbiddenCause(
+                ChildPath(ipath, "values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+          }
+        } else {
+          causes.push_back(NotSupportedCause(ChildPath(ipath, "operator"), r.op,
+                                             {"In", "NotIn", "Exists", "DoesNotExist"}));
+        }
+        sel.requirements.push_back(std::move(r));
+      }
+    }
+  }
+  return sel;
+}
+
+}  // namespace
+
+bool PolicyLabelSelector::Matches(const Json& labels) const {
+  for (const Requirement& r : requirements) {
+    const std::string* value = nullptr;
+    std::string holder;
+    if (labels.is_object()) {
+      if (auto it = labels.find(r.key); it != labels.end() && it->is_string()) {
+        holder = it->get<std::string>();
+        value = &holder;
+      }
+    }
+    const LabelRequirement req(r.key, NodeSelectorOp(r.op), r.values);
+    if (!req.Matches(value)) return false;
+  }
+  return true;
+}
+
+PolicyParse ParsePolicy(const Json& object) {
+  PolicyParse out;
+  std::vector<Cause>& causes = out.causes;
+  MigrationTargetPolicy p;
+  if (!object.is_object()) {
+    causes.push_back(WrongType("", object, "object"));
+    return out;
+  }
+  p.name = object.value("metadata", Json::object()).value("name", "");
+  const Json spec = object.value("spec", Json());
+  if (!spec.is_object()) {
+    causes.push_back(spec.is_null() ? RequiredCause("spec", "")
+                                    : WrongType("spec", spec, "object"));
+    return out;
+  }
+  if (auto it = spec.find("priority"); it != spec.end() && !it->is_null()) {
+    if (!it->is_number_integer()) {
+      causes.push_back(WrongType("spec.priority", *it, "integer"));
+    } else {
+      p.priority = it->get<int64_t>();
+    }
+  }
+  const Json match = spec.value("match", Json());
+  if (!match.is_null() && !match.is_object()) {
+    causes.push_back(WrongType("spec.match", match, "object"));
+  } else if (match.is_object()) {
+    const Json origin = match.value("origin", Json("Any"));
+    const std::string o = origin.is_string() ? origin.get<std::string>() : origin.dump();
+    if (o == "Any") {
+      p.origin = PolicyOrigin::kAny;
+    } else if (o == "Evacuation") {
+      p.origin = PolicyOrigin::kEvacuation;
+    } else if (o == "Descheduler") {
+      p.origin = PolicyOrigin::kDescheduler;
+    } else {
+      causes.push_back(
+          NotSupportedCause("spec.match.origin", o, {"Any", "Evacuation", "Descheduler"}));
+    }
+    p.source_node_selector = ParseSelector(match.value("sourceNodeSelector", Json()),
+                                           "spec.match.sourceNodeSelector", causes);
+    p.namespace_selector = ParseSelector(match.value("namespaceSelector", Json()),
+                                         "spec.match.namespaceSelector", causes);
+    p.vmi_selector =
+        ParseSelector(match.value("vmiSelector", Json()), "spec.match.vmiSelector", causes);
+  }
+  const Json term = spec.value("addedNodeSelectorTerm", Json());
+  if (term.is_null()) {
+    causes.push_back(RequiredCause(std::string(kTermPath), ""));
+  } else {
+    p.term_text = term.dump();
+    AddedTermParse parsed = ParseAddedTerm(p.term_text);
+    const std::string& annotation = AddedTermFieldPath();
+    for (Cause c : parsed.causes) {
+      if (c.field.compare(0, annotation.size(), annotation) == 0) {
+        c.field = std::string(kTermPath) + c.field.substr(annotation.size());
+      }
+      causes.push_back(std::move(c));
+    }
+    if (parsed.term) p.term = std::move(*parsed.term);
+  }
+  if (causes.empty()) out.policy = std::move(p);
+  return out;
+}
+
+bool PolicyMatches(const MigrationTargetPolicy& p, const EvacuationFacts& facts) {
+  if (p.origin == PolicyOrigin::kEvacuation && facts.descheduler) return false;
+  if (p.origin == PolicyOrigin::kDescheduler && !facts.descheduler) return false;
+  if (p.source_node_selector && !p.source_node_selector->Matches(facts.source_node_labels)) {
+    return false;
+  }
+  if (p.namespace_selector && !p.namespace_selector->Matches(facts.namespace_labels)) {
+    return false;
+  }
+  if (p.vmi_selector && !p.vmi_selector->Matches(facts.vmi_labels)) return false;
+  return true;
+}
+
+const MigrationTargetPolicy* SelectPolicy(const std::vector<MigrationTargetPolicy>& policies,
+                                          const EvacuationFacts& facts) {
+  const MigrationTargetPolicy* best = nullptr;
+  for (const MigrationTargetPolicy& p : policies) {
+    if (!PolicyMatches(p, facts)) continue;
+    if (best == nullptr || p.priority > best->priority ||
+        (p.priority == best->priority && p.name < best->name)) {
+      best = &p;
+    }
+  }
+  return best;
+}
+
+}  // namespace kmt::api
