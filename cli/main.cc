@@ -1,6 +1,7 @@
 // kubectl-migrate — the kubectl plugin (kubectl discovers `kubectl-migrate` on PATH).
 // Exit codes: 0 success, 1 failure (API error, failed or timed-out migration,
 // nothing fits), 2 usage error.
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -9,7 +10,9 @@
 #include <sstream>
 
 #include "cli/args.h"
+#include "cli/cancel_cmd.h"
 #include "cli/explain_cmd.h"
+#include "cli/list_cmd.h"
 #include "cli/migrate.h"
 #include "cli/status_cmd.h"
 #include "cli/term_builder.h"
@@ -87,6 +90,10 @@ int Run(int argc, char** argv) {
       return kmt::cli::RunExplain(ns, inv.name, term, client, io);
     case Command::kStatus:
       return kmt::cli::RunStatus(ns, inv.name, client, io);
+    case Command::kCancel:
+      return kmt::cli::RunCancel(inv, ns, client, io);
+    case Command::kList:
+      return kmt::cli::RunList(inv, ns, client, io, std::chrono::system_clock::now());
     case Command::kHelp:
       break;
   }

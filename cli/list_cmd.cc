@@ -1,0 +1,145 @@
+#include "cli/list_cmd.h"
+
+#include <optional>
+#include <vector>
+
+#include "api/added_term.h"
+#include "api/names.h"
+#include "api/node_selector.h"
+#include "cli/duration.h"
+#include "cli/printer.h"
+#include "kube/credentials.h"
+#include "kube/error.h"
+#include "kube/paging.h"
+#include "kube/reads.h"
+#include "kube/resources.h"
+
+namespace kmt::cli {
+namespace {
+
+using nlohmann::json;
+
+const std::string kNone = "<none>";
+
+std::string OrNone(std::string s) { return s.empty() ? kNone : s; }
+
+// A table cell stays on its line.
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\t') c = ' ';
+  }
+  return s;
+}
+
+// The VMIM's condition of `type`, or nullptr.
+const json* Condition(const json& vmim, std::string_view type) {
+  const json* conditions = kube::Member(vmim, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return nullptr;
+  for (const auto& c : *conditions) {
+    if (kube::StringAt(c, {"type"}) == type) return &c;
+  }
+  return nullptr;
+}
+
+std::string ConditionStatus(const json& vmim, std::string_view type) {
+  const json* c = Condition(vmim, type);
+  return c == nullptr ? kNone : OrNone(kube::StringAt(*c, {"status"}));
+}
+
+// Why a placed migration is held, if it is.
+std::string HeldBecause(const json& vmim) {
+  if (const json* c = Condition(vmim, api::kConditionTargetPodUnschedulable);
+      c != nullptr && kube::StringAt(*c, {"status"}) == "True") {
+    return OrNone(kube::StringAt(*c, {"message"}));
+  }
+  if (const json* c = Condition(vmim, api::kConditionTermApplied);
+      c != nullptr && kube::StringAt(*c, {"status"}) == "False") {
+    return OrNone(kube::StringAt(*c, {"message"}));
+  }
+  return kNone;
+}
+
+std::string Term(const std::string& annotation) {
+  auto parsed = api::ParseAddedTerm(annotation);
+  return parsed.term ? api::ToString(*parsed.term) : "<invalid>";
+}
+
+std::string Age(const json& vmim, std::chrono::system_clock::time_point now) {
+  auto created = kube::ParseRfc3339(kube::StringAt(vmim, {"metadata", "creationTimestamp"}));
+  if (!created) return "<unknown>";
+  return HumanAge(now - *created);
+}
+
+}  // namespace
+
+int RunList(const Invocation& inv, const std::string& ns, kube::KubeClient& client, Streams io,
+            std::chrono::system_clock::time_point now) {
+  json list;
+  try {
+    list = kube::ListAll(client, kube::kVirtualMachineInstanceMigrations,
+                         inv.all_namespaces ? "" : ns);
+  } catch (const kube::KubeError& e) {
+    io.err << FormatKubeError(e) << "\n";
+    return 1;
+  }
+  std::vector<json> placed;
+  for (auto& item : list["items"]) {
+    if (!api::AddedTermSource(item)) continue;
+    // Items of a LIST may come without their kind; the printers need it.
+    item["apiVersion"] = "kubevirt.io/v1";
+    item["kind"] = "VirtualMachineInstanceMigration";
+    placed.push_back(std::move(item));
+  }
+
+  if (inv.output == "json" || inv.output == "yaml") {
+    json out = {{"apiVersion", "v1"},
+                {"kind", "List"},
+                {"metadata", {{"resourceVersion", ""}}},
+                {"items", placed}};
+    io.out << (inv.output == "json" ? out.dump(4) + "\n" : ToYaml(out));
+    return 0;
+  }
+  if (placed.empty()) {
+    if (inv.all_namespaces) {
+      io.err << "No placed migrations found.\n";
+    } else {
+      io.err << "No placed migrations found in " << ns << " namespace.\n";
+    }
+    return 0;
+  }
+  if (inv.output == "name") {
+    for (const auto& m : placed) io.out << ResourceName(m) << "\n";
+    return 0;
+  }
+
+  const bool wide = inv.output == "wide";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"NAME", "VMI",     "PHASE",         "TERM",
+                                     "NODE", "APPLIED", "UNSCHEDULABLE", "AGE"};
+  if (inv.all_namespaces) header.insert(header.begin(), "NAMESPACE");
+  if (wide) header.insert(header.end(), {"SOURCE", "TARGET POD", "MESSAGE"});
+  rows.push_back(std::move(header));
+  for (const auto& m : placed) {
+    std::vector<std::string> row = {
+        kube::StringAt(m, {"metadata", "name"}),
+        OrNone(kube::StringAt(m, {"spec", "vmiName"})),
+        OrNone(kube::StringAt(m, {"status", "phase"})),
+        Term(*api::AddedTermSource(m)),
+        OrNone(kube::StringAt(m, {"status", "migrationState", "targetNode"})),
+        ConditionStatus(m, api::kConditionTermApplied),
+        ConditionStatus(m, api::kConditionTargetPodUnschedulable),
+        Age(m, now),
+    };
+    if (inv.all_namespaces) row.insert(row.begin(), kube::StringAt(m, {"metadata", "namespace"}));
+    if (wide) {
+      row.push_back(OrNone(kube::StringAt(m, {"status", "migrationState", "sourceNode"})));
+      row.push_back(OrNone(kube::StringAt(m, {"status", "migrationState", "targetPod"})));
+      row.push_back(OneLine(HeldBecause(m)));
+    }
+    rows.push_back(std::move(row));
+  }
+  io.out << RenderTable(rows);
+  return 0;
+}
+
+}  // namespace kmt::cli
