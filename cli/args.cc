@@ -177,8 +177,7 @@ const Flag* FindShort(char c) {
   return nullptr;
 }
 
-// The output formats a command prints; "" when it has no -o.
-const char* OutputFormats(Command command) {
+const char* FormatsOf(Command command) {
   switch (command) {
     case Command::kMigrate:
     case Command::kCancel:
@@ -212,11 +211,13 @@ std::string UsageOf(Command command) {
 }
 
 bool OutputAllowed(Command command, const std::string& format) {
-  std::string allowed = std::string(",") + OutputFormats(command) + ",";
+  std::string allowed = std::string(",") + FormatsOf(command) + ",";
   return allowed.find("," + format + ",") != std::string::npos;
 }
 
 }  // namespace
+
+const char* OutputFormats(Command command) { return FormatsOf(command); }
 
 const std::vector<FlagDoc>& FlagDocs() {
   static const auto* docs = [] {

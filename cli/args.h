@@ -77,6 +77,9 @@ const std::vector<FlagDoc>& FlagDocs();
 // Whether `command` accepts `flag`.
 bool Accepts(Command command, const FlagDoc& flag);
 
+// The -o formats a command prints, comma-separated ("json,name,yaml"); "" when it has no -o.
+const char* OutputFormats(Command command);
+
 // The subcommands, with the one-line description help and completion show.
 struct SubcommandDoc {
   std::string name;

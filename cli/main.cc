@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/cancel_cmd.h"
+#include "cli/completion.h"
 #include "cli/explain_cmd.h"
 #include "cli/list_cmd.h"
 #include "cli/migrate.h"
@@ -44,8 +45,39 @@ std::optional<std::string> ReadTermFile(const std::string& path, std::string* er
   return s.str();
 }
 
+// `kubectl-migrate __complete WORDS...` (what kubectl_complete-migrate runs): the candidates
+// for the last word, in the protocol kubectl reads (cli/completion.h). Always exits 0;
+// trouble reaching the cluster is the error directive, so the shell offers nothing.
+int RunComplete(const std::vector<std::string>& words, bool descriptions) {
+  kmt::cli::CompletionRequest req = kmt::cli::ReadCompletionLine(words);
+  std::unique_ptr<kmt::kube::RestClient> client;
+  std::string ns = req.ns.value_or("default");
+  if (req.NeedsCluster()) {
+    try {
+      kmt::kube::KubeconfigOptions ko;
+      ko.explicit_path = req.kubeconfig;
+      ko.context = req.context;
+      kmt::kube::ClientConfig config = kmt::kube::LoadClientConfig(ko);
+      ns = req.ns.value_or(config.namespace_name);
+      kmt::kube::TransportOptions to;
+      to.user_agent = "kubectl-migrate/0.1 (completion)";
+      // A TAB must answer quickly or not at all.
+      to.connect_timeout = std::chrono::seconds(2);
+      to.read_timeout = std::chrono::seconds(5);
+      client = std::make_unique<kmt::kube::RestClient>(config, to);
+    } catch (const std::exception& e) {
+      std::cerr << "kubectl-migrate completion: " << e.what() << "\n";
+    }
+  }
+  std::cout << kmt::cli::FormatCompletion(kmt::cli::Complete(req, ns, client.get()), descriptions);
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "__complete" || args[0] == "__completeNoDesc")) {
+    return RunComplete({args.begin() + 1, args.end()}, args[0] == "__complete");
+  }
   auto parsed = kmt::cli::ParseArgs(args);
   if (!parsed.invocation) return UsageError(parsed.error);
   const auto& inv = *parsed.invocation;
