@@ -1,5 +1,6 @@
 #include "cli/list_cmd.h"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -64,6 +65,49 @@ std::string Term(const std::string& annotation) {
   return parsed.term ? api::ToString(*parsed.term) : "<invalid>";
 }
 
+// What the target pods say about their migrations, by VMIM uid: KubeVirt copies the VMI's
+// migrationState into the VMIM only once the migration has ended, so while it is in flight
+// the pod (labelled kubevirt.io/migrationJobUID) is where the chosen node shows.
+struct TargetPod {
+  std::string name;
+  std::string node;
+};
+
+std::map<std::string, TargetPod> TargetPods(kube::KubeClient& client, const std::string& ns) {
+  std::map<std::string, TargetPod> out;
+  kube::ListOptions lo;
+  lo.label_selector = std::string(api::kLabelMigrationJobUID);
+  lo.omit_managed_fields = true;
+  json pods = kube::ListAll(client, kube::kPods, ns, lo);
+  for (const auto& pod : pods["items"]) {
+    const json* labels = kube::Member(pod, {"metadata", "labels"});
+    if (labels == nullptr) continue;
+    const std::string uid = kube::StringAt(*labels, {api::kLabelMigrationJobUID});
+    TargetPod& t = out[uid];
+    const std::string node = kube::StringAt(pod, {"spec", "nodeName"});
+    // A bound pod wins over one the scheduler has not placed (or that replaced it).
+    if (t.name.empty() || (t.node.empty() && !node.empty())) {
+      t = {kube::StringAt(pod, {"metadata", "name"}), node};
+    }
+  }
+  return out;
+}
+
+// The node each VMI runs on now, by "namespace/name": the source of a migration in flight.
+std::map<std::string, std::string> VmiNodes(kube::KubeClient& client, const std::string& ns) {
+  std::map<std::string, std::string> out;
+  kube::ListOptions lo;
+  lo.omit_managed_fields = true;
+  json vmis = kube::ListAll(client, kube::kVirtualMachineInstances, ns, lo);
+  for (const auto& vmi : vmis["items"]) {
+    out[kube::StringAt(vmi, {"metadata", "namespace"}) + "/" +
+        kube::StringAt(vmi, {"metadata", "name"})] = kube::StringAt(vmi, {"status", "nodeName"});
+  }
+  return out;
+}
+
+std::string FirstOf(const std::string& a, const std::string& b) { return a.empty() ? b : a; }
+
 std::string Age(const json& vmim, std::chrono::system_clock::time_point now) {
   auto created = kube::ParseRfc3339(kube::StringAt(vmim, {"metadata", "creationTimestamp"}));
   if (!created) return "<unknown>";
@@ -113,6 +157,16 @@ int RunList(const Invocation& inv, const std::string& ns, kube::KubeClient& clie
   }
 
   const bool wide = inv.output == "wide";
+  const std::string scope = inv.all_namespaces ? "" : ns;
+  // Best effort: without the right to read pods (or VMIs) the columns fall back to what the
+  // VMIM itself says.
+  std::map<std::string, TargetPod> targets;
+  std::map<std::string, std::string> vmi_nodes;
+  try {
+    targets = TargetPods(client, scope);
+    if (wide) vmi_nodes = VmiNodes(client, scope);
+  } catch (const kube::KubeError&) {
+  }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"NAME", "VMI",     "PHASE",         "TERM",
                                      "NODE", "APPLIED", "UNSCHEDULABLE", "AGE"};
@@ -120,20 +174,25 @@ int RunList(const Invocation& inv, const std::string& ns, kube::KubeClient& clie
   if (wide) header.insert(header.end(), {"SOURCE", "TARGET POD", "MESSAGE"});
   rows.push_back(std::move(header));
   for (const auto& m : placed) {
+    const TargetPod& pod = targets[kube::StringAt(m, {"metadata", "uid"})];
+    const std::string vmi_key =
+        kube::StringAt(m, {"metadata", "namespace"}) + "/" + kube::StringAt(m, {"spec", "vmiName"});
     std::vector<std::string> row = {
         kube::StringAt(m, {"metadata", "name"}),
         OrNone(kube::StringAt(m, {"spec", "vmiName"})),
         OrNone(kube::StringAt(m, {"status", "phase"})),
         Term(*api::AddedTermSource(m)),
-        OrNone(kube::StringAt(m, {"status", "migrationState", "targetNode"})),
+        OrNone(FirstOf(kube::StringAt(m, {"status", "migrationState", "targetNode"}), pod.node)),
         ConditionStatus(m, api::kConditionTermApplied),
         ConditionStatus(m, api::kConditionTargetPodUnschedulable),
         Age(m, now),
     };
     if (inv.all_namespaces) row.insert(row.begin(), kube::StringAt(m, {"metadata", "namespace"}));
     if (wide) {
-      row.push_back(OrNone(kube::StringAt(m, {"status", "migrationState", "sourceNode"})));
-      row.push_back(OrNone(kube::StringAt(m, {"status", "migrationState", "targetPod"})));
+      row.push_back(OrNone(FirstOf(kube::StringAt(m, {"status", "migrationState", "sourceNode"}),
+                                   vmi_nodes[vmi_key])));
+      row.push_back(
+          OrNone(FirstOf(kube::StringAt(m, {"status", "migrationState", "targetPod"}), pod.name)));
       row.push_back(OneLine(HeldBecause(m)));
     }
     rows.push_back(std::move(row));

@@ -5,10 +5,13 @@
 // Table columns (kubectl's layout, "<none>" for an empty cell):
 //   [NAMESPACE] NAME VMI PHASE TERM NODE APPLIED UNSCHEDULABLE AGE
 // TERM is the request as messages print it (`zone In [a, b], metadata.name In [w3]`;
-// "<invalid>" when the annotation does not parse), NODE the migration's target node
-// (status.migrationState.targetNode), APPLIED and UNSCHEDULABLE the status of this
+// "<invalid>" when the annotation does not parse), NODE the node the target pod was placed
+// on (status.migrationState.targetNode once the migration has ended — KubeVirt fills the
+// VMIM's migrationState only then — else the spec.nodeName of the pod labelled
+// kubevirt.io/migrationJobUID=<VMIM uid>), APPLIED and UNSCHEDULABLE the status of this
 // operator's conditions addedNodeSelectorTermApplied and targetPodUnschedulable, AGE as
-// kubectl prints it. -o wide adds SOURCE (the source node), TARGET POD and MESSAGE (why the
+// kubectl prints it. -o wide adds SOURCE (migrationState.sourceNode, else the
+// node the VMI runs on now), TARGET POD and MESSAGE (why the
 // migration is held: the message of targetPodUnschedulable=True, else of
 // addedNodeSelectorTermApplied=False). -o yaml|json prints a v1 List of those VMIMs, -o name
 // one resource/name per line.

@@ -138,6 +138,53 @@ TEST_CASE("list -o json and -o yaml print a v1 List of the placed VMIMs") {
         "virtualmachineinstancemigration.kubevirt.io/db-2-migration-bbbbb\n");
 }
 
+TEST_CASE("in flight, NODE and TARGET POD come from the target pod, SOURCE from the VMI") {
+  // KubeVirt fills the VMIM's migrationState only when the migration has ended.
+  kube::FakeClient fake;
+  AddMigration(fake, "prod", "db-4-migration-ddddd", "db-4", kToW3, {{"phase", "Running"}});
+  const std::string uid = fake.Get(kube::kVirtualMachineInstanceMigrations, "prod",
+                                   "db-4-migration-ddddd")["metadata"]["uid"];
+  auto pod = [&](const std::string& name, const std::string& node) {
+    json p = {
+        {"metadata",
+         {{"name", name},
+          {"namespace", "prod"},
+          {"labels", {{"kubevirt.io", "virt-launcher"}, {"kubevirt.io/migrationJobUID", uid}}}}},
+        {"spec", json::object()}};
+    if (!node.empty()) p["spec"]["nodeName"] = node;
+    fake.Create(kube::kPods, "prod", p);
+  };
+  pod("virt-launcher-db-4-old", "");  // an unplaced one the bound one wins over
+  pod("virt-launcher-db-4-tgt", "w3");
+  fake.Create(kube::kPods, "prod",
+              {{"metadata", {{"name", "virt-launcher-db-4-src"}, {"namespace", "prod"}}},
+               {"spec", {{"nodeName", "w1"}}}});
+  fake.Create(kube::kVirtualMachineInstances, "prod",
+              {{"metadata", {{"name", "db-4"}, {"namespace", "prod"}}}, {"spec", json::object()}});
+  json vmi = fake.Get(kube::kVirtualMachineInstances, "prod", "db-4");
+  vmi["status"] = {{"nodeName", "w1"}};
+  fake.Update(kube::kVirtualMachineInstances, "prod", vmi, "status");
+
+  Invocation inv;
+  inv.command = Command::kList;
+  inv.output = "wide";
+  std::ostringstream out, err;
+  CHECK(RunList(inv, "prod", fake, {out, err}, kCreated) == 0);
+  CAPTURE(out.str());
+  CHECK(
+      out.str().find("db-4-migration-ddddd   db-4   Running   metadata.name In [w3]   w3     <none>"
+                     "    <none>          0s    w1       virt-launcher-db-4-tgt   <none>\n") !=
+      std::string::npos);
+
+  // Without the right to read pods the table still prints, from the VMIM alone.
+  fake.FailNext(kube::Verb::kList, 1, kube::ErrorKind::kForbidden, "pods");
+  inv.output.clear();
+  std::ostringstream out2;
+  CHECK(RunList(inv, "prod", fake, {out2, err}, kCreated) == 0);
+  CHECK(out2.str().find("   Running   metadata.name In [w3]   <none>   <none>") !=
+        std::string::npos);
+}
+
 TEST_CASE("an annotation written around the webhook shows as <invalid>") {
   kube::FakeClient fake;
   AddMigration(fake, "prod", "bad", "db-1", R"({"matchFields":"nope"})", nullptr);
