@@ -59,16 +59,16 @@ func tableRows(t *testing.T, out string) []map[string]string {
 	return rows
 }
 
-// stuckMigration starts VMI vmi on f.Nodes[0] and asks the plugin to move it to a
-// cordoned extra node: the operator reports targetPodUnschedulable=True and the
-// migration stays in flight. Returns the VMIM's name and the cordoned node.
-func stuckMigration(t *testing.T, f *framework.Framework, ns, vmi, ip string) (string, string) {
+// stuckMigration starts VMI vmi on f.Nodes[0] and creates a placed migration of it to a
+// cordoned extra node: the operator reports targetPodUnschedulable=True and the migration
+// stays in flight. create makes the VMIM and returns its name. Returns it and the node.
+func stuckMigration(t *testing.T, f *framework.Framework, ns, vmi, ip string, create func(node string) string) (string, string) {
 	t.Helper()
 	source := f.Nodes[0]
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI(vmi, source), source)
 	cordoned := "p-" + framework.RandomSuffix() + "-cordoned"
 	f.ExtraNode(t, cordoned, ip, func(n *k8sv1.Node) { n.Spec.Unschedulable = true })
-	name := createdName(t, framework.Plugin(t, framework.AdminUser, time.Minute, vmi, "-n", ns, "--node", cordoned))
+	name := create(cordoned)
 	f.WaitMigrationCondition(t, ns, name, framework.ConditionTargetUnsched, "True", framework.ReasonUnschedulable, 90*time.Second)
 	return name, cordoned
 }
@@ -76,13 +76,23 @@ func stuckMigration(t *testing.T, f *framework.Framework, ns, vmi, ip string) (s
 // list shows the placed migration (and not a plain one) with KubeVirt's phase, the term,
 // both conditions and its age; -A -o wide adds the namespace and why it is held; -o json is
 // a List of exactly the placed VMIMs. cancel --dry-run=server deletes nothing; cancel --vmi
-// deletes the in-flight VMIM, virt-controller aborts it and the VM stays on its source;
-// cancelling again, or cancelling a migration that already ended, exits 1 with the reason.
+// deletes the in-flight VMIM, virt-controller aborts it (deletes the pending target pod and
+// releases its finalizer) and the VM stays on its source; cancelling again, or cancelling a
+// migration that already ended, exits 1 with the reason.
+//
+// The e2e control plane has no virt-api, so the VMIM is created here as virt-api's mutating
+// webhook would leave it, with KubeVirt's finalizer (as framework.NewVMI does for VMIs):
+// without it a deleted VMIM is gone before virt-controller can see the cancel, and its
+// pending target pod would stay behind.
 func TestPluginListAndCancel(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
 	ns := f.Namespace(t)
-	name, cordoned := stuckMigration(t, f, ns, "vmi", "192.168.72.1")
+	name, cordoned := stuckMigration(t, f, ns, "vmi", "192.168.72.1", func(node string) string {
+		m := framework.NewMigration("placed", "vmi", framework.WithTerm(framework.NodeNameTerm(node)))
+		m.Finalizers = []string{virtv1.VirtualMachineInstanceMigrationFinalizer}
+		return f.CreateMigration(t, f.Admin, ns, m).Name
+	})
 
 	// A plain migration of another VMI in the same namespace: not a placed one.
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("plain-vmi", f.Nodes[1]), f.Nodes[1])
@@ -253,7 +263,9 @@ func TestPluginCompletion(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
 	ns := f.Namespace(t)
-	name, cordoned := stuckMigration(t, f, ns, "db-1", "192.168.73.1")
+	name, cordoned := stuckMigration(t, f, ns, "db-1", "192.168.73.1", func(node string) string {
+		return createdName(t, framework.Plugin(t, framework.AdminUser, time.Minute, "db-1", "-n", ns, "--node", node))
+	})
 	path := completionPath(t)
 
 	got, dir := kubectlComplete(t, path, "__complete", "-n", ns, "")
