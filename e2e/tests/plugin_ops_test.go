@@ -78,21 +78,20 @@ func stuckMigration(t *testing.T, f *framework.Framework, ns, vmi, ip string, cr
 // a List of exactly the placed VMIMs. cancel --dry-run=server deletes nothing; cancel --vmi
 // deletes the in-flight VMIM, virt-controller aborts it (deletes the pending target pod and
 // releases its finalizer) and the VM stays on its source; cancelling again, or cancelling a
-// migration that already ended, exits 1 with the reason.
-//
-// The e2e control plane has no virt-api, so the VMIM is created here as virt-api's mutating
-// webhook would leave it, with KubeVirt's finalizer (as framework.NewVMI does for VMIs):
-// without it a deleted VMIM is gone before virt-controller can see the cancel, and its
-// pending target pod would stay behind.
+// migration that already ended, exits 1 with the reason. The VMIM is the plugin's own, as
+// virt-api's mutating webhook leaves it (KubeVirt's finalizer and kubevirt.io/vmi-name label),
+// so the cancel goes the whole way it goes in a cluster.
 func TestPluginListAndCancel(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
 	ns := f.Namespace(t)
 	name, cordoned := stuckMigration(t, f, ns, "vmi", "192.168.72.1", func(node string) string {
-		m := framework.NewMigration("placed", "vmi", framework.WithTerm(framework.NodeNameTerm(node)))
-		m.Finalizers = []string{virtv1.VirtualMachineInstanceMigrationFinalizer}
-		return f.CreateMigration(t, f.Admin, ns, m).Name
+		return createdName(t, framework.Plugin(t, framework.AdminUser, time.Minute, "vmi", "-n", ns, "--node", node))
 	})
+	if m := f.GetMigration(t, ns, name); !contains(m.Finalizers, virtv1.VirtualMachineInstanceMigrationFinalizer) ||
+		m.Labels[virtv1.MigrationSelectorLabel] != "vmi" {
+		t.Fatalf("VMIM %s lacks virt-api's finalizer or label: finalizers %v labels %v", name, m.Finalizers, m.Labels)
+	}
 
 	// A plain migration of another VMI in the same namespace: not a placed one.
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("plain-vmi", f.Nodes[1]), f.Nodes[1])
@@ -244,15 +243,6 @@ func firstFields(lines []string) []string {
 		out = append(out, strings.SplitN(l, "\t", 2)[0])
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // kubectl's own completion reaches the plugin's: subcommands with descriptions, the
