@@ -132,7 +132,13 @@ const std::vector<Flag>& Table() {
          inv.timeout = *d;
          return std::string();
        }},
-      {{"output", 'o', true, false, "Output format.", false, {kMigrate, kCancel, kList}},
+      {{"output",
+        'o',
+        true,
+        false,
+        "Output format: name, yaml, json (list: also wide).",
+        false,
+        {kMigrate, kCancel, kList}},
        [](Invocation& inv, const std::string& v) {
          inv.output = v;  // checked per command once the command is known
          return std::string();
