@@ -60,6 +60,9 @@ inline constexpr std::string_view kAnnotationMigrationJobName = "kubevirt.io/mig
 inline constexpr std::string_view kLabelCreatedBy = "kubevirt.io/created-by";  // VMI uid
 inline constexpr std::string_view kAnnotationEvacuationMigration =
     "kubevirt.io/evacuationMigration";
+// The label virt-api and virt-controller put on every VMIM, naming its VMI
+// (what virtctl's migrate-cancel selects on).
+inline constexpr std::string_view kLabelMigrationVmiName = "kubevirt.io/vmi-name";
 
 // The pods the scheduler counts on nodes (bound, not finished): what the explainer needs
 // for resources and anti-affinity, selected on the server.

@@ -1,20 +1,14 @@
 #include "cli/args.h"
 
+#include <algorithm>
 #include <functional>
-#include <map>
 
 #include "cli/duration.h"
 
 namespace kmt::cli {
 namespace {
 
-enum class FlagKind { kString, kBool };
-
-struct FlagSpec {
-  FlagKind kind;
-  // Applies a value; returns an error text or "".
-  std::function<std::string(Invocation&, const std::string&)> apply;
-};
+using Apply = std::function<std::string(Invocation&, const std::string&)>;
 
 std::string SetOnce(std::optional<std::string>& slot, const std::string& flag,
                     const std::string& value, const std::string& hint = {}) {
@@ -32,109 +26,233 @@ std::optional<bool> ParseBool(const std::string& v) {
   return std::nullopt;
 }
 
-const std::map<std::string, FlagSpec>& Flags() {
-  static const auto* flags = new std::map<std::string, FlagSpec>{
-      {"kubeconfig",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          inv.kubeconfig = v;
-          return std::string();
-        }}},
-      {"context",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          inv.context = v;
-          return std::string();
-        }}},
-      {"namespace",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          if (v.empty()) return std::string("flag --namespace needs a non-empty value");
-          inv.ns = v;
-          return std::string();
-        }}},
-      {"node",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          return SetOnce(inv.node, "--node", v,
-                         "; for a set of nodes use --selector "
-                         "'kubernetes.io/hostname in (node-a,node-b)'");
-        }}},
-      {"selector",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          return SetOnce(inv.selector, "--selector", v);
-        }}},
-      {"term-file",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          return SetOnce(inv.term_file, "--term-file", v);
-        }}},
-      {"exclude-node",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          if (v.empty()) return std::string("flag --exclude-node needs a non-empty value");
-          inv.exclude_nodes.push_back(v);
-          return std::string();
-        }}},
-      {"dry-run",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          if (v == "none") {
-            inv.dry_run = DryRun::kNone;
-          } else if (v == "client") {
-            inv.dry_run = DryRun::kClient;
-          } else if (v == "server") {
-            inv.dry_run = DryRun::kServer;
-          } else {
-            return "invalid argument \"" + v +
-                   "\" for \"--dry-run\" flag: must be \"none\", \"server\", or \"client\"";
-          }
-          return std::string();
-        }}},
-      {"wait",
-       {FlagKind::kBool,
-        [](Invocation& inv, const std::string& v) {
-          auto b = ParseBool(v);
-          if (!b) return "invalid argument \"" + v + "\" for \"--wait\" flag: not a boolean";
-          inv.wait = *b;
-          return std::string();
-        }}},
-      {"timeout",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          std::string err;
-          auto d = ParseDuration(v, &err);
-          if (!d) return "invalid argument \"" + v + "\" for \"--timeout\" flag: " + err;
-          if (d->count() == 0) return std::string("--timeout must be greater than 0");
-          inv.timeout = *d;
-          return std::string();
-        }}},
-      {"output",
-       {FlagKind::kString,
-        [](Invocation& inv, const std::string& v) {
-          if (v != "name" && v != "yaml" && v != "json") {
-            return "unable to match a printer suitable for the output format \"" + v +
-                   "\", allowed formats are: json,name,yaml";
-          }
-          inv.output = v;
-          return std::string();
-        }}},
-  };
-  return *flags;
+std::string SetBool(bool& slot, const std::string& flag, const std::string& v) {
+  auto b = ParseBool(v);
+  if (!b) return "invalid argument \"" + v + "\" for \"--" + flag + "\" flag: not a boolean";
+  slot = *b;
+  return {};
 }
 
-const std::map<char, std::string>& Shorthands() {
-  static const auto* s =
-      new std::map<char, std::string>{{'n', "namespace"}, {'o', "output"}, {'l', "selector"}};
-  return *s;
+struct Flag {
+  FlagDoc doc;
+  Apply apply;
+};
+
+constexpr Command kMigrate = Command::kMigrate;
+constexpr Command kExplain = Command::kExplain;
+constexpr Command kCancel = Command::kCancel;
+constexpr Command kList = Command::kList;
+
+const std::vector<Flag>& Table() {
+  static const auto* table = new std::vector<Flag>{
+      {{"node", 0, true, false, "Only this node.", false, {kMigrate, kExplain}},
+       [](Invocation& inv, const std::string& v) {
+         return SetOnce(inv.node, "--node", v,
+                        "; for a set of nodes use --selector "
+                        "'kubernetes.io/hostname in (node-a,node-b)'");
+       }},
+      {{"selector",
+        'l',
+        true,
+        false,
+        "Only nodes matching this label selector (=, ==, !=, in, notin, exists, !key).",
+        false,
+        {kMigrate, kExplain}},
+       [](Invocation& inv, const std::string& v) {
+         return SetOnce(inv.selector, "--selector", v);
+       }},
+      {{"term-file",
+        0,
+        true,
+        false,
+        "A NodeSelectorTerm as JSON (\"-\" reads standard input).",
+        false,
+        {kMigrate, kExplain}},
+       [](Invocation& inv, const std::string& v) {
+         return SetOnce(inv.term_file, "--term-file", v);
+       }},
+      {{"exclude-node",
+        0,
+        true,
+        true,
+        "Never this node (may be repeated).",
+        false,
+        {kMigrate, kExplain}},
+       [](Invocation& inv, const std::string& v) {
+         if (v.empty()) return std::string("flag --exclude-node needs a non-empty value");
+         inv.exclude_nodes.push_back(v);
+         return std::string();
+       }},
+      {{"vmi", 0, true, false, "Cancel the active migration of this VMI.", false, {kCancel}},
+       [](Invocation& inv, const std::string& v) { return SetOnce(inv.vmi, "--vmi", v); }},
+      {{"all-namespaces",
+        'A',
+        false,
+        false,
+        "List the migrations of every namespace.",
+        false,
+        {kList}},
+       [](Invocation& inv, const std::string& v) {
+         return SetBool(inv.all_namespaces, "all-namespaces", v);
+       }},
+      {{"dry-run",
+        0,
+        true,
+        false,
+        "Must be \"none\", \"server\", or \"client\".",
+        false,
+        {kMigrate, kCancel}},
+       [](Invocation& inv, const std::string& v) {
+         if (v == "none") {
+           inv.dry_run = DryRun::kNone;
+         } else if (v == "client") {
+           inv.dry_run = DryRun::kClient;
+         } else if (v == "server") {
+           inv.dry_run = DryRun::kServer;
+         } else {
+           return "invalid argument \"" + v +
+                  "\" for \"--dry-run\" flag: must be \"none\", \"server\", or \"client\"";
+         }
+         return std::string();
+       }},
+      {{"wait",
+        0,
+        false,
+        false,
+        "Follow the migration until it succeeds or fails.",
+        false,
+        {kMigrate}},
+       [](Invocation& inv, const std::string& v) { return SetBool(inv.wait, "wait", v); }},
+      {{"timeout", 0, true, false, "How long --wait waits.", false, {kMigrate}},
+       [](Invocation& inv, const std::string& v) {
+         std::string err;
+         auto d = ParseDuration(v, &err);
+         if (!d) return "invalid argument \"" + v + "\" for \"--timeout\" flag: " + err;
+         if (d->count() == 0) return std::string("--timeout must be greater than 0");
+         inv.timeout = *d;
+         return std::string();
+       }},
+      {{"output",
+        'o',
+        true,
+        false,
+        "Output format: name, yaml, json (list: also wide).",
+        false,
+        {kMigrate, kCancel, kList}},
+       [](Invocation& inv, const std::string& v) {
+         inv.output = v;  // checked per command once the command is known
+         return std::string();
+       }},
+      {{"context", 0, true, false, "The kubeconfig context to use.", true, {}},
+       [](Invocation& inv, const std::string& v) {
+         inv.context = v;
+         return std::string();
+       }},
+      {{"kubeconfig", 0, true, false, "Path to the kubeconfig file.", true, {}},
+       [](Invocation& inv, const std::string& v) {
+         inv.kubeconfig = v;
+         return std::string();
+       }},
+      {{"namespace",
+        'n',
+        true,
+        false,
+        "The namespace (default: the context's namespace).",
+        true,
+        {}},
+       [](Invocation& inv, const std::string& v) {
+         if (v.empty()) return std::string("flag --namespace needs a non-empty value");
+         inv.ns = v;
+         return std::string();
+       }},
+  };
+  return *table;
+}
+
+const Flag* FindLong(const std::string& name) {
+  for (const auto& f : Table()) {
+    if (f.doc.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const Flag* FindShort(char c) {
+  for (const auto& f : Table()) {
+    if (f.doc.shorthand == c) return &f;
+  }
+  return nullptr;
+}
+
+const char* FormatsOf(Command command) {
+  switch (command) {
+    case Command::kMigrate:
+    case Command::kCancel:
+      return "json,name,yaml";
+    case Command::kList:
+      return "json,name,wide,yaml";
+    case Command::kExplain:
+    case Command::kStatus:
+    case Command::kHelp:
+      break;
+  }
+  return "";
+}
+
+// The command's form in messages: "NAME", "explain NAME", "list".
+std::string UsageOf(Command command) {
+  switch (command) {
+    case Command::kExplain:
+      return "explain NAME";
+    case Command::kStatus:
+      return "status MIGRATION";
+    case Command::kCancel:
+      return "cancel";
+    case Command::kList:
+      return "list";
+    case Command::kMigrate:
+    case Command::kHelp:
+      break;
+  }
+  return "NAME";
+}
+
+bool OutputAllowed(Command command, const std::string& format) {
+  std::string allowed = std::string(",") + FormatsOf(command) + ",";
+  return allowed.find("," + format + ",") != std::string::npos;
 }
 
 }  // namespace
 
+const char* OutputFormats(Command command) { return FormatsOf(command); }
+
+const std::vector<FlagDoc>& FlagDocs() {
+  static const auto* docs = [] {
+    auto* d = new std::vector<FlagDoc>;
+    for (const auto& f : Table()) d->push_back(f.doc);
+    return d;
+  }();
+  return *docs;
+}
+
+bool Accepts(Command command, const FlagDoc& flag) {
+  return flag.global ||
+         std::find(flag.commands.begin(), flag.commands.end(), command) != flag.commands.end();
+}
+
+const std::vector<SubcommandDoc>& SubcommandDocs() {
+  static const auto* docs = new std::vector<SubcommandDoc>{
+      {"explain", Command::kExplain, "Explain, node by node, whether the VMI would fit"},
+      {"status", Command::kStatus, "Show a migration's phase, conditions and Events"},
+      {"cancel", Command::kCancel, "Cancel a migration (delete its VMIM, as virtctl does)"},
+      {"list", Command::kList, "List placed migrations with phase, term, node and conditions"},
+  };
+  return *docs;
+}
+
 ArgsParse ParseArgs(const std::vector<std::string>& args) {
   Invocation inv;
   std::vector<std::string> positionals;
+  std::vector<std::string> given;  // long names of the flags on the command line
   bool help = false;
   auto fail = [](std::string why) { return ArgsParse{std::nullopt, std::move(why)}; };
 
@@ -148,54 +266,98 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
       help = true;
       continue;
     }
-    std::string name;
+    const Flag* flag = nullptr;
     std::optional<std::string> value;
     if (a.rfind("--", 0) == 0) {
       std::string body = a.substr(2);
       auto eq = body.find('=');
-      name = body.substr(0, eq);
+      std::string name = body.substr(0, eq);
       if (eq != std::string::npos) value = body.substr(eq + 1);
-      if (!Flags().count(name)) return fail("unknown flag: --" + name);
+      flag = FindLong(name);
+      if (flag == nullptr) return fail("unknown flag: --" + name);
     } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
-      auto it = Shorthands().find(a[1]);
-      if (it == Shorthands().end()) {
+      flag = FindShort(a[1]);
+      if (flag == nullptr) {
         return fail("unknown shorthand flag: '" + std::string(1, a[1]) + "' in " + a);
       }
-      name = it->second;
       if (a.size() > 2) value = a[2] == '=' ? a.substr(3) : a.substr(2);
     } else {
       positionals.push_back(a);
       continue;
     }
-    const FlagSpec& spec = Flags().at(name);
     if (!value) {
-      if (spec.kind == FlagKind::kBool) {
+      if (!flag->doc.takes_value) {
         value = "true";
-      } else if (name == "dry-run") {
+      } else if (flag->doc.name == "dry-run") {
         value = "client";  // kubectl's historical meaning of a bare --dry-run
       } else if (i + 1 < args.size()) {
         value = args[++i];
       } else {
-        return fail("flag needs an argument: --" + name);
+        return fail("flag needs an argument: --" + flag->doc.name);
       }
     }
-    std::string err = spec.apply(inv, *value);
+    std::string err = flag->apply(inv, *value);
     if (!err.empty()) return fail(err);
+    given.push_back(flag->doc.name);
   }
 
   Command command = Command::kMigrate;
-  if (!positionals.empty() && (positionals[0] == "explain" || positionals[0] == "status")) {
-    command = positionals[0] == "explain" ? Command::kExplain : Command::kStatus;
-    positionals.erase(positionals.begin());
-  } else if (!positionals.empty() && positionals[0] == "help") {
+  if (!positionals.empty() && positionals[0] == "help") {
     inv.command = Command::kHelp;
     return ArgsParse{inv, {}};
+  }
+  if (!positionals.empty()) {
+    for (const auto& sub : SubcommandDocs()) {
+      if (positionals[0] == sub.name) {
+        command = sub.command;
+        positionals.erase(positionals.begin());
+        break;
+      }
+    }
   }
   if (help) {
     inv.command = Command::kHelp;
     inv.help_for = command;
     return ArgsParse{inv, {}};
   }
+  inv.command = command;
+  if (!inv.output.empty() && *OutputFormats(command) != '\0' &&
+      !OutputAllowed(command, inv.output)) {
+    return fail("unable to match a printer suitable for the output format \"" + inv.output +
+                "\", allowed formats are: " + OutputFormats(command));
+  }
+
+  for (const std::string& name : given) {
+    const FlagDoc& doc = FindLong(name)->doc;
+    if (Accepts(command, doc)) continue;
+    if (command == Command::kStatus && name == "output") continue;  // status prints one form
+    if (command == Command::kExplain) {
+      return fail("explain accepts only --node, --selector, --term-file and --exclude-node");
+    }
+    if (command == Command::kStatus && name != "vmi" && name != "all-namespaces") {
+      return fail("status accepts no placement, --dry-run or --wait flags");
+    }
+    return fail("flag --" + name + " does not apply to 'kubectl migrate " + UsageOf(command) + "'");
+  }
+
+  if (command == Command::kList) {
+    if (!positionals.empty()) {
+      return fail("list takes no arguments, got " + std::to_string(positionals.size()));
+    }
+    return ArgsParse{inv, {}};
+  }
+  if (command == Command::kCancel) {
+    if (positionals.size() > 1) {
+      return fail("exactly one MIGRATION is required, got " + std::to_string(positionals.size()));
+    }
+    if (positionals.empty() && !inv.vmi) return fail("cancel needs a MIGRATION or --vmi VMI");
+    if (!positionals.empty() && inv.vmi) {
+      return fail("cancel takes a MIGRATION or --vmi VMI, not both");
+    }
+    if (!positionals.empty()) inv.name = positionals[0];
+    return ArgsParse{inv, {}};
+  }
+
   const char* what = command == Command::kStatus ? "MIGRATION" : "NAME";
   if (positionals.empty()) {
     if (command == Command::kMigrate && args.empty()) {
@@ -208,7 +370,6 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
     return fail(std::string("exactly one ") + what + " is required, got " +
                 std::to_string(positionals.size()));
   }
-  inv.command = command;
   inv.name = positionals[0];
 
   switch (command) {
@@ -223,15 +384,14 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
       }
       break;
     case Command::kExplain:
-      if (inv.dry_run != DryRun::kNone || inv.wait || !inv.output.empty()) {
-        return fail("explain accepts only --node, --selector, --term-file and --exclude-node");
-      }
       break;
     case Command::kStatus:
       if (inv.HasRequest() || inv.dry_run != DryRun::kNone || inv.wait) {
         return fail("status accepts no placement, --dry-run or --wait flags");
       }
       break;
+    case Command::kCancel:
+    case Command::kList:
     case Command::kHelp:
       break;
   }
@@ -273,6 +433,47 @@ Examples:
 Usage:
   kubectl migrate status MIGRATION [options]
 )";
+    case Command::kCancel:
+      return R"(Cancel a migration: delete its VirtualMachineInstanceMigration, as 'virtctl migrate-cancel' does.
+
+KubeVirt's virt-controller sees the deletion and aborts the migration; the VM keeps running on its
+source node. With --vmi, the active (not yet Succeeded or Failed) migration of that VMI is found
+by KubeVirt's label kubevirt.io/vmi-name. A migration that already ended is not deleted.
+
+Examples:
+  # Cancel the migration db-1-migration-x7k2p
+  kubectl migrate cancel db-1-migration-x7k2p -n production
+
+  # Cancel whatever migration of VMI "db-1" is in flight
+  kubectl migrate cancel --vmi db-1
+
+Options:
+      --dry-run='none': Must be "none", "server", or "client".
+  -o, --output='': One of: name, yaml, json.
+      --vmi='': Cancel the active migration of this VMI.
+
+Usage:
+  kubectl migrate cancel MIGRATION [options]
+  kubectl migrate cancel --vmi VMI [options]
+)";
+    case Command::kList:
+      return R"(List placed migrations: those carrying migration-target.kubevirt.io/added-node-selector-term.
+
+Columns: the VMI, KubeVirt's phase, the requested term, the node the target pod was placed on,
+this operator's two conditions (addedNodeSelectorTermApplied, targetPodUnschedulable) and the age.
+-o wide adds the source node, the target pod and the conditions' reasons.
+
+Examples:
+  kubectl migrate list -n production
+  kubectl migrate list -A -o wide
+
+Options:
+  -A, --all-namespaces=false: List the migrations of every namespace.
+  -o, --output='': One of: wide, name, yaml, json.
+
+Usage:
+  kubectl migrate list [options]
+)";
     case Command::kMigrate:
     case Command::kHelp:
       break;
@@ -298,7 +499,9 @@ Examples:
   kubectl migrate explain db-1 --node worker-3
 
 Available Commands:
+  cancel      Cancel a migration (delete its VMIM, as virtctl does)
   explain     Explain, node by node, whether the VMI would fit
+  list        List placed migrations with phase, term, node and conditions
   status      Show a migration's phase, conditions and Events
 
 Options:
@@ -310,6 +513,8 @@ Options:
       --term-file='': A NodeSelectorTerm as JSON ("-" reads standard input).
       --timeout=10m0s: How long --wait waits.
       --wait=false: Follow the migration until it succeeds or fails.
+
+Shell completion: put kubectl_complete-migrate next to kubectl-migrate on PATH (kubectl >= 1.26).
 
 Global options:
       --context='': The kubeconfig context to use.

@@ -5,9 +5,15 @@
 //   kubectl migrate NAME [--node NODE] [--selector SEL] [--term-file FILE]
 //                   [--exclude-node NODE]... [--dry-run=none|client|server]
 //                   [--wait] [--timeout DURATION] [-o name|yaml|json]
-//   kubectl migrate explain NAME [--node NODE] [--selector SEL] [--term-file FILE] [--exclude-node
-//   NODE]... kubectl migrate status MIGRATION global: --kubeconfig FILE, --context NAME,
-//   -n/--namespace NS, -h/--help
+//   kubectl migrate explain NAME [--node NODE] [--selector SEL] [--term-file FILE]
+//                   [--exclude-node NODE]...
+//   kubectl migrate status MIGRATION
+//   kubectl migrate cancel MIGRATION|--vmi VMI [--dry-run=none|client|server] [-o name|yaml|json]
+//   kubectl migrate list [-A] [-o wide|name|yaml|json]
+//   global: --kubeconfig FILE, --context NAME, -n/--namespace NS, -h/--help
+//
+// FlagDocs() is the one list of flags: the parser accepts exactly these, the help
+// texts name them (a test checks it) and shell completion offers them.
 //
 // A usage error exits with code 2 (as kubectl does) with "error: <why>".
 #pragma once
@@ -19,13 +25,13 @@
 
 namespace kmt::cli {
 
-enum class Command { kMigrate, kExplain, kStatus, kHelp };
+enum class Command { kMigrate, kExplain, kStatus, kCancel, kList, kHelp };
 enum class DryRun { kNone, kClient, kServer };
 
 struct Invocation {
   Command command = Command::kHelp;
   Command help_for = Command::kMigrate;  // with kHelp: which help to print
-  std::string name;                      // VMI name (migrate, explain) or VMIM name (status)
+  std::string name;  // VMI name (migrate, explain), VMIM name (status, cancel), "" (list)
 
   // Global (kubeconfig) flags.
   std::string kubeconfig;
@@ -41,7 +47,10 @@ struct Invocation {
   DryRun dry_run = DryRun::kNone;
   bool wait = false;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  std::string output;  // "", "name", "yaml" or "json"
+  std::string output;  // "", "name", "yaml", "json"; list also "wide"
+
+  std::optional<std::string> vmi;  // cancel --vmi: the VMI whose active migration to cancel
+  bool all_namespaces = false;     // list -A
 
   bool HasRequest() const { return node || selector || term_file || !exclude_nodes.empty(); }
 };
@@ -50,6 +59,34 @@ struct ArgsParse {
   std::optional<Invocation> invocation;  // set iff error is empty
   std::string error;                     // usage error text, without the "error: " prefix
 };
+
+// One flag as the parser, the help texts and shell completion know it.
+struct FlagDoc {
+  std::string name;               // long name, without "--"
+  char shorthand;                 // 0 when there is none
+  bool takes_value;               // false for booleans (--wait, -A)
+  bool repeatable;                // may be given more than once (--exclude-node)
+  std::string usage;              // one line
+  bool global;                    // accepted by every command
+  std::vector<Command> commands;  // when not global: the commands that accept it
+};
+
+// Every flag, in the order help texts list them.
+const std::vector<FlagDoc>& FlagDocs();
+
+// Whether `command` accepts `flag`.
+bool Accepts(Command command, const FlagDoc& flag);
+
+// The -o formats a command prints, comma-separated ("json,name,yaml"); "" when it has no -o.
+const char* OutputFormats(Command command);
+
+// The subcommands, with the one-line description help and completion show.
+struct SubcommandDoc {
+  std::string name;
+  Command command;
+  std::string summary;
+};
+const std::vector<SubcommandDoc>& SubcommandDocs();
 
 // args excludes argv[0].
 ArgsParse ParseArgs(const std::vector<std::string>& args);

@@ -98,11 +98,60 @@ TEST_CASE("usage errors say exactly what is wrong") {
           "explain accepts only --node, --selector, --term-file and --exclude-node"},
       Row{{"status", "m", "--node", "a"}, "status accepts no placement, --dry-run or --wait flags"},
       Row{{"status"}, "exactly one MIGRATION is required, got 0"},
-      Row{{"db-1", "--namespace="}, "flag --namespace needs a non-empty value"});
+      Row{{"db-1", "--namespace="}, "flag --namespace needs a non-empty value"},
+      Row{{"cancel"}, "cancel needs a MIGRATION or --vmi VMI"},
+      Row{{"cancel", "m", "--vmi", "db-1"}, "cancel takes a MIGRATION or --vmi VMI, not both"},
+      Row{{"cancel", "m1", "m2"}, "exactly one MIGRATION is required, got 2"},
+      Row{{"cancel", "m", "--node", "a"}, "flag --node does not apply to 'kubectl migrate cancel'"},
+      Row{{"cancel", "m", "-o", "wide"},
+          "unable to match a printer suitable for the output format \"wide\", allowed formats "
+          "are: json,name,yaml"},
+      Row{{"list", "m"}, "list takes no arguments, got 1"},
+      Row{{"list", "--wait"}, "flag --wait does not apply to 'kubectl migrate list'"},
+      Row{{"list", "-o", "table"},
+          "unable to match a printer suitable for the output format \"table\", allowed formats "
+          "are: json,name,wide,yaml"},
+      Row{{"db-1", "--node", "a", "--vmi", "db-1"},
+          "flag --vmi does not apply to 'kubectl migrate NAME'"},
+      Row{{"db-1", "--node", "a", "-A"},
+          "flag --all-namespaces does not apply to 'kubectl migrate NAME'"},
+      Row{{"status", "m", "--vmi", "v"},
+          "flag --vmi does not apply to 'kubectl migrate status MIGRATION'"});
   CAPTURE(row.args);
   auto p = ParseArgs(row.args);
   CHECK_FALSE(p.invocation.has_value());
   CHECK(p.error == row.error);
+}
+
+TEST_CASE("cancel takes a migration name or --vmi, and a dry run") {
+  auto by_name = Parse({"cancel", "db-1-migration-abcde", "-n", "prod", "--dry-run=server"});
+  REQUIRE(by_name.error.empty());
+  CHECK(by_name.invocation->command == Command::kCancel);
+  CHECK(by_name.invocation->name == "db-1-migration-abcde");
+  CHECK_FALSE(by_name.invocation->vmi);
+  CHECK(by_name.invocation->dry_run == DryRun::kServer);
+
+  auto by_vmi = Parse({"cancel", "--vmi=db-1", "-o", "name"});
+  REQUIRE(by_vmi.error.empty());
+  CHECK(by_vmi.invocation->name.empty());
+  CHECK(by_vmi.invocation->vmi == "db-1");
+  CHECK(by_vmi.invocation->output == "name");
+}
+
+TEST_CASE("list takes -A and -o wide") {
+  auto p = Parse({"list", "-A", "-o", "wide"});
+  REQUIRE(p.error.empty());
+  CHECK(p.invocation->command == Command::kList);
+  CHECK(p.invocation->all_namespaces);
+  CHECK(p.invocation->output == "wide");
+  auto q = Parse({"list", "--all-namespaces=false", "-n", "prod"});
+  REQUIRE(q.error.empty());
+  CHECK_FALSE(q.invocation->all_namespaces);
+  CHECK(q.invocation->ns == "prod");
+  auto h = Parse({"list", "-h"});
+  REQUIRE(h.error.empty());
+  CHECK(h.invocation->command == Command::kHelp);
+  CHECK(h.invocation->help_for == Command::kList);
 }
 
 TEST_CASE("-- ends flag parsing") {
@@ -120,7 +169,33 @@ TEST_CASE("help texts name every flag") {
     CHECK(h.find(f) != std::string::npos);
   }
   CHECK(HelpText(Command::kExplain).find("kubectl migrate explain NAME") != std::string::npos);
+  CHECK(HelpText(Command::kCancel).find("kubectl migrate cancel --vmi VMI") != std::string::npos);
+  CHECK(HelpText(Command::kList).find("kubectl migrate list [options]") != std::string::npos);
   CHECK(HelpText(Command::kStatus).find("kubectl migrate status MIGRATION") != std::string::npos);
+}
+
+// The flag table is what the parser accepts and what completion offers; every help text must
+// name the flags its command accepts, and the main help every subcommand.
+TEST_CASE("every flag a command accepts is in that command's help and parses there") {
+  auto command = GENERATE(Command::kMigrate, Command::kExplain, Command::kStatus, Command::kCancel,
+                          Command::kList);
+  std::string help = HelpText(command);
+  for (const FlagDoc& f : FlagDocs()) {
+    if (!Accepts(command, f)) continue;
+    CAPTURE(static_cast<int>(command), f.name);
+    const std::string where = f.global ? HelpText(Command::kMigrate) : help;
+    CHECK(where.find("--" + f.name + "=") != std::string::npos);
+    if (f.shorthand != 0) {
+      CHECK(where.find(std::string("-") + f.shorthand + ", --" + f.name) != std::string::npos);
+    }
+  }
+  for (const SubcommandDoc& s : SubcommandDocs()) {
+    CAPTURE(s.name);
+    CHECK(HelpText(Command::kMigrate).find("  " + s.name + "  ") != std::string::npos);
+    auto p = ParseArgs({s.name, "--help"});
+    REQUIRE(p.invocation);
+    CHECK(p.invocation->help_for == s.command);
+  }
 }
 
 }  // namespace

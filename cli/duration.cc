@@ -70,4 +70,27 @@ std::string FormatDuration(std::chrono::milliseconds d) {
   return out;
 }
 
+std::string HumanAge(std::chrono::nanoseconds age) {
+  using std::chrono::duration_cast;
+  const auto seconds = duration_cast<std::chrono::seconds>(age).count();
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";  // a clock a second apart counts as now
+  auto with = [](long long big, const char* big_unit, long long small, const char* small_unit) {
+    std::string s = std::to_string(big) + big_unit;
+    if (small != 0) s += std::to_string(small) + small_unit;
+    return s;
+  };
+  if (seconds < 120) return std::to_string(seconds) + "s";
+  const long long minutes = seconds / 60;
+  if (minutes < 10) return with(minutes, "m", seconds % 60, "s");
+  if (minutes < 180) return std::to_string(minutes) + "m";
+  const long long hours = minutes / 60;
+  if (hours < 8) return with(hours, "h", minutes % 60, "m");
+  if (hours < 48) return std::to_string(hours) + "h";
+  if (hours < 24 * 8) return with(hours / 24, "d", hours % 24, "h");
+  if (hours < 24 * 365 * 2) return std::to_string(hours / 24) + "d";
+  if (hours < 24 * 365 * 8) return with(hours / 24 / 365, "y", (hours / 24) % 365, "d");
+  return std::to_string(hours / 24 / 365) + "y";
+}
+
 }  // namespace kmt::cli

@@ -16,4 +16,9 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text, st
 // "1h2m3s", "45s", "250ms" — for messages.
 std::string FormatDuration(std::chrono::milliseconds d);
 
+// An object's age as kubectl's AGE column prints it (apimachinery's
+// duration.HumanDuration: "45s", "3m20s", "15m", "5h30m", "2d4h", "1y30d"); an age
+// more than a second in the future is "<invalid>".
+std::string HumanAge(std::chrono::nanoseconds age);
+
 }  // namespace kmt::cli

@@ -48,5 +48,21 @@ TEST_CASE("FormatDuration prints compact Go-like text") {
   CHECK(FormatDuration(milliseconds(120000)) == "2m0s");
 }
 
+TEST_CASE("HumanAge prints kubectl's AGE column") {
+  using namespace std::chrono_literals;
+  struct Row {
+    std::chrono::nanoseconds age;
+    const char* want;
+  };
+  auto row = GENERATE(Row{-3s, "<invalid>"}, Row{-1500ms, "0s"}, Row{0s, "0s"}, Row{59s, "59s"},
+                      Row{119s, "119s"}, Row{120s, "2m"}, Row{200s, "3m20s"}, Row{599s, "9m59s"},
+                      Row{600s, "10m"}, Row{179min, "179m"}, Row{180min, "3h"},
+                      Row{5h + 30min, "5h30m"}, Row{8h, "8h"}, Row{47h + 59min, "47h"},
+                      Row{48h, "2d"}, Row{52h, "2d4h"}, Row{24h * 8, "8d"}, Row{24h * 729, "729d"},
+                      Row{24h * 730, "2y"}, Row{24h * 760, "2y30d"}, Row{24h * 365 * 8, "8y"});
+  CAPTURE(row.age.count());
+  CHECK(HumanAge(row.age) == row.want);
+}
+
 }  // namespace
 }  // namespace kmt::cli

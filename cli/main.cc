@@ -1,6 +1,7 @@
 // kubectl-migrate — the kubectl plugin (kubectl discovers `kubectl-migrate` on PATH).
 // Exit codes: 0 success, 1 failure (API error, failed or timed-out migration,
 // nothing fits), 2 usage error.
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -9,7 +10,10 @@
 #include <sstream>
 
 #include "cli/args.h"
+#include "cli/cancel_cmd.h"
+#include "cli/completion.h"
 #include "cli/explain_cmd.h"
+#include "cli/list_cmd.h"
 #include "cli/migrate.h"
 #include "cli/status_cmd.h"
 #include "cli/term_builder.h"
@@ -41,8 +45,39 @@ std::optional<std::string> ReadTermFile(const std::string& path, std::string* er
   return s.str();
 }
 
+// `kubectl-migrate __complete WORDS...` (what kubectl_complete-migrate runs): the candidates
+// for the last word, in the protocol kubectl reads (cli/completion.h). Always exits 0;
+// trouble reaching the cluster is the error directive, so the shell offers nothing.
+int RunComplete(const std::vector<std::string>& words, bool descriptions) {
+  kmt::cli::CompletionRequest req = kmt::cli::ReadCompletionLine(words);
+  std::unique_ptr<kmt::kube::RestClient> client;
+  std::string ns = req.ns.value_or("default");
+  if (req.NeedsCluster()) {
+    try {
+      kmt::kube::KubeconfigOptions ko;
+      ko.explicit_path = req.kubeconfig;
+      ko.context = req.context;
+      kmt::kube::ClientConfig config = kmt::kube::LoadClientConfig(ko);
+      ns = req.ns.value_or(config.namespace_name);
+      kmt::kube::TransportOptions to;
+      to.user_agent = "kubectl-migrate/0.1 (completion)";
+      // A TAB must answer quickly or not at all.
+      to.connect_timeout = std::chrono::seconds(2);
+      to.read_timeout = std::chrono::seconds(5);
+      client = std::make_unique<kmt::kube::RestClient>(config, to);
+    } catch (const std::exception& e) {
+      std::cerr << "kubectl-migrate completion: " << e.what() << "\n";
+    }
+  }
+  std::cout << kmt::cli::FormatCompletion(kmt::cli::Complete(req, ns, client.get()), descriptions);
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "__complete" || args[0] == "__completeNoDesc")) {
+    return RunComplete({args.begin() + 1, args.end()}, args[0] == "__complete");
+  }
   auto parsed = kmt::cli::ParseArgs(args);
   if (!parsed.invocation) return UsageError(parsed.error);
   const auto& inv = *parsed.invocation;
@@ -87,6 +122,10 @@ int Run(int argc, char** argv) {
       return kmt::cli::RunExplain(ns, inv.name, term, client, io);
     case Command::kStatus:
       return kmt::cli::RunStatus(ns, inv.name, client, io);
+    case Command::kCancel:
+      return kmt::cli::RunCancel(inv, ns, client, io);
+    case Command::kList:
+      return kmt::cli::RunList(inv, ns, client, io, std::chrono::system_clock::now());
     case Command::kHelp:
       break;
   }

@@ -1,5 +1,6 @@
 #include "cli/printer.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace kmt::cli {
@@ -121,6 +122,23 @@ std::string Render(const nlohmann::json& obj, const std::string& format, const s
   if (format == "yaml") return ToYaml(obj);
   if (format == "name") return ResourceName(obj) + "\n";
   return ResourceName(obj) + " " + verb + dry_run_suffix + "\n";
+}
+
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (row.size() > width.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      out += row[i];
+      if (i + 1 < row.size()) out += std::string(width[i] - row[i].size() + 3, ' ');
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace kmt::cli

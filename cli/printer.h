@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace kmt::cli {
 
@@ -19,5 +20,9 @@ std::string ResourceName(const nlohmann::json& obj);
 // default line "<resource>/<name> <verb>" with " (server dry run)" / " (dry run)".
 std::string Render(const nlohmann::json& obj, const std::string& format, const std::string& verb,
                    const std::string& dry_run_suffix);
+
+// Rows as kubectl's table printer aligns them (tabwriter, padding 3): every column but the
+// last padded to its widest cell plus three spaces. The first row is the header.
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace kmt::cli

@@ -73,5 +73,12 @@ TEST_CASE("kubectl default, name and json renderings") {
   CHECK(ResourceName(pod) == "pod/p");
 }
 
+TEST_CASE("RenderTable aligns columns as kubectl does") {
+  CHECK(RenderTable({{"NAME", "PHASE", "AGE"}, {"db-1-migration-abcde", "Running", "5s"}}) ==
+        "NAME                   PHASE     AGE\n"
+        "db-1-migration-abcde   Running   5s\n");
+  CHECK(RenderTable({}).empty());
+}
+
 }  // namespace
 }  // namespace kmt::cli

@@ -75,6 +75,7 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kLabelCreatedBy":                virtv1.CreatedByLabel,
 		"kAnnotationEvacuationMigration": virtv1.EvacuationMigrationAnnotation,
 		"kAnnotationEvictionSource":      virtv1.EvictionSourceAnnotation,
+		"kLabelMigrationVmiName":         virtv1.MigrationSelectorLabel,
 		// virt-controller's launcher pods carry kubevirt.io=virt-launcher; KubeVirt's
 		// Go API has no constant for the value (its pods are built from a literal).
 		"kLabelAppValue": "virt-launcher",
