@@ -39,9 +39,12 @@ binary() {
 install() {
   "$KUBECTL" kustomize manifests/default | /usr/bin/python3 -c '
 import sys, yaml
-keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+        "CustomResourceDefinition"}
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d and d.get("kind") in keep]
 yaml.safe_dump_all(docs, sys.stdout)' | "$KUBECTL" apply -f - >/dev/null
+  "$KUBECTL" wait --for condition=Established --timeout 60s \
+    crd/migrationtargetpolicies.migration-target.kubevirt.io >/dev/null
   webhooks on
 }
 
