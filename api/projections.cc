@@ -285,6 +285,8 @@ MigrationInfo MigrationInfo::FromJson(const json& vmim) {
   m.uid = Str(meta, "uid");
   m.resource_version = Str(meta, "resourceVersion");
   m.evacuation = At(At(meta, "annotations"), kAnnotationEvacuationMigration).is_string();
+  m.policy = Str(At(meta, "annotations"), kPolicyAnnotation);
+  if (!m.policy.empty()) m.created = Str(meta, "creationTimestamp");
   m.added_term_text = AddedTermSource(vmim);
   const json& spec = At(vmim, "spec");
   m.vmi_name = Str(spec, "vmiName");

@@ -147,6 +147,8 @@ struct MigrationInfo {
   std::vector<MigrationCondition> conditions;        // status.conditions
   std::string target_node, source_node, target_pod;  // status.migrationState
   bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
+  std::string policy;       // annotation migration-target.kubevirt.io/policy ("" when none)
+  std::string created;      // metadata.creationTimestamp (RFC 3339), when a policy is named
 
   static MigrationInfo FromJson(const nlohmann::json& vmim);
   // Succeeded or Failed: KubeVirt never moves a VMIM out of these.

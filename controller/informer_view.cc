@@ -181,6 +181,30 @@ bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
          bound_.WaitForSync(left());
 }
 
+void InformerView::OnPolicyMigration(std::function<void()> fn) {
+  using VmimPtr = kube::Informer<api::MigrationInfo>::Ptr;
+  vmims_.AddHandlers({[fn](const std::string&, const VmimPtr& v) {
+                        if (!v->policy.empty()) fn();
+                      },
+                      [fn](const std::string&, const VmimPtr& a, const VmimPtr& b) {
+                        if (!b->policy.empty() &&
+                            (a->policy != b->policy || a->phase != b->phase)) {
+                          fn();
+                        }
+                      },
+                      [fn](const std::string&, const VmimPtr& v) {
+                        if (!v->policy.empty()) fn();
+                      }});
+}
+
+std::vector<api::MigrationInfo> InformerView::PolicyMigrations() const {
+  std::vector<api::MigrationInfo> out;
+  for (const auto& v : vmims_.List()) {
+    if (!v->policy.empty()) out.push_back(*v);
+  }
+  return out;
+}
+
 std::optional<api::MigrationInfo> InformerView::Migration(const std::string& ns,
                                                           const std::string& name) {
   auto v = vmims_.Get(ns + "/" + name);

@@ -56,6 +56,11 @@ class InformerView : public CacheView {
 
   // Routes cache events to `controller`. Call once, before Start().
   void Connect(Controller& controller);
+  // Calls `fn` when a VMIM naming a MigrationTargetPolicy appears, changes phase or goes
+  // (for the policies' status). Call before Start().
+  void OnPolicyMigration(std::function<void()> fn);
+  // The cached VMIMs that name a MigrationTargetPolicy.
+  std::vector<api::MigrationInfo> PolicyMigrations() const;
   void Start();
   void Stop();
   bool HasSynced() const;

@@ -16,6 +16,7 @@
 #include "controller/leader_election.h"
 #include "controller/metrics.h"
 #include "controller/operator_metrics.h"
+#include "controller/policy_status.h"
 #include "controller/probes.h"
 #include "controller/webhook_metrics.h"
 #include "webhook/access_review.h"
@@ -61,6 +62,7 @@ struct Operator::Impl {
   std::unique_ptr<AsyncEventRecorder> async_events;  // what the controller records through
   std::unique_ptr<InformerView> view;
   std::unique_ptr<Controller> controller;
+  std::unique_ptr<PolicyStatusWriter> policy_status;  // the leader's, on policy_clock
   std::unique_ptr<LeaderElector> elector;
   std::unique_ptr<webhook::SubjectAccessReviewer> access;
   std::unique_ptr<webhook::CachingAccessReviewer> access_cache;  // in front of `access`
@@ -83,6 +85,7 @@ struct Operator::Impl {
   // thread of their own, so a slow certificate check never delays a Lease renewal. Last
   // member: destroyed (its thread joined) before anything a pass in flight touches.
   RealClock cert_clock;
+  RealClock policy_clock;  // policy status passes LIST and PATCH: a thread of their own
 
   Impl(const OperatorFlags& f, OperatorClients c, Logger& l, OperatorIdentity id)
       : flags(f), clients(c), log(l), identity(std::move(id)) {}
@@ -114,7 +117,10 @@ struct Operator::Impl {
                                      {"targetPods", std::to_string(view->sizes().target_pods)},
                                      {"nodes", std::to_string(view->sizes().nodes)},
                                      {"boundPods", std::to_string(view->sizes().bound_pods)}});
-          if (!stopping.load()) controller->Start();
+          if (!stopping.load()) {
+            controller->Start();
+            policy_status->Start();
+          }
           return;
         }
       }
@@ -159,7 +165,8 @@ struct Operator::Impl {
       if (cert_timer) cert_clock.Cancel(*cert_timer);
     }
     if (starter.joinable()) starter.join();
-    if (controller) controller->Stop();      // drain keys in progress
+    if (controller) controller->Stop();  // drain keys in progress
+    if (policy_status) policy_status->Stop();
     if (async_events) async_events->Stop();  // their Events, for at most 5 s
     if (elector) elector->Stop();            // releases the lease when leading
     if (webhook) webhook->Stop();
@@ -259,6 +266,9 @@ void Operator::Start() {
     s.controller = std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log,
                                                 s.metrics, *s.async_events, co);
     s.view->Connect(*s.controller);
+    s.policy_status = std::make_unique<PolicyStatusWriter>(
+        s.clients.controller, s.policy_clock, s.log, [&s] { return s.view->PolicyMigrations(); });
+    s.view->OnPolicyMigration([&s] { s.policy_status->Notify(); });
   }
 
   if (s.health) s.health->Start();

@@ -143,6 +143,24 @@ func TestPolicyDrainSteersEvacuations(t *testing.T) {
 			t.Errorf("VMIM %s phase %s", m.Name, m.Status.Phase)
 		}
 	}
+	// The policy's status counts them and is Ready.
+	framework.Eventually(t, 60*time.Second, "policy status", func() (bool, string) {
+		p, err := f.Admin.Dynamic.Resource(policyGVR).Get(framework.Ctx(t), policy, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		n, _, _ := unstructured.NestedInt64(p.Object, "status", "matchedMigrations")
+		conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+		ready := ""
+		for _, c := range conds {
+			if cm, ok := c.(map[string]any); ok && cm["type"] == "Ready" {
+				ready, _ = cm["status"].(string)
+			}
+		}
+		last, _, _ := unstructured.NestedString(p.Object, "status", "lastAppliedMigration")
+		return n == int64(len(vms)) && ready == "True" && strings.HasPrefix(last, ns+"/kubevirt-evacuation-"),
+			fmt.Sprintf("status %v", p.Object["status"])
+	})
 }
 
 // A policy whose term allows no node: the evacuation VMIM waits with the reason node by

@@ -1,0 +1,161 @@
+#include "controller/policy_status.h"
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+#include "api/names.h"
+#include "api/policy.h"
+#include "kube/paging.h"
+#include "kube/reads.h"
+#include "kube/resources.h"
+
+namespace kmt::controller {
+namespace {
+
+using Json = nlohmann::json;
+
+const Json* ReadyCondition(const Json& status) {
+  if (!status.is_object()) return nullptr;
+  auto it = status.find("conditions");
+  if (it == status.end() || !it->is_array()) return nullptr;
+  for (const Json& c : *it) {
+    if (c.is_object() && c.value("type", "") == kPolicyReady) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInfo>& carrying,
+                         WallTime now) {
+  const Json* meta = kube::Member(policy, {"metadata"});
+  const int64_t generation =
+      meta != nullptr ? meta->value("generation", static_cast<int64_t>(0)) : 0;
+  const Json* current = kube::Member(policy, {"status"});
+  Json status = {{"observedGeneration", generation},
+                 {"matchedMigrations", static_cast<int64_t>(carrying.size())}};
+  const api::MigrationInfo* newest = nullptr;
+  for (const api::MigrationInfo& m : carrying) {
+    if (newest == nullptr || m.created > newest->created ||
+        (m.created == newest->created && m.ns + "/" + m.name > newest->ns + "/" + newest->name)) {
+      newest = &m;
+    }
+  }
+  if (newest != nullptr) {
+    status["lastAppliedMigration"] = newest->ns + "/" + newest->name;
+    if (!newest->created.empty()) status["lastAppliedTime"] = newest->created;
+  } else if (current != nullptr && current->is_object()) {
+    // The last one applied stays on record after its VMIM is gone.
+    for (const char* k : {"lastAppliedMigration", "lastAppliedTime"}) {
+      if (auto it = current->find(k); it != current->end()) status[k] = *it;
+    }
+  }
+  api::PolicyParse parsed = api::ParsePolicy(policy);
+  Json ready = {{"type", kPolicyReady}, {"observedGeneration", generation}};
+  if (parsed.policy) {
+    ready["status"] = "True";
+    ready["reason"] = kPolicyReasonValid;
+    ready["message"] = "the term is valid; evacuations that match get it";
+  } else {
+    ready["status"] = "False";
+    ready["reason"] = kPolicyReasonInvalidTerm;
+    ready["message"] =
+        "the operator skips this policy: " +
+        (parsed.causes.empty() ? std::string("invalid") : api::ToString(parsed.causes.front()));
+  }
+  const Json* before = current != nullptr ? ReadyCondition(*current) : nullptr;
+  if (before != nullptr && before->value("status", "") == ready["status"] &&
+      before->contains("lastTransitionTime")) {
+    ready["lastTransitionTime"] = (*before)["lastTransitionTime"];
+  } else {
+    ready["lastTransitionTime"] = FormatRfc3339(now);
+  }
+  status["conditions"] = Json::array({ready});
+  return status;
+}
+
+PolicyStatusWriter::PolicyStatusWriter(kube::KubeClient& client, Clock& clock, Logger& log,
+                                       Migrations migrations, Duration interval)
+    : client_(client),
+      clock_(clock),
+      log_(log),
+      migrations_(std::move(migrations)),
+      interval_(interval) {}
+
+PolicyStatusWriter::~PolicyStatusWriter() { Stop(); }
+
+void PolicyStatusWriter::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_) return;
+  running_ = true;
+  timer_ = clock_.RunAfter(Duration::zero(), [this] {
+    Pass();
+    Schedule(interval_);
+  });
+}
+
+void PolicyStatusWriter::Schedule(Duration delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!running_) return;
+  timer_ = clock_.RunAfter(delay, [this] {
+    Pass();
+    Schedule(interval_);
+  });
+}
+
+void PolicyStatusWriter::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = false;
+  if (timer_) clock_.Cancel(*timer_);
+  timer_.reset();
+}
+
+void PolicyStatusWriter::Notify() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!running_ || pass_pending_) return;
+  pass_pending_ = true;
+  clock_.RunAfter(std::chrono::milliseconds(200), [this] {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      pass_pending_ = false;
+      if (!running_) return;
+    }
+    Pass();
+  });
+}
+
+int PolicyStatusWriter::Pass() {
+  Json list;
+  try {
+    list = kube::ListAll(client_, kube::kMigrationTargetPolicies, "", {});
+  } catch (const std::exception& e) {
+    log_.Error("Failed to list MigrationTargetPolicies", {{"error", e.what()}});
+    return 0;
+  }
+  const std::vector<api::MigrationInfo> all = migrations_();
+  const WallTime now = clock_.WallNow();
+  int written = 0;
+  auto items = list.find("items");
+  if (items == list.end() || !items->is_array()) return 0;
+  for (const Json& policy : *items) {
+    const std::string name = kube::StringAt(policy, {"metadata", "name"});
+    std::vector<api::MigrationInfo> carrying;
+    std::copy_if(all.begin(), all.end(), std::back_inserter(carrying),
+                 [&](const api::MigrationInfo& m) { return m.policy == name; });
+    const Json desired = DesiredPolicyStatus(policy, carrying, now);
+    const Json* current = kube::Member(policy, {"status"});
+    if (current != nullptr && *current == desired) continue;
+    try {
+      client_.Patch(kube::kMigrationTargetPolicies, "", name, kube::PatchType::kMergePatch,
+                    Json{{"status", desired}}, "status");
+      ++written;
+    } catch (const std::exception& e) {
+      log_.Error("Failed to update the status of a MigrationTargetPolicy",
+                 {{"policy", name}, {"error", e.what()}});
+    }
+  }
+  return written;
+}
+
+}  // namespace kmt::controller
