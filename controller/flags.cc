@@ -64,6 +64,10 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
   app.add_option("--virt-api-username", f->virt_api_username,
                  "The user KubeVirt's virt-api creates VMIMs as")
       ->capture_default_str();
+  app.add_option("--virt-controller-username", f->virt_controller_username,
+                 "The user KubeVirt's virt-controller creates evacuation VMIMs as (only those get "
+                 "a MigrationTargetPolicy's term)")
+      ->capture_default_str();
 
   const std::map<std::string, int> kDurationUnits{{"ms", 1}, {"s", 1000}, {"m", 60'000}};
   const auto kUnitRequired = static_cast<CLI::AsNumberWithUnit::Options>(

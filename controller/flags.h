@@ -36,6 +36,9 @@ struct OperatorFlags {
   // own authorisation of the person; and who virt-api is.
   bool trust_virt_api_added_node_selector = false;
   std::string virt_api_username = "system:serviceaccount:kubevirt:kubevirt-apiserver";
+  // The user KubeVirt's evacuation controller creates VMIMs as: only its evacuation VMIMs
+  // get a MigrationTargetPolicy's term.
+  std::string virt_controller_username = "system:serviceaccount:kubevirt:kubevirt-controller";
   // How long the webhook remembers a SubjectAccessReview's answer (0 = not at all): the
   // longest a revoked admin can still place migrations, and a new one waits.
   int authorization_cache_authorized_ttl_ms = 10'000;

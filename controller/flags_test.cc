@@ -129,6 +129,12 @@ TEST_CASE("virt-api's VMIMs: untrusted by default, trusted and renamed by flag")
   CHECK(p.exit_code == -1);
   CHECK(f.trust_virt_api_added_node_selector);
   CHECK(f.virt_api_username == "system:serviceaccount:kv:kubevirt-apiserver");
+  CHECK(defaults.virt_controller_username == "system:serviceaccount:kubevirt:kubevirt-controller");
+  OperatorFlags vc;
+  CHECK(ParseOperatorFlags(
+            {"--virt-controller-username=system:serviceaccount:kv:kubevirt-controller"}, &vc)
+            .exit_code == -1);
+  CHECK(vc.virt_controller_username == "system:serviceaccount:kv:kubevirt-controller");
 
   OperatorFlags off;
   CHECK(ParseOperatorFlags({"--trust-virt-api-added-node-selector=false"}, &off).exit_code == -1);

@@ -230,7 +230,8 @@ void Operator::Start() {
                 *s.access_cache, *s.cluster,
                 {.check_kubevirt_added_node_selector = f.check_kubevirt_added_node_selector,
                  .virt_api_username = f.virt_api_username,
-                 .trust_virt_api_added_node_selector = f.trust_virt_api_added_node_selector}));
+                 .trust_virt_api_added_node_selector = f.trust_virt_api_added_node_selector,
+                 .virt_controller_username = f.virt_controller_username}));
     if (f.webhook_cert_mode == "self") {
       webhook::certs::BootstrapOptions bo;
       if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;
