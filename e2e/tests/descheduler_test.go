@@ -158,7 +158,7 @@ func TestDeschedulerNodeTaintEvictsInBackground(t *testing.T) {
 	f := fw(t)
 	ns := f.Namespace(t)
 	pool := "kmt-dstaint-" + framework.RandomSuffix()
-	nodes := poolNodes(t, f, pool, 77, 2)
+	nodes := poolNodes(t, f, pool, 80, 2)
 	src, dst := nodes[0], nodes[1]
 	vmi := liveMigrateVMI(t, f, ns, src, inPool(pool))
 	pod := launcherPod(t, f, ns, vmi, src)
@@ -225,7 +225,7 @@ func TestDeschedulerNodeAffinityEvictsInBackground(t *testing.T) {
 	f := fw(t)
 	ns := f.Namespace(t)
 	pool := "kmt-dsaff-" + framework.RandomSuffix()
-	nodes := poolNodes(t, f, pool, 78, 2)
+	nodes := poolNodes(t, f, pool, 81, 2)
 	src, dst := nodes[0], nodes[1]
 	const zone = "kmt-e2e/desched-zone"
 	label := func(node, value string) {
