@@ -33,12 +33,13 @@ const DeschedulerUser = "kmt-descheduler"
 // removes pods only through the eviction API, so every removal meets PDBs and
 // virt-api's eviction interceptor. The informers it always starts are pods, nodes
 // and persistentvolumeclaims (pkg/descheduler/descheduler.go newDescheduler);
-// namespaces and priorityclasses are read by the DefaultEvictor's selectors and
-// priority threshold; events.k8s.io Events record each eviction.
+// events.k8s.io Events record each eviction. Namespaces and priorityclasses,
+// which upstream grants too, are read only for a DefaultEvictor
+// namespaceLabelSelector or priorityThreshold (defaultevictor.go), which
+// DeschedulerPolicy never sets.
 var deschedulerRole = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "namespaces", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods", "nodes", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"scheduling.k8s.io"}, Resources: []string{"priorityclasses"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "update", "patch"}},
 }
 
