@@ -4,6 +4,7 @@
 #   $KMT_K8S_BIN:   kube-apiserver kube-scheduler kube-controller-manager kubectl etcd
 #   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands)
 #   $KMT_TOOLS_BIN: crdgen fake-node-agent (this project's e2e tools)
+#   $KMT_DESCHEDULER_BIN: descheduler (run once by scenarios that ask for it)
 # A cache directory that exists is complete (it is renamed into place after a
 # successful build), so later runs reuse it without touching Go.
 # Usage: e2e/build-binaries.sh [--print-env]
@@ -12,7 +13,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 if [[ ${1:-} == --print-env ]]; then
-  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\n' "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN"
+  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\nKMT_DESCHEDULER_BIN=%s\n' \
+    "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN" "$KMT_DESCHEDULER_BIN"
   exit 0
 fi
 
@@ -26,6 +28,7 @@ check_pin() { # file module version
 check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION"
 check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin "$KMT_ROOT/e2e/go.mod" kubevirt.io/kubevirt "$KUBEVIRT_VERSION"
+check_pin "$KMT_ROOT/e2e/tools/descheduler/go.mod" sigs.k8s.io/descheduler "$DESCHEDULER_VERSION"
 grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/tools/k8s/go.mod" \
   || { echo "build-binaries: e2e/tools/k8s/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
 grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/go.mod" \
@@ -75,4 +78,6 @@ build "$KMT_KV_BIN" "$KMT_ROOT/e2e" "$KMT_KV_LDFLAGS" \
 build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
   crdgen=./cmd/crdgen \
   fake-node-agent=./cmd/fake-node-agent
+build "$KMT_DESCHEDULER_BIN" "$KMT_ROOT/e2e/tools/descheduler" "$KMT_DESCHEDULER_LDFLAGS" \
+  descheduler=sigs.k8s.io/descheduler/cmd/descheduler
 kmt_log "build-binaries: done in $((SECONDS - total))s"

@@ -441,6 +441,7 @@ export KMT_E2E_CA=$PKI/ca.crt
 export KMT_E2E_NODES=$NODES
 export KMT_KUBECTL=$KUBECTL
 export KMT_VIRTCTL=$KMT_KV_BIN/virtctl
+export KMT_DESCHEDULER=$KMT_DESCHEDULER_BIN/descheduler
 export PATH=$KMT_K8S_BIN:\$PATH
 EOF
 }

@@ -26,18 +26,24 @@ kmt_version_x() { # PACKAGE VERSION
 }
 KMT_K8S_LDFLAGS="-s -w $(kmt_version_x k8s.io/component-base/version "$KUBERNETES_VERSION") $(kmt_version_x k8s.io/client-go/pkg/version "$KUBERNETES_VERSION")"
 KMT_KV_LDFLAGS="-s -w $(kmt_version_x kubevirt.io/client-go/version "$KUBEVIRT_VERSION")"
+# The descheduler's Makefile stamps pkg/version.version as v<date>-<tag>; its start-up version
+# check parses the minor from that form (pkg/version/version.go splitVersion).
+KMT_DESCHEDULER_LDFLAGS="-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v19700101-$DESCHEDULER_VERSION -X sigs.k8s.io/descheduler/pkg/version.buildDate=1970-01-01T00:00:00Z"
 
 # Kubernetes + etcd binaries: keyed by the versions, the link flags and the tool module's go.mod/go.sum.
 KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash <(echo "$KMT_K8S_LDFLAGS") "$KMT_ROOT/e2e/tools/k8s/go.mod" "$KMT_ROOT/e2e/tools/k8s/go.sum")"
 # virt-controller, virt-api and virtctl (KubeVirt's migration commands under e2e/cmd/virtctl's root):
 # keyed by the KubeVirt version, its link flags, e2e/go.mod, go.sum, the stand-ins and that root.
 KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash <(echo "$KMT_KV_LDFLAGS") "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" "$KMT_ROOT/e2e/cmd/virtctl" -type f | sort))"
+# the descheduler: keyed by its version, its link flags and its module's go.mod/go.sum.
+KMT_DESCHEDULER_BIN="$KMT_CACHE/bin/descheduler-$DESCHEDULER_VERSION-$(kmt_hash <(echo "$KMT_DESCHEDULER_LDFLAGS") "$KMT_ROOT/e2e/tools/descheduler/go.mod" "$KMT_ROOT/e2e/tools/descheduler/go.sum")"
 # the project's own small Go tools (crdgen, fake-node-agent): keyed by their sources too.
 KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
 
 KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
 KMT_KV_BINARIES=(virt-controller virt-api virtctl)
 KMT_TOOLS_BINARIES=(crdgen fake-node-agent)
+KMT_DESCHEDULER_BINARIES=(descheduler)
 
 # Ports on 127.0.0.1: KMT_E2E_PORT_BASE (default 26000) plus a fixed offset each.
 KMT_E2E_PORT_BASE=${KMT_E2E_PORT_BASE:-26000}

@@ -17,8 +17,9 @@
 //     handlers write (pkg/virt-handler/migration-target.go, migration-source.go):
 //     targetNodeAddress, startTimestamp, targetNodeDomainDetected,
 //     targetNodeDomainReadyTimestamp, then the completion ack (endTimestamp,
-//     nodeName, labels, completed). One step per observed VMI version, so each
-//     step is a separate write that virt-controller sees.
+//     nodeName, labels, the eviction-source annotation dropped, completed). One
+//     step per observed VMI version, so each step is a separate write that
+//     virt-controller sees.
 //
 // Everything is driven by informers and work queues: there is no polling loop.
 package main
@@ -559,6 +560,9 @@ func (a *agent) migrationStep(ctx context.Context, vmi *virtv1.VirtualMachineIns
 		vmi.Status.MigrationTransport = virtv1.MigrationTransportUnix
 		vmi.Labels[virtv1.NodeNameLabel] = ms.TargetNode
 		delete(vmi.Labels, virtv1.MigrationTargetNodeNameLabel)
+		// ackMigrationCompletion also drops the mark virt-api's eviction interceptor
+		// set for a descheduler eviction (pkg/virt-handler/migration-target.go).
+		delete(vmi.Annotations, virtv1.EvictionSourceAnnotation)
 	}
 	return true, nil
 }
