@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	virtv1 "kubevirt.io/api/core/v1"
 
 	"kmt.local/e2e/framework"
@@ -66,7 +67,7 @@ func poolWithRacks(t *testing.T, f *framework.Framework, pool string, octet int,
 	return names
 }
 
-func liveMigrateVMI(name, node, pool string) *virtv1.VirtualMachineInstance {
+func newLiveMigrateVMI(name, node, pool string) *virtv1.VirtualMachineInstance {
 	vmi := framework.NewVMI(name, node, inPool(pool))
 	live := virtv1.EvictionStrategyLiveMigrate
 	vmi.Spec.EvictionStrategy = &live
@@ -79,7 +80,7 @@ func drain(t *testing.T, node, timeout string) framework.Result {
 		"drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+timeout)
 }
 
-func evacuationVMIMs(t *testing.T, f *framework.Framework, ns string) []virtv1.VirtualMachineInstanceMigration {
+func policyEvacuations(t *testing.T, f *framework.Framework, ns string) []virtv1.VirtualMachineInstanceMigration {
 	t.Helper()
 	list, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).List(framework.Ctx(t), metav1.ListOptions{})
 	if err != nil {
@@ -114,7 +115,7 @@ func TestPolicyDrainSteersEvacuations(t *testing.T) {
 	}
 	vms := []string{"vm-1", "vm-2", "vm-3"}
 	for _, vm := range vms {
-		f.StartVMI(t, f.Admin, ns, liveMigrateVMI(vm, src, pool), src)
+		f.StartVMI(t, f.Admin, ns, newLiveMigrateVMI(vm, src, pool), src)
 	}
 
 	if r := drain(t, src, "120s"); r.Code != 0 {
@@ -127,7 +128,7 @@ func TestPolicyDrainSteersEvacuations(t *testing.T) {
 			t.Errorf("VMI %s on %s after the drain, want a rack-b node %v", vm, vmi.Status.NodeName, nodes[1:3])
 		}
 	}
-	evac := evacuationVMIMs(t, f, ns)
+	evac := policyEvacuations(t, f, ns)
 	if len(evac) != len(vms) {
 		t.Fatalf("evacuation VMIMs: %d, want %d", len(evac), len(vms))
 	}
@@ -177,13 +178,13 @@ func TestPolicyAllowingNoNodeReportsWhy(t *testing.T) {
 		"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["z"]}]}}`, pool)); err != nil {
 		t.Fatalf("create policy: %v", err)
 	}
-	f.StartVMI(t, f.Admin, ns, liveMigrateVMI("vm", src, pool), src)
+	f.StartVMI(t, f.Admin, ns, newLiveMigrateVMI("vm", src, pool), src)
 
 	r := drain(t, src, "25s")
 	if r.Code == 0 {
 		t.Fatalf("kubectl drain %s succeeded, want it to wait for the evacuation until its timeout: %s", src, r)
 	}
-	evac := evacuationVMIMs(t, f, ns)
+	evac := policyEvacuations(t, f, ns)
 	if len(evac) == 0 {
 		t.Fatalf("no evacuation VMIM after the drain: %s", r)
 	}
@@ -254,4 +255,59 @@ func TestPolicyValidation(t *testing.T) {
 	if err := createPolicy(t, f, f.Admin, name, `{"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "Exists"}]}}`); err != nil {
 		t.Errorf("valid policy: %v", err)
 	}
+}
+
+// The descheduler's background eviction (RemovePodsViolatingNodeTaints on a tainted rack-a
+// node) is steered by the policy for origin Descheduler; a policy for origin Evacuation
+// with a higher priority and another term is not chosen, since virt-api marked the VMI
+// kubevirt.io/eviction-source: descheduler.
+func TestPolicyDeschedulerOrigin(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	pool := "kmt-poldesc-" + framework.RandomSuffix()
+	nodes := poolWithRacks(t, f, pool, 82, "a", "b", "c")
+	src := nodes[0]
+	desched := pool + "-desched-to-b"
+	if err := createPolicy(t, f, f.Admin, desched, fmt.Sprintf(`{"priority": 1,
+		"match": {"origin": "Descheduler", "sourceNodeSelector": {"matchLabels": {"kmt-e2e/pool": %q}}},
+		"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["b"]}]}}`, pool)); err != nil {
+		t.Fatalf("create policy: %v", err)
+	}
+	if err := createPolicy(t, f, f.Admin, pool+"-drains-to-c", fmt.Sprintf(`{"priority": 9,
+		"match": {"origin": "Evacuation", "sourceNodeSelector": {"matchLabels": {"kmt-e2e/pool": %q}}},
+		"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["c"]}]}}`, pool)); err != nil {
+		t.Fatalf("create policy: %v", err)
+	}
+	f.StartVMI(t, f.Admin, ns, newLiveMigrateVMI("vmi", src, pool), src)
+
+	taintKey := "kmt-e2e/poldesc"
+	taint := fmt.Sprintf(`{"spec":{"taints":[{"key":%q,"value":%q,"effect":"NoSchedule"}]}}`, taintKey, ns)
+	if _, err := f.Admin.Kube.CoreV1().Nodes().Patch(framework.Ctx(t), src, types.MergePatchType, []byte(taint), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("taint %s: %v", src, err)
+	}
+	run := f.RunDescheduler(t, ns, framework.DeschedulerPolicy{
+		Plugin:       "RemovePodsViolatingNodeTaints",
+		Args:         map[string]any{"includedTaints": []string{taintKey + "=" + ns}},
+		Namespace:    ns,
+		NodeSelector: "kmt-e2e/pool=" + pool,
+		PodSelector:  map[string]string{virtv1.AppLabel: "virt-launcher"},
+	})
+	if got := run.Lines("Eviction in background assumed", ""); len(got) != 1 {
+		t.Fatalf("descheduler run: %d background evictions, want 1:\n%s", len(got), run.Log)
+	}
+	var mig virtv1.VirtualMachineInstanceMigration
+	framework.Eventually(t, 60*time.Second, "the evacuation VMIM", func() (bool, string) {
+		ms := policyEvacuations(t, f, ns)
+		if len(ms) != 1 {
+			return false, fmt.Sprintf("%d evacuation VMIMs", len(ms))
+		}
+		mig = ms[0]
+		return true, ""
+	})
+	if got := mig.Annotations[framework.PolicyAnnotation]; got != desched {
+		t.Errorf("evacuation VMIM %s policy %q, want %q (origin Descheduler)", mig.Name, got, desched)
+	}
+	f.WaitMigrationPhase(t, ns, mig.Name, virtv1.MigrationSucceeded, 90*time.Second)
+	f.WaitVMIRunning(t, ns, "vmi", nodes[1])
 }
