@@ -31,6 +31,13 @@ func WithRequiredNodeAffinity(term k8sv1.NodeSelectorTerm) VMIOption {
 	}
 }
 
+// LiveMigrateOnEviction sets evictionStrategy: LiveMigrate, so a drain or the descheduler's
+// eviction of the VMI's pod becomes an evacuation migration (virt-api's eviction interceptor).
+func LiveMigrateOnEviction(vmi *virtv1.VirtualMachineInstance) {
+	s := virtv1.EvictionStrategyLiveMigrate
+	vmi.Spec.EvictionStrategy = &s
+}
+
 // WithNodeSelector adds nodeSelector labels to the VMI.
 func WithNodeSelector(labels map[string]string) VMIOption {
 	return func(vmi *virtv1.VirtualMachineInstance) {

@@ -48,10 +48,17 @@ func launcherPod(t *testing.T, f *framework.Framework, ns string, vmi *virtv1.Vi
 // liveMigrateVMI starts a LiveMigrate VMI on src.
 func liveMigrateVMI(t *testing.T, f *framework.Framework, ns, src string, opts ...framework.VMIOption) *virtv1.VirtualMachineInstance {
 	t.Helper()
-	live := virtv1.EvictionStrategyLiveMigrate
-	vmi := framework.NewVMI("vmi", src, opts...)
-	vmi.Spec.EvictionStrategy = &live
+	vmi := framework.NewVMI("vmi", src, append(opts, framework.LiveMigrateOnEviction)...)
 	return f.StartVMI(t, f.Admin, ns, vmi, src)
+}
+
+// taintNoSchedule sets the node's taints to key=value:NoSchedule.
+func taintNoSchedule(t *testing.T, f *framework.Framework, node, key, value string) {
+	t.Helper()
+	taint := fmt.Sprintf(`{"spec":{"taints":[{"key":%q,"value":%q,"effect":"NoSchedule"}]}}`, key, value)
+	if _, err := f.Admin.Kube.CoreV1().Nodes().Patch(framework.Ctx(t), node, types.MergePatchType, []byte(taint), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("taint %s: %v", node, err)
+	}
 }
 
 // evacuationVMIMs lists the VMIMs virt-controller's evacuation controller created for
@@ -169,10 +176,7 @@ func TestDeschedulerNodeTaintEvictsInBackground(t *testing.T) {
 
 	setUnschedulable(t, f, dst, true) // holds the evacuation in Scheduling
 	taintKey := "kmt-e2e/desched"
-	taint := fmt.Sprintf(`{"spec":{"taints":[{"key":%q,"value":%q,"effect":"NoSchedule"}]}}`, taintKey, ns)
-	if _, err := f.Admin.Kube.CoreV1().Nodes().Patch(framework.Ctx(t), src, types.MergePatchType, []byte(taint), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("taint %s: %v", src, err)
-	}
+	taintNoSchedule(t, f, src, taintKey, ns)
 	policy := framework.DeschedulerPolicy{
 		Plugin:       "RemovePodsViolatingNodeTaints",
 		Args:         map[string]any{"includedTaints": []string{taintKey + "=" + ns}},

@@ -7,7 +7,6 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	virtv1 "kubevirt.io/api/core/v1"
 
 	"kmt.local/e2e/framework"
@@ -67,35 +65,6 @@ func poolWithRacks(t *testing.T, f *framework.Framework, pool string, octet int,
 	return names
 }
 
-func newLiveMigrateVMI(name, node, pool string) *virtv1.VirtualMachineInstance {
-	vmi := framework.NewVMI(name, node, inPool(pool))
-	live := virtv1.EvictionStrategyLiveMigrate
-	vmi.Spec.EvictionStrategy = &live
-	return vmi
-}
-
-func drain(t *testing.T, node, timeout string) framework.Result {
-	t.Helper()
-	return framework.Run(t, 150*time.Second, nil, framework.Kubectl(), "--kubeconfig", framework.KubeconfigOf(framework.AdminUser),
-		"drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+timeout)
-}
-
-func policyEvacuations(t *testing.T, f *framework.Framework, ns string) []virtv1.VirtualMachineInstanceMigration {
-	t.Helper()
-	list, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).List(framework.Ctx(t), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []virtv1.VirtualMachineInstanceMigration
-	for _, m := range list.Items {
-		if _, ok := m.Annotations[virtv1.EvacuationMigrationAnnotation]; ok {
-			out = append(out, m)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
 // A drain of a rack-a node with a policy "rack a → rack b": every VM goes to rack b, none to
 // rack c, though the scheduler alone could pick either; each evacuation VMIM carries the
 // policy's term and name and reports the term applied.
@@ -115,7 +84,7 @@ func TestPolicyDrainSteersEvacuations(t *testing.T) {
 	}
 	vms := []string{"vm-1", "vm-2", "vm-3"}
 	for _, vm := range vms {
-		f.StartVMI(t, f.Admin, ns, newLiveMigrateVMI(vm, src, pool), src)
+		f.StartVMI(t, f.Admin, ns, framework.NewVMI(vm, src, inPool(pool), framework.LiveMigrateOnEviction), src)
 	}
 
 	if r := drain(t, src, "120s"); r.Code != 0 {
@@ -128,7 +97,7 @@ func TestPolicyDrainSteersEvacuations(t *testing.T) {
 			t.Errorf("VMI %s on %s after the drain, want a rack-b node %v", vm, vmi.Status.NodeName, nodes[1:3])
 		}
 	}
-	evac := policyEvacuations(t, f, ns)
+	evac := evacuationVMIMs(t, f, ns)
 	if len(evac) != len(vms) {
 		t.Fatalf("evacuation VMIMs: %d, want %d", len(evac), len(vms))
 	}
@@ -178,13 +147,13 @@ func TestPolicyAllowingNoNodeReportsWhy(t *testing.T) {
 		"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["z"]}]}}`, pool)); err != nil {
 		t.Fatalf("create policy: %v", err)
 	}
-	f.StartVMI(t, f.Admin, ns, newLiveMigrateVMI("vm", src, pool), src)
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vm", src, inPool(pool), framework.LiveMigrateOnEviction), src)
 
 	r := drain(t, src, "25s")
 	if r.Code == 0 {
 		t.Fatalf("kubectl drain %s succeeded, want it to wait for the evacuation until its timeout: %s", src, r)
 	}
-	evac := policyEvacuations(t, f, ns)
+	evac := evacuationVMIMs(t, f, ns)
 	if len(evac) == 0 {
 		t.Fatalf("no evacuation VMIM after the drain: %s", r)
 	}
@@ -279,13 +248,10 @@ func TestPolicyDeschedulerOrigin(t *testing.T) {
 		"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["c"]}]}}`, pool)); err != nil {
 		t.Fatalf("create policy: %v", err)
 	}
-	f.StartVMI(t, f.Admin, ns, newLiveMigrateVMI("vmi", src, pool), src)
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", src, inPool(pool), framework.LiveMigrateOnEviction), src)
 
 	taintKey := "kmt-e2e/poldesc"
-	taint := fmt.Sprintf(`{"spec":{"taints":[{"key":%q,"value":%q,"effect":"NoSchedule"}]}}`, taintKey, ns)
-	if _, err := f.Admin.Kube.CoreV1().Nodes().Patch(framework.Ctx(t), src, types.MergePatchType, []byte(taint), metav1.PatchOptions{}); err != nil {
-		t.Fatalf("taint %s: %v", src, err)
-	}
+	taintNoSchedule(t, f, src, taintKey, ns)
 	run := f.RunDescheduler(t, ns, framework.DeschedulerPolicy{
 		Plugin:       "RemovePodsViolatingNodeTaints",
 		Args:         map[string]any{"includedTaints": []string{taintKey + "=" + ns}},
@@ -298,7 +264,7 @@ func TestPolicyDeschedulerOrigin(t *testing.T) {
 	}
 	var mig virtv1.VirtualMachineInstanceMigration
 	framework.Eventually(t, 60*time.Second, "the evacuation VMIM", func() (bool, string) {
-		ms := policyEvacuations(t, f, ns)
+		ms := evacuationVMIMs(t, f, ns)
 		if len(ms) != 1 {
 			return false, fmt.Sprintf("%d evacuation VMIMs", len(ms))
 		}

@@ -266,13 +266,9 @@ func TestVirtAPIDrainEvacuates(t *testing.T) {
 	ns := f.Namespace(t)
 	pool := "kmt-drain-" + framework.RandomSuffix()
 	nodes := poolNodes(t, f, pool, 75, 2)
-	live := virtv1.EvictionStrategyLiveMigrate
-	vmi := framework.NewVMI("vmi", nodes[0], inPool(pool))
-	vmi.Spec.EvictionStrategy = &live
-	f.StartVMI(t, f.Admin, ns, vmi, nodes[0])
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", nodes[0], inPool(pool), framework.LiveMigrateOnEviction), nodes[0])
 
-	r := framework.Run(t, 150*time.Second, nil, framework.Kubectl(), "--kubeconfig", framework.KubeconfigOf(framework.AdminUser),
-		"drain", nodes[0], "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s")
+	r := drain(t, nodes[0], "120s")
 	if r.Code != 0 {
 		t.Fatalf("kubectl drain %s: %s", nodes[0], r)
 	}
@@ -315,10 +311,7 @@ func TestVirtAPIDrainWaitsForPlacedMigration(t *testing.T) {
 	pool := "kmt-drainplaced-" + framework.RandomSuffix()
 	nodes := poolNodes(t, f, pool, 76, 3)
 	src, dst := nodes[0], nodes[2]
-	live := virtv1.EvictionStrategyLiveMigrate
-	vmi := framework.NewVMI("vmi", src, inPool(pool))
-	vmi.Spec.EvictionStrategy = &live
-	f.StartVMI(t, f.Admin, ns, vmi, src)
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", src, inPool(pool), framework.LiveMigrateOnEviction), src)
 
 	setUnschedulable(t, f, dst, true) // the placed migration waits in Scheduling
 	m := f.CreateMigration(t, f.Admin, ns, framework.NewMigration("placed", "vmi", framework.WithTerm(framework.NodeNameTerm(dst))))
@@ -328,8 +321,7 @@ func TestVirtAPIDrainWaitsForPlacedMigration(t *testing.T) {
 
 	drained := make(chan framework.Result, 1)
 	go func() {
-		drained <- framework.Run(t, 150*time.Second, nil, framework.Kubectl(), "--kubeconfig", framework.KubeconfigOf(framework.AdminUser),
-			"drain", src, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s")
+		drained <- drain(t, src, "120s")
 	}()
 	framework.Eventually(t, 60*time.Second, "VMI marked for evacuation of "+src, func() (bool, string) {
 		cur, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(framework.Ctx(t), "vmi", metav1.GetOptions{})
@@ -358,6 +350,13 @@ func TestVirtAPIDrainWaitsForPlacedMigration(t *testing.T) {
 			t.Errorf("VMIM %s (annotations %v) besides the placed one: the evacuation controller should have left the VMI to it", mig.Name, mig.Annotations)
 		}
 	}
+}
+
+// drain runs kubectl drain of node as the admin, with kubectl's own --timeout.
+func drain(t *testing.T, node, timeout string) framework.Result {
+	t.Helper()
+	return framework.Run(t, 150*time.Second, nil, framework.Kubectl(), "--kubeconfig", framework.KubeconfigOf(framework.AdminUser),
+		"drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+timeout)
 }
 
 func contains(s []string, v string) bool {
