@@ -21,10 +21,14 @@
 # 26000), KMT_E2E_NODES (fake node names, default node-a,node-b,node-c),
 # KMT_E2E_VIRT_CONTROLLER_IDENTITY (kubevirt: KubeVirt's own RBAC for virt-controller,
 # the default; admin: system:masters).
-set -euo pipefail
+# -E: the ERR trap of `up` also fires for a command failing inside a function.
+set -Eeuo pipefail
 source "$(dirname "$0")/lib.sh"
 
 RUN=$KMT_E2E_DIR
+# kubectl's discovery cache is keyed by host:port only: a cluster started again on the same
+# ports would otherwise be read through the previous one's resource list.
+export KUBECACHEDIR=$RUN/kube-cache
 PKI=$RUN/pki
 LOGS=$RUN/logs
 PIDS=$RUN/pids
@@ -412,7 +416,7 @@ cmd_up() {
   mkdir -p "$RUN" "$LOGS" "$PIDS"
   # On failure stop what started but keep the run dir (logs) for inspection;
   # a later `down` removes it.
-  trap 'kmt_log "cluster: up failed; stopping (logs kept in $LOGS)"; KMT_E2E_KEEP=1 cmd_down' ERR
+  trap 'kmt_log "cluster: up failed at cluster.sh line $LINENO: $BASH_COMMAND; stopping (logs kept in $LOGS)"; trap - ERR; KMT_E2E_KEEP=1 cmd_down' ERR
   make_pki
   start_etcd
   start_apiserver
@@ -440,6 +444,7 @@ export KMT_E2E_APISERVER=$APISERVER_URL
 export KMT_E2E_CA=$PKI/ca.crt
 export KMT_E2E_NODES=$NODES
 export KMT_KUBECTL=$KUBECTL
+export KUBECACHEDIR=$RUN/kube-cache
 export KMT_VIRTCTL=$KMT_KV_BIN/virtctl
 export KMT_DESCHEDULER=$KMT_DESCHEDULER_BIN/descheduler
 export PATH=$KMT_K8S_BIN:\$PATH

@@ -19,6 +19,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$KMT_ROOT"
 
 RUN=$KMT_E2E_DIR
+export KUBECACHEDIR=$RUN/kube-cache  # as cluster.sh: this cluster's discovery only
 KUBECTL=${KMT_KUBECTL:-$KMT_K8S_BIN/kubectl}
 NS=kubevirt-migration-target
 SA_USER=system:serviceaccount:$NS:migration-target-operator
