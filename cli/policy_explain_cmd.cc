@@ -162,7 +162,7 @@ std::string PolicyLine(const VmiVerdict& v) {
 
 void PrintText(const std::string& node, const std::string& origin, const api::PolicySet& set,
                const std::vector<VmiVerdict>& verdicts, std::ostream& out) {
-  const size_t n = set.policies.size();
+  const size_t n = set.policies.size() + set.skipped.size();
   out << "Node " << node << ", origin " << origin << ": " << verdicts.size() << " VMI"
       << (verdicts.size() == 1 ? "" : "s") << ", " << n << " MigrationTargetPolic"
       << (n == 1 ? "y" : "ies");

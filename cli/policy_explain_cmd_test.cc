@@ -145,7 +145,7 @@ TEST_CASE("policy explain: origin, -n, a skipped policy, why no node, a VMI with
     REQUIRE(RunPolicyExplain("a-0", std::string("prod"), "Descheduler", "", fake, {out, err}) == 0);
     const std::string o = out.str();
     CAPTURE(o);
-    CHECK(o.rfind("Node a-0, origin Descheduler: 2 VMIs, 2 MigrationTargetPolicies (1 skipped)\n"
+    CHECK(o.rfind("Node a-0, origin Descheduler: 2 VMIs, 3 MigrationTargetPolicies (1 skipped)\n"
                   "MigrationTargetPolicy \"broken\" is skipped: spec.addedNodeSelectorTerm",
                   0) == 0);
     CHECK(o.find("prod/db-1: policy desched-to-c (metadata.name In [b-2])\n") != std::string::npos);
@@ -170,7 +170,7 @@ TEST_CASE("policy explain: origin, -n, a skipped policy, why no node, a VMI with
     fake.Delete(kube::kPods, "other", "virt-launcher-lone");
     std::ostringstream out, err;
     REQUIRE(RunPolicyExplain("a-0", std::string("other"), "Evacuation", "", fake, {out, err}) == 0);
-    CHECK(out.str() == R"(Node a-0, origin Evacuation: 1 VMI, 2 MigrationTargetPolicies (1 skipped)
+    CHECK(out.str() == R"(Node a-0, origin Evacuation: 1 VMI, 3 MigrationTargetPolicies (1 skipped)
 MigrationTargetPolicy "broken" is skipped: spec.addedNodeSelectorTerm: Required value: must have at least one requirement in matchExpressions or matchFields
 
 other/lone: policy rack-a-to-b (rack In [b])
