@@ -153,8 +153,8 @@ const std::vector<Flag>& Table() {
         {kPolicyExplain}},
        [](Invocation& inv, const std::string& v) {
          if (v != "Evacuation" && v != "Descheduler") {
-           return "invalid argument \"" + v +
-                  "\" for \"--origin\" flag: must be \"Evacuation\" or \"Descheduler\"";
+           return R"(invalid argument ")" + v +
+                  R"(" for "--origin" flag: must be "Evacuation" or "Descheduler")";
          }
          inv.origin = v;
          return std::string();
@@ -343,8 +343,8 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
     } else if (!help) {
       return fail(positionals.empty()
                       ? std::string("policy needs a subcommand: explain")
-                      : "unknown command \"" + positionals[0] +
-                            "\" for \"kubectl migrate policy\": the only one is explain");
+                      : R"(unknown command ")" + positionals[0] +
+                            R"(" for "kubectl migrate policy": the only one is explain)");
     }
   }
   if (help) {
