@@ -34,7 +34,8 @@ func explainBlocks(t *testing.T, out string) map[string]string {
 // A rack-a node holding two VMs, a policy "rack a → rack b" that leaves out tier=db: the
 // plugin says the web VM goes by the policy to the rack-b nodes only (the rack-c node is out
 // because the term does not match) and the db VM has no policy (rack b and c both allowed);
-// -o json says the same; after `kubectl drain`, each VM runs where the plugin said it could.
+// -o json says the same; kubectl's completion offers the subcommand, the node and --origin's
+// choices; after `kubectl drain`, each VM runs where the plugin said it could.
 func TestPolicyExplain(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
@@ -114,6 +115,22 @@ func TestPolicyExplain(t *testing.T) {
 	if doc.Node != src || fmt.Sprint(allowed["vm-web"]) != fmt.Sprint([]string{b1, b2}) ||
 		fmt.Sprint(allowed["vm-db"]) != fmt.Sprint([]string{b1, b2, c3}) {
 		t.Errorf("policy explain -o json: node %q allowed %v, want %s with vm-web [%s %s], vm-db [%s %s %s]", doc.Node, allowed, src, b1, b2, b1, b2, c3)
+	}
+
+	// kubectl's completion reaches the plugin's: the subcommand, the node, --origin's choices.
+	path := completionPath(t)
+	for _, c := range []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"policy", ""}, []string{"explain"}},
+		{[]string{"policy", "explain", pool + "-a"}, []string{src}},
+		{[]string{"policy", "explain", src, "--origin", ""}, []string{"Evacuation", "Descheduler"}},
+		{[]string{"policy", "explain", src, "-o", ""}, []string{"json", "text"}},
+	} {
+		if got, dir := kubectlComplete(t, path, "__completeNoDesc", c.words...); !equal(got, c.want) || dir != ":4" {
+			t.Errorf("kubectl __completeNoDesc migrate %q: %q %s, want %q :4", c.words, got, dir, c.want)
+		}
 	}
 
 	// The drain: each VM lands where the plugin said it could.
