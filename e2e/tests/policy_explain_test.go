@@ -52,7 +52,7 @@ func TestPolicyExplain(t *testing.T) {
 		t.Fatalf("create policy: %v", err)
 	}
 	for _, vm := range []struct{ name, tier string }{{"vm-web", "web"}, {"vm-db", "db"}} {
-		vmi := liveMigrateVMI(vm.name, src, pool)
+		vmi := framework.NewVMI(vm.name, src, inPool(pool), framework.LiveMigrateOnEviction)
 		vmi.Labels = map[string]string{"tier": vm.tier}
 		f.StartVMI(t, f.Admin, ns, vmi, src)
 	}
