@@ -34,7 +34,8 @@ func explainBlocks(t *testing.T, out string) map[string]string {
 // A rack-a node holding two VMs, a policy "rack a → rack b" that leaves out tier=db: the
 // plugin says the web VM goes by the policy to the rack-b nodes only (the rack-c node is out
 // because the term does not match) and the db VM has no policy (rack b and c both allowed);
-// -o json says the same; kubectl's completion offers the subcommand, the node and --origin's
+// -o json says the same; --origin Descheduler finds no policy for either (this one is for
+// drains); kubectl's completion offers the subcommand, the node and --origin's
 // choices; after `kubectl drain`, each VM runs where the plugin said it could.
 func TestPolicyExplain(t *testing.T) {
 	t.Parallel()
@@ -115,6 +116,24 @@ func TestPolicyExplain(t *testing.T) {
 	if doc.Node != src || fmt.Sprint(allowed["vm-web"]) != fmt.Sprint([]string{b1, b2}) ||
 		fmt.Sprint(allowed["vm-db"]) != fmt.Sprint([]string{b1, b2, c3}) {
 		t.Errorf("policy explain -o json: node %q allowed %v, want %s with vm-web [%s %s], vm-db [%s %s %s]", doc.Node, allowed, src, b1, b2, b1, b2, c3)
+	}
+
+	// The policy is for drains (origin Evacuation): the descheduler's eviction gets none.
+	r = framework.Plugin(t, framework.AdminUser, time.Minute, "policy", "explain", src, "--origin", "Descheduler", "-n", ns)
+	if r.Code != 0 {
+		t.Fatalf("policy explain %s --origin Descheduler: %s", src, r)
+	}
+	desched := explainBlocks(t, r.Stdout)
+	if len(desched) != 2 {
+		t.Errorf("policy explain --origin Descheduler: %d VMIs, want 2:\n%s", len(desched), r.Stdout)
+	}
+	for vm, b := range desched {
+		if !strings.HasPrefix(b, vm+": no policy: the scheduler alone decides\n") {
+			t.Errorf("policy explain --origin Descheduler: %s gets a policy meant for drains:\n%s", vm, b)
+		}
+	}
+	if !strings.HasPrefix(r.Stdout, "Node "+src+", origin Descheduler: 2 VMIs, ") {
+		t.Errorf("policy explain --origin Descheduler header:\n%s", r.Stdout)
 	}
 
 	// kubectl's completion reaches the plugin's: the subcommand, the node, --origin's choices.
