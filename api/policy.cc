@@ -6,6 +6,7 @@
 #include "api/added_term.h"
 #include "api/label_requirement.h"
 #include "api/label_validation.h"
+#include "api/names.h"
 
 namespace kmt::api {
 namespace {
@@ -128,6 +129,16 @@ std::optional<PolicyLabelSelector> ParseSelector(const Json& v, const std::strin
   return sel;
 }
 
+// obj.metadata[member], or null when obj is not an object of that shape.
+const Json& MetadataMember(const Json& obj, std::string_view member) {
+  static const Json kNull;
+  if (!obj.is_object()) return kNull;
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return kNull;
+  auto it = md->find(member);
+  return it != md->end() ? *it : kNull;
+}
+
 }  // namespace
 
 bool PolicyLabelSelector::Matches(const Json& labels) const {
@@ -221,6 +232,41 @@ bool PolicyMatches(const MigrationTargetPolicy& p, const EvacuationFacts& facts)
   }
   if (p.vmi_selector && !p.vmi_selector->Matches(facts.vmi_labels)) return false;
   return true;
+}
+
+EvacuationFacts EvacuationFactsOf(const Json& vmi, const Json& ns, const Json& source_node_labels) {
+  EvacuationFacts facts;
+  facts.vmi_labels = MetadataMember(vmi, "labels");
+  const Json& annotations = MetadataMember(vmi, "annotations");
+  if (annotations.is_object()) {
+    auto it = annotations.find(kAnnotationEvictionSource);
+    facts.descheduler = it != annotations.end() && it->is_string() &&
+                        it->get<std::string>() == kEvictionSourceDescheduler;
+  }
+  facts.namespace_labels = MetadataMember(ns, "labels");
+  facts.source_node_labels = source_node_labels;
+  return facts;
+}
+
+std::string SkippedPolicy::Warning() const {
+  return "MigrationTargetPolicy \"" + name + "\" is skipped: " + cause;
+}
+
+PolicySet ParsePolicies(const std::vector<Json>& objects) {
+  PolicySet set;
+  for (const Json& obj : objects) {
+    PolicyParse parsed = ParsePolicy(obj);
+    if (!parsed.policy) {
+      const Json& name = MetadataMember(obj, "name");
+      set.skipped.push_back(
+          {name.is_string() ? name.get<std::string>() : std::string(),
+           parsed.causes.empty() ? std::string("invalid") : ToString(parsed.causes.front())});
+      continue;
+    }
+    set.wants_namespace = set.wants_namespace || parsed.policy->namespace_selector.has_value();
+    set.policies.push_back(std::move(*parsed.policy));
+  }
+  return set;
 }
 
 const MigrationTargetPolicy* SelectPolicy(const std::vector<MigrationTargetPolicy>& policies,

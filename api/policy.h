@@ -17,6 +17,10 @@
 //
 // Precedence: among the policies that match, the highest spec.priority wins, then the
 // smallest metadata.name (names are unique), so the choice never depends on list order.
+//
+// The operator's webhook (webhook/policy_attacher.h) and `kubectl migrate policy explain`
+// (cli/policy_explain_cmd.h) both go through ParsePolicies, EvacuationFactsOf and
+// SelectPolicy, so what the plugin predicts is what the webhook attaches.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -76,6 +80,31 @@ struct EvacuationFacts {
 };
 
 bool PolicyMatches(const MigrationTargetPolicy& p, const EvacuationFacts& facts);
+
+// The facts of an evacuation of `vmi` (an object as stored: its metadata.labels and its
+// kubevirt.io/eviction-source annotation are read) in the namespace `ns` (the object, for its
+// labels) from the node labelled `source_node_labels`. Any of them may be null (not read, or
+// absent): its labels are then null, which only an absent or empty selector matches.
+EvacuationFacts EvacuationFactsOf(const nlohmann::json& vmi, const nlohmann::json& ns,
+                                  const nlohmann::json& source_node_labels);
+
+// A policy that does not parse: skipped, never matched.
+struct SkippedPolicy {
+  std::string name;
+  std::string cause;  // its first cause (api::ToString), "invalid" when there is none
+  // "MigrationTargetPolicy \"NAME\" is skipped: CAUSE" (the webhook's admission warning).
+  std::string Warning() const;
+};
+
+struct PolicySet {
+  std::vector<MigrationTargetPolicy> policies;  // those that parse, in list order
+  std::vector<SkippedPolicy> skipped;           // those that do not, in list order
+  // Some policy has a namespaceSelector: only then are namespaces worth reading.
+  bool wants_namespace = false;
+};
+
+// Every policy object of a LIST, parsed by ParsePolicy.
+PolicySet ParsePolicies(const std::vector<nlohmann::json>& objects);
 
 // The winning policy by the precedence above, or nullptr when none matches.
 const MigrationTargetPolicy* SelectPolicy(const std::vector<MigrationTargetPolicy>& policies,

@@ -154,5 +154,58 @@ TEST_CASE("Precedence: highest priority, then smallest name, whatever the list o
   CHECK(SelectPolicy({}, facts) == nullptr);
 }
 
+TEST_CASE("EvacuationFactsOf reads what the webhook and the plugin match on") {
+  const json vmi = json::parse(R"({"metadata": {"name": "vm", "labels": {"app": "web"},
+      "annotations": {"kubevirt.io/eviction-source": "descheduler"}}})");
+  const json ns = json::parse(R"({"metadata": {"name": "prod", "labels": {"team": "x"}}})");
+  const json node = json::parse(R"({"rack": "a"})");
+  EvacuationFacts f = EvacuationFactsOf(vmi, ns, node);
+  CHECK(f.descheduler);
+  CHECK(f.vmi_labels == json::parse(R"({"app": "web"})"));
+  CHECK(f.namespace_labels == json::parse(R"({"team": "x"})"));
+  CHECK(f.source_node_labels == node);
+
+  // Absent or odd objects: null labels, not the descheduler's.
+  for (const char* odd :
+       {"null", "[]", R"({"metadata": 5})",
+        R"({"metadata": {"annotations": {"kubevirt.io/eviction-source": 1}}})",
+        R"({"metadata": {"annotations": {"kubevirt.io/eviction-source": "x"}}})"}) {
+    CAPTURE(odd);
+    EvacuationFacts g = EvacuationFactsOf(json::parse(odd), json::parse(odd), nullptr);
+    CHECK_FALSE(g.descheduler);
+    CHECK(g.vmi_labels.is_null());
+    CHECK(g.namespace_labels.is_null());
+    CHECK(g.source_node_labels.is_null());
+  }
+}
+
+TEST_CASE("ParsePolicies keeps those that parse in order and skips the others with a cause") {
+  PolicySet set = ParsePolicies({
+      Policy("ns-scoped", R"({"match": {"namespaceSelector": {"matchLabels": {"team": "x"}}},
+        "addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "Exists"}]}})"),
+      Policy("broken", R"({"addedNodeSelectorTerm": {}})"),
+      Policy(
+          "plain",
+          R"({"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "Exists"}]}})"),
+      json("not an object"),
+  });
+  REQUIRE(set.policies.size() == 2);
+  CHECK(set.policies[0].name == "ns-scoped");
+  CHECK(set.policies[1].name == "plain");
+  CHECK(set.wants_namespace);
+  REQUIRE(set.skipped.size() == 2);
+  CHECK(set.skipped[0].name == "broken");
+  CHECK(set.skipped[0].Warning() ==
+        "MigrationTargetPolicy \"broken\" is skipped: spec.addedNodeSelectorTerm: Required value: "
+        "must have at least one requirement in matchExpressions or matchFields");
+  CHECK(set.skipped[1].name.empty());
+  CHECK_FALSE(
+      ParsePolicies(
+          {Policy(
+              "plain",
+              R"({"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "Exists"}]}})")})
+          .wants_namespace);
+}
+
 }  // namespace
 }  // namespace kmt::api

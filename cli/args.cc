@@ -42,6 +42,7 @@ constexpr Command kMigrate = Command::kMigrate;
 constexpr Command kExplain = Command::kExplain;
 constexpr Command kCancel = Command::kCancel;
 constexpr Command kList = Command::kList;
+constexpr Command kPolicyExplain = Command::kPolicyExplain;
 
 const std::vector<Flag>& Table() {
   static const auto* table = new std::vector<Flag>{
@@ -136,11 +137,26 @@ const std::vector<Flag>& Table() {
         'o',
         true,
         false,
-        "Output format: name, yaml, json (list: also wide).",
+        "Output format: name, yaml, json (list: also wide; policy explain: text, json).",
         false,
-        {kMigrate, kCancel, kList}},
+        {kMigrate, kCancel, kList, kPolicyExplain}},
        [](Invocation& inv, const std::string& v) {
          inv.output = v;  // checked per command once the command is known
+         return std::string();
+       }},
+      {{"origin",
+        0,
+        true,
+        false,
+        "The eviction to explain: Evacuation (kubectl drain, a node taint) or Descheduler.",
+        false,
+        {kPolicyExplain}},
+       [](Invocation& inv, const std::string& v) {
+         if (v != "Evacuation" && v != "Descheduler") {
+           return R"(invalid argument ")" + v +
+                  R"(" for "--origin" flag: must be "Evacuation" or "Descheduler")";
+         }
+         inv.origin = v;
          return std::string();
        }},
       {{"context", 0, true, false, "The kubeconfig context to use.", true, {}},
@@ -190,6 +206,8 @@ const char* FormatsOf(Command command) {
       return "json,name,yaml";
     case Command::kList:
       return "json,name,wide,yaml";
+    case Command::kPolicyExplain:
+      return "json,text";
     case Command::kExplain:
     case Command::kStatus:
     case Command::kHelp:
@@ -209,6 +227,8 @@ std::string UsageOf(Command command) {
       return "cancel";
     case Command::kList:
       return "list";
+    case Command::kPolicyExplain:
+      return "policy explain NODE";
     case Command::kMigrate:
     case Command::kHelp:
       break;
@@ -245,6 +265,8 @@ const std::vector<SubcommandDoc>& SubcommandDocs() {
       {"status", Command::kStatus, "Show a migration's phase, conditions and Events"},
       {"cancel", Command::kCancel, "Cancel a migration (delete its VMIM, as virtctl does)"},
       {"list", Command::kList, "List placed migrations with phase, term, node and conditions"},
+      {"policy", Command::kPolicyExplain,
+       "Explain which policy would steer each VM off a node, and where to"},
   };
   return *docs;
 }
@@ -315,6 +337,16 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
       }
     }
   }
+  if (command == Command::kPolicyExplain) {
+    if (!positionals.empty() && positionals[0] == "explain") {
+      positionals.erase(positionals.begin());
+    } else if (!help) {
+      return fail(positionals.empty()
+                      ? std::string("policy needs a subcommand: explain")
+                      : R"(unknown command ")" + positionals[0] +
+                            R"(" for "kubectl migrate policy": the only one is explain)");
+    }
+  }
   if (help) {
     inv.command = Command::kHelp;
     inv.help_for = command;
@@ -358,7 +390,9 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
     return ArgsParse{inv, {}};
   }
 
-  const char* what = command == Command::kStatus ? "MIGRATION" : "NAME";
+  const char* what = command == Command::kStatus          ? "MIGRATION"
+                     : command == Command::kPolicyExplain ? "NODE"
+                                                          : "NAME";
   if (positionals.empty()) {
     if (command == Command::kMigrate && args.empty()) {
       inv.command = Command::kHelp;
@@ -392,6 +426,7 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
       break;
     case Command::kCancel:
     case Command::kList:
+    case Command::kPolicyExplain:
     case Command::kHelp:
       break;
   }
@@ -474,6 +509,31 @@ Options:
 Usage:
   kubectl migrate list [options]
 )";
+    case Command::kPolicyExplain:
+      return R"(Explain, before a drain of NODE (or a descheduler run), where each VM on it would go.
+
+For every VMI running on NODE (in every namespace, or only -n's), names the
+MigrationTargetPolicy that would steer its evacuation migration, chosen exactly as the
+operator's webhook chooses it (origin, the labels of NODE, of the VMI's namespace and of the
+VMI; highest spec.priority, then name), or says "no policy: the scheduler alone decides".
+Then, node by node (NODE itself excluded, as KubeVirt excludes it), whether the VM's target
+pod would fit, ANDed with that policy's term, and a summary per VMI. Policies that do not
+parse are listed as skipped, with their first cause, as the webhook skips them.
+
+Examples:
+  # Before 'kubectl drain worker-3': which policy sends each VM where?
+  kubectl migrate policy explain worker-3
+
+  # Before the descheduler evicts from worker-3, as JSON
+  kubectl migrate policy explain worker-3 --origin Descheduler -o json
+
+Options:
+      --origin='Evacuation': The eviction to explain: Evacuation (kubectl drain, a node taint) or Descheduler.
+  -o, --output='': One of: text, json.
+
+Usage:
+  kubectl migrate policy explain NODE [options]
+)";
     case Command::kMigrate:
     case Command::kHelp:
       break;
@@ -498,10 +558,14 @@ Examples:
   # Before migrating: would it fit?
   kubectl migrate explain db-1 --node worker-3
 
+  # Before draining a node: which MigrationTargetPolicy sends each of its VMs where?
+  kubectl migrate policy explain worker-3
+
 Available Commands:
   cancel      Cancel a migration (delete its VMIM, as virtctl does)
   explain     Explain, node by node, whether the VMI would fit
   list        List placed migrations with phase, term, node and conditions
+  policy      Explain which policy would steer each VM off a node, and where to
   status      Show a migration's phase, conditions and Events
 
 Options:

@@ -10,6 +10,7 @@
 //   kubectl migrate status MIGRATION
 //   kubectl migrate cancel MIGRATION|--vmi VMI [--dry-run=none|client|server] [-o name|yaml|json]
 //   kubectl migrate list [-A] [-o wide|name|yaml|json]
+//   kubectl migrate policy explain NODE [--origin Evacuation|Descheduler] [-o text|json]
 //   global: --kubeconfig FILE, --context NAME, -n/--namespace NS, -h/--help
 //
 // FlagDocs() is the one list of flags: the parser accepts exactly these, the help
@@ -25,13 +26,14 @@
 
 namespace kmt::cli {
 
-enum class Command { kMigrate, kExplain, kStatus, kCancel, kList, kHelp };
+enum class Command { kMigrate, kExplain, kStatus, kCancel, kList, kPolicyExplain, kHelp };
 enum class DryRun { kNone, kClient, kServer };
 
 struct Invocation {
   Command command = Command::kHelp;
   Command help_for = Command::kMigrate;  // with kHelp: which help to print
-  std::string name;  // VMI name (migrate, explain), VMIM name (status, cancel), "" (list)
+  // VMI name (migrate, explain), VMIM name (status, cancel), node (policy explain), "" (list)
+  std::string name;
 
   // Global (kubeconfig) flags.
   std::string kubeconfig;
@@ -47,10 +49,13 @@ struct Invocation {
   DryRun dry_run = DryRun::kNone;
   bool wait = false;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  std::string output;  // "", "name", "yaml", "json"; list also "wide"
+  std::string output;  // "", "name", "yaml", "json"; list also "wide"; policy explain "text"
 
   std::optional<std::string> vmi;  // cancel --vmi: the VMI whose active migration to cancel
   bool all_namespaces = false;     // list -A
+  // policy explain --origin: the eviction about to happen, "Evacuation" (kubectl drain, a
+  // node taint) or "Descheduler" (the descheduler's eviction in background).
+  std::string origin = "Evacuation";
 
   bool HasRequest() const { return node || selector || term_file || !exclude_nodes.empty(); }
 };
@@ -80,7 +85,8 @@ bool Accepts(Command command, const FlagDoc& flag);
 // The -o formats a command prints, comma-separated ("json,name,yaml"); "" when it has no -o.
 const char* OutputFormats(Command command);
 
-// The subcommands, with the one-line description help and completion show.
+// The subcommands, with the one-line description help and completion show. "policy" is
+// followed by its own subcommand, "explain" (the only one).
 struct SubcommandDoc {
   std::string name;
   Command command;

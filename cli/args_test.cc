@@ -63,6 +63,52 @@ TEST_CASE("subcommands") {
   CHECK(Parse({}).invocation->command == Command::kHelp);
 }
 
+TEST_CASE("policy explain NODE, its flags and its usage errors") {
+  auto p = Parse({"policy", "explain", "worker-3", "--origin", "Descheduler", "-o", "json"});
+  REQUIRE(p.error.empty());
+  CHECK(p.invocation->command == Command::kPolicyExplain);
+  CHECK(p.invocation->name == "worker-3");
+  CHECK(p.invocation->origin == "Descheduler");
+  CHECK(p.invocation->output == "json");
+  CHECK_FALSE(p.invocation->ns.has_value());  // every namespace unless -n
+
+  auto d = Parse({"-n", "prod", "policy", "explain", "worker-3"});
+  REQUIRE(d.error.empty());
+  CHECK(d.invocation->origin == "Evacuation");
+  CHECK(d.invocation->ns == "prod");
+  CHECK(d.invocation->output.empty());
+  CHECK(Parse({"policy", "explain", "w", "-o", "text"}).error.empty());
+
+  auto h = Parse({"policy", "explain", "--help"});
+  REQUIRE(h.error.empty());
+  CHECK(h.invocation->help_for == Command::kPolicyExplain);
+
+  struct Row {
+    std::vector<std::string> args;
+    const char* error;
+  };
+  auto row = GENERATE(
+      Row{{"policy"}, "policy needs a subcommand: explain"},
+      Row{{"policy", "show", "w"},
+          "unknown command \"show\" for \"kubectl migrate policy\": the only one is explain"},
+      Row{{"policy", "explain"}, "exactly one NODE is required, got 0"},
+      Row{{"policy", "explain", "a", "b"}, "exactly one NODE is required, got 2"},
+      Row{{"policy", "explain", "w", "--origin", "Drain"},
+          "invalid argument \"Drain\" for \"--origin\" flag: must be \"Evacuation\" or "
+          "\"Descheduler\""},
+      Row{{"policy", "explain", "w", "-o", "yaml"},
+          "unable to match a printer suitable for the output format \"yaml\", allowed formats "
+          "are: json,text"},
+      Row{{"policy", "explain", "w", "--node", "x"},
+          "flag --node does not apply to 'kubectl migrate policy explain NODE'"},
+      Row{{"db-1", "--node", "n", "--origin", "Evacuation"},
+          "flag --origin does not apply to 'kubectl migrate NAME'"});
+  CAPTURE(row.args);
+  auto bad = Parse(row.args);
+  CHECK_FALSE(bad.invocation);
+  CHECK(bad.error == row.error);
+}
+
 TEST_CASE("usage errors say exactly what is wrong") {
   struct Row {
     std::vector<std::string> args;
@@ -172,13 +218,15 @@ TEST_CASE("help texts name every flag") {
   CHECK(HelpText(Command::kCancel).find("kubectl migrate cancel --vmi VMI") != std::string::npos);
   CHECK(HelpText(Command::kList).find("kubectl migrate list [options]") != std::string::npos);
   CHECK(HelpText(Command::kStatus).find("kubectl migrate status MIGRATION") != std::string::npos);
+  CHECK(HelpText(Command::kPolicyExplain).find("kubectl migrate policy explain NODE [options]") !=
+        std::string::npos);
 }
 
 // The flag table is what the parser accepts and what completion offers; every help text must
 // name the flags its command accepts, and the main help every subcommand.
 TEST_CASE("every flag a command accepts is in that command's help and parses there") {
   auto command = GENERATE(Command::kMigrate, Command::kExplain, Command::kStatus, Command::kCancel,
-                          Command::kList);
+                          Command::kList, Command::kPolicyExplain);
   std::string help = HelpText(command);
   for (const FlagDoc& f : FlagDocs()) {
     if (!Accepts(command, f)) continue;

@@ -61,6 +61,9 @@ void WantValueOf(const FlagDoc& flag, std::string prefix, CompletionRequest& req
   } else if (n == "dry-run") {
     req.want = Want::kChoice;
     req.choices = {"none", "client", "server"};
+  } else if (n == "origin") {
+    req.want = Want::kChoice;
+    req.choices = {"Evacuation", "Descheduler"};
   } else if (n == "term-file" || n == "kubeconfig") {
     req.want = Want::kFiles;
   } else {
@@ -201,6 +204,7 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
   bool subcommand_seen = false;
   bool after_dashdash = false;
   size_t positionals = 0;
+  std::string first_positional;      // after `policy`: its subcommand
   const FlagDoc* pending = nullptr;  // a flag whose value is the next word
 
   for (size_t i = 0; i < typed; ++i) {
@@ -238,7 +242,7 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
           continue;
         }
       }
-      ++positionals;
+      if (positionals++ == 0) first_positional = w;
       continue;
     }
     if (flag == nullptr) continue;  // unknown (or -h): the plugin itself will say so
@@ -277,7 +281,17 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
     return req;
   }
   req.prefix = current;
-  if (req.command == Command::kHelp || positionals > 0) {
+  if (req.command == Command::kPolicyExplain) {
+    // `policy explain NODE`: the subcommand, then the node being left.
+    if (positionals == 0) {
+      req.want = Want::kChoice;
+      req.choices = {"explain"};
+    } else if (positionals == 1 && first_positional == "explain") {
+      req.want = Want::kNode;
+    } else {
+      req.want = Want::kNothing;
+    }
+  } else if (req.command == Command::kHelp || positionals > 0) {
     req.want = Want::kNothing;
   } else if (!subcommand_seen) {
     req.want = Want::kFirstWord;
@@ -297,6 +311,7 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
       }
       case Command::kMigrate:
       case Command::kList:
+      case Command::kPolicyExplain:
       case Command::kHelp:
         req.want = Want::kNothing;
         break;

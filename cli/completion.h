@@ -15,12 +15,12 @@
 //  - first word: the subcommands (with descriptions) and, for `kubectl migrate NAME`,
 //    the namespace's VMIs;
 //  - `explain`'s NAME and `cancel --vmi`: VMIs; `status`: migrations; `cancel`: migrations
-//    that have not ended;
+//    that have not ended; `policy`: its subcommand `explain`, then node names;
 //  - `-...`: the flags the command accepts (with their usage), a flag given once not again;
 //  - values: --node and --exclude-node node names (nodes already excluded left out),
 //    --selector label keys of the nodes (and a key's values after `key=`/`key!=`, each
-//    part of a comma-separated selector in turn), -n namespaces, -o and --dry-run their
-//    choices, --term-file and --kubeconfig files (directive 0: the shell completes files).
+//    part of a comma-separated selector in turn), -n namespaces, -o, --dry-run and --origin
+//    their choices, --term-file and --kubeconfig files (directive 0: the shell completes files).
 // Values come from the cluster named by the typed --kubeconfig/--context/-n (else the
 // environment's kubeconfig). A failed read gives no candidates and directive 1, so the
 // shell shows nothing rather than files.

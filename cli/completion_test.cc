@@ -55,7 +55,8 @@ Lines Values(const CompletionAnswer& a) {
 TEST_CASE("the first word: subcommands, with descriptions, then the namespace's VMIs") {
   Cluster c;
   auto a = c.Ask({""});
-  CHECK(Values(a) == Lines{"explain", "status", "cancel", "list", "help", "cache", "db-1", "db-2"});
+  CHECK(Values(a) ==
+        Lines{"explain", "status", "cancel", "list", "policy", "help", "cache", "db-1", "db-2"});
   CHECK(a.candidates[0] == "explain\tExplain, node by node, whether the VMI would fit");
   CHECK(a.directive == kDirectiveNoFileComp);
   CHECK(Values(c.Ask({"c"})) == Lines{"cancel", "cache"});
@@ -75,6 +76,29 @@ TEST_CASE("each subcommand completes what it names") {
   CHECK(Values(c.Ask({"cancel", "--vmi=db-1", ""})).empty());
   CHECK(Values(c.Ask({"list", ""})).empty());
   CHECK(Values(c.Ask({"help", ""})).empty());
+}
+
+TEST_CASE("policy explain: its subcommand, the node being left, --origin and -o choices") {
+  Cluster c;
+  auto first = c.Ask({"po"});
+  CHECK(Values(first) == Lines{"policy"});
+  CHECK(first.candidates[0] ==
+        "policy\tExplain which policy would steer each VM off a node, and where to");
+  CHECK(Values(c.Ask({"policy", ""})) == Lines{"explain"});
+  CHECK(Values(c.Ask({"policy", "-n", "prod", "ex"})) == Lines{"explain"});
+  CHECK(Values(c.Ask({"policy", "explain", ""})) == Lines{"w1", "w2", "x9"});
+  CHECK(Values(c.Ask({"policy", "explain", "w"})) == Lines{"w1", "w2"});
+  CHECK(Values(c.Ask({"policy", "explain", "w1", ""})).empty());
+  CHECK(Values(c.Ask({"policy", "other", ""})).empty());
+  CHECK(Values(c.Ask({"policy", "explain", "w1", "--origin", ""})) ==
+        Lines{"Evacuation", "Descheduler"});
+  CHECK(Values(c.Ask({"policy", "explain", "w1", "--origin=D"})) == Lines{"Descheduler"});
+  CHECK(Values(c.Ask({"policy", "explain", "w1", "-o", ""})) == Lines{"json", "text"});
+  CHECK(Values(c.Ask({"policy", "explain", "w1", "--o"})) == Lines{"--output", "--origin"});
+  auto flags = Values(c.Ask({"policy", "explain", "w1", "--origin", "Descheduler", "-"}));
+  CHECK(std::find(flags.begin(), flags.end(), "--origin") == flags.end());
+  CHECK(std::find(flags.begin(), flags.end(), "--node") == flags.end());
+  CHECK(std::find(flags.begin(), flags.end(), "--namespace") != flags.end());
 }
 
 TEST_CASE("flag names: those the command accepts, a flag given once not again") {

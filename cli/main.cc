@@ -15,6 +15,7 @@
 #include "cli/explain_cmd.h"
 #include "cli/list_cmd.h"
 #include "cli/migrate.h"
+#include "cli/policy_explain_cmd.h"
 #include "cli/status_cmd.h"
 #include "cli/term_builder.h"
 #include "kube/error.h"
@@ -126,6 +127,9 @@ int Run(int argc, char** argv) {
       return kmt::cli::RunCancel(inv, ns, client, io);
     case Command::kList:
       return kmt::cli::RunList(inv, ns, client, io, std::chrono::system_clock::now());
+    case Command::kPolicyExplain:
+      // Every namespace unless -n says otherwise: a drain moves them all.
+      return kmt::cli::RunPolicyExplain(inv.name, inv.ns, inv.origin, inv.output, client, io);
     case Command::kHelp:
       break;
   }

@@ -33,12 +33,6 @@ std::string PointerToken(std::string_view s) {
   return out;
 }
 
-Json Labels(const std::optional<Json>& obj) {
-  if (!obj) return nullptr;
-  const Json* labels = Member(*obj, {"metadata", "labels"});
-  return labels != nullptr ? *labels : Json(nullptr);
-}
-
 }  // namespace
 
 std::optional<std::string> EvacuationSource(const AdmissionRequest& req,
@@ -55,38 +49,25 @@ std::optional<std::string> EvacuationSource(const AdmissionRequest& req,
 PolicyChoice ChoosePolicy(const Json& vmim, std::string_view ns, std::string_view source_node,
                           ClusterView& cluster) {
   PolicyChoice choice;
-  std::vector<api::MigrationTargetPolicy> policies;
-  bool wants_namespace = false;
-  for (const Json& obj : cluster.ListPolicies()) {
-    api::PolicyParse parsed = api::ParsePolicy(obj);
-    if (!parsed.policy) {
-      const std::string name = StringAt(obj, {"metadata", "name"});
-      choice.warnings.push_back(fmt::format(
-          "MigrationTargetPolicy \"{}\" is skipped: {}", name,
-          parsed.causes.empty() ? std::string("invalid") : api::ToString(parsed.causes.front())));
-      continue;
-    }
-    wants_namespace = wants_namespace || parsed.policy->namespace_selector.has_value();
-    policies.push_back(std::move(*parsed.policy));
-  }
-  if (policies.empty()) return choice;
+  api::PolicySet set = api::ParsePolicies(cluster.ListPolicies());
+  for (const api::SkippedPolicy& s : set.skipped) choice.warnings.push_back(s.Warning());
+  if (set.policies.empty()) return choice;
 
-  api::EvacuationFacts facts;
   const std::string vmi_name = StringAt(vmim, {"spec", "vmiName"});
   const std::optional<Json> vmi = cluster.GetVmi(ns, vmi_name);
-  facts.vmi_labels = Labels(vmi);
-  facts.descheduler =
-      vmi && StringAt(*vmi, {"metadata", "annotations", api::kAnnotationEvictionSource}) ==
-                 api::kEvictionSourceDescheduler;
-  if (wants_namespace) facts.namespace_labels = Labels(cluster.GetNamespace(ns));
+  std::optional<Json> namespace_object;
+  if (set.wants_namespace) namespace_object = cluster.GetNamespace(ns);
+  Json source_labels;
   const NodeList nodes = cluster.ListNodes();
   for (const auto& n : *nodes) {
     if (n->name == source_node) {
-      facts.source_node_labels = n->labels.ToJson();
+      source_labels = n->labels.ToJson();
       break;
     }
   }
-  if (const api::MigrationTargetPolicy* p = api::SelectPolicy(policies, facts)) {
+  const api::EvacuationFacts facts = api::EvacuationFactsOf(
+      vmi.value_or(Json()), namespace_object.value_or(Json()), source_labels);
+  if (const api::MigrationTargetPolicy* p = api::SelectPolicy(set.policies, facts)) {
     choice.winner = *p;
   }
   return choice;

@@ -1,0 +1,96 @@
+#include "cli/target_model.h"
+
+#include "api/added_term.h"
+#include "api/names.h"
+#include "api/term_and.h"
+#include "kube/paging.h"
+#include "kube/reads.h"
+#include "kube/resources.h"
+
+namespace kmt::cli {
+namespace {
+
+using nlohmann::json;
+
+// The VM's running pod may be the target pod of an earlier placed migration: its
+// required affinity then carries that migration's added term, which the next target pod
+// (rendered from the VMI again) will not. Returns that term, to take out with
+// api::WithoutTerm; nullopt when the pod was not placed that way (or the VMIM is gone,
+// which is noted on `err`).
+std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::KubeClient& client,
+                                                      const std::string& ns, std::ostream& err) {
+  if (kube::Member(pod, {"metadata", "labels", api::kLabelMigrationJobUID}) == nullptr) {
+    return std::nullopt;
+  }
+  const std::string job =
+      kube::StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
+  std::optional<json> vmim;
+  if (!job.empty())
+    vmim = kube::GetIfExists(client, kube::kVirtualMachineInstanceMigrations, ns, job);
+  if (!vmim) {
+    err << "note: the VM's pod was created by migration " << (job.empty() ? "<unknown>" : job)
+        << ", which no longer exists; its node affinity may still include that migration's "
+           "request\n";
+    return std::nullopt;
+  }
+  auto text = api::AddedTermSource(*vmim);
+  if (!text) return std::nullopt;
+  return api::ParseAddedTerm(*text).term;
+}
+
+}  // namespace
+
+std::vector<json> ListItems(kube::KubeClient& client, const kube::Resource& r,
+                            const std::string& ns, kube::ListOptions opts) {
+  opts.omit_managed_fields = true;                 // projected for the explainer: never read
+  json list = kube::ListAll(client, r, ns, opts);  // items is an array
+  std::vector<json> items;
+  for (auto& it : list["items"]) {
+    if (it.is_object()) items.push_back(std::move(it));
+  }
+  return items;
+}
+
+std::optional<api::TargetPod> ModelTargetPod(kube::KubeClient& client, const std::string& ns,
+                                             const json& vmi, std::ostream& err) {
+  const std::string uid = kube::StringAt(vmi, {"metadata", "uid"});
+  const std::string source_node = kube::StringAt(vmi, {"status", "nodeName"});
+  if (source_node.empty()) return std::nullopt;
+  kube::ListOptions lo;
+  lo.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
+                      std::string(api::kLabelCreatedBy) + "=" + uid;
+  for (const auto& p : ListItems(client, kube::kPods, ns, lo)) {
+    const std::string phase = kube::StringAt(p, {"status", "phase"});
+    if (kube::StringAt(p, {"spec", "nodeName"}) != source_node || phase == "Succeeded" ||
+        phase == "Failed") {
+      continue;
+    }
+    api::TargetPod pod = api::TargetPod::FromJson(p);
+    if (auto earlier = EarlierAddedTerm(p, client, ns, err)) {
+      pod.required_affinity = api::WithoutTerm(pod.required_affinity, *earlier);
+    }
+    return pod;
+  }
+  return std::nullopt;
+}
+
+std::vector<api::NodeInfo> ListNodeInfos(kube::KubeClient& client) {
+  std::vector<api::NodeInfo> nodes;
+  for (const auto& n : ListItems(client, kube::kNodes, "")) {
+    nodes.push_back(api::NodeInfo::FromJson(n));
+  }
+  return nodes;
+}
+
+std::vector<api::BoundPod> ListBoundPods(kube::KubeClient& client) {
+  kube::ListOptions opts;
+  opts.field_selector = std::string(api::kBoundPodsFieldSelector);
+  std::vector<api::BoundPod> bound;
+  for (const auto& p : ListItems(client, kube::kPods, "", opts)) {
+    api::BoundPod b = api::BoundPod::FromJson(p);
+    if (!b.node_name.empty()) bound.push_back(std::move(b));
+  }
+  return bound;
+}
+
+}  // namespace kmt::cli
