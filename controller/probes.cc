@@ -83,8 +83,12 @@ bool ParseBindAddress(const std::string& text, std::string* host, int* port) {
   return true;
 }
 
-ProbeServer::ProbeServer(std::string host, int port, std::vector<Route> routes)
-    : host_(std::move(host)), requested_port_(port), routes_(std::move(routes)) {}
+ProbeServer::ProbeServer(std::string host, int port, std::vector<Route> routes,
+                         ProbeServerOptions options)
+    : host_(std::move(host)),
+      requested_port_(port),
+      routes_(std::move(routes)),
+      options_(std::move(options)) {}
 
 ProbeServer::~ProbeServer() { Stop(); }
 
@@ -94,13 +98,17 @@ void ProbeServer::Start() {
   c.port = requested_port_;
   c.handler_threads = kProbeHandlerThreads;
   c.handler_queue = 64;
+  c.configure_tls = options_.configure_tls;
   c.log = [](const http::LogRecord&) {
   };  // connection-level noise only; answers are logged by no one
   std::vector<http::Route> routes;
   for (const auto& [path, answer] : routes_) {
     routes.push_back({"GET", path,
-                      [answer = answer](const http::Request& req) {
-                        HttpAnswer a = answer(HasParam(req.query, "verbose"));
+                      [answer = answer, gate = options_.gate](const http::Request& req) {
+                        std::optional<HttpAnswer> refused;
+                        if (gate) refused = gate(req.method, req.path, req.authorization);
+                        HttpAnswer a =
+                            refused ? std::move(*refused) : answer(HasParam(req.query, "verbose"));
                         http::Response r;
                         r.status = a.status;
                         r.content_type = a.content_type;

@@ -1,6 +1,8 @@
-// controller/probes.h — the plain-HTTP endpoints of the operator:
-// /healthz and /readyz on --health-probe-bind-address (":8081"), /metrics on
-// --metrics-bind-address (":8080"), as controller-runtime's manager serves them.
+// controller/probes.h — the operator's own HTTP endpoints: /healthz and /readyz on
+// --health-probe-bind-address (":8081", plain HTTP, for the kubelet), /metrics on
+// --metrics-bind-address (":8443": HTTPS with the scraper authenticated and authorized, see
+// controller/metrics_auth.h; plain HTTP only with --metrics-secure=false), as
+// controller-runtime's manager serves them.
 //
 // Health answers mirror controller-runtime's pkg/healthz: all checks pass →
 // 200 "ok" (with ?verbose, the list and "healthz check passed"); any fails →
@@ -8,10 +10,14 @@
 // name and "healthz check failed". No checks → a single passing "ping".
 #pragma once
 
+#include <openssl/ssl.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -48,11 +54,22 @@ bool ParseBindAddress(const std::string& text, std::string* host, int* port);
 // A small HTTP/1.1 server serving fixed GET routes, on the same event-driven core as the
 // admission webhook (http/server.h: deadlines on every phase, bounded connections), since
 // the probe and metrics ports are just as reachable from the pod network.
+struct ProbeServerOptions {
+  // HTTPS when set (see http::ServerConfig::configure_tls); plain HTTP when empty.
+  std::function<bool(SSL_CTX*)> configure_tls;
+  // Asked before every route's answer, on a handler thread (it may block on the API server):
+  // an answer to send instead (401, 403, ...), or nullopt to serve the route.
+  std::function<std::optional<HttpAnswer>(std::string_view method, std::string_view path,
+                                          std::string_view authorization)>
+      gate;
+};
+
 class ProbeServer {
  public:
   using Route = std::pair<std::string, std::function<HttpAnswer(bool verbose)>>;
 
-  ProbeServer(std::string host, int port, std::vector<Route> routes);
+  ProbeServer(std::string host, int port, std::vector<Route> routes,
+              ProbeServerOptions options = {});
   ~ProbeServer();  // Stop()
   ProbeServer(const ProbeServer&) = delete;
   ProbeServer& operator=(const ProbeServer&) = delete;
@@ -66,6 +83,7 @@ class ProbeServer {
   std::string host_;
   int requested_port_;
   std::vector<Route> routes_;
+  ProbeServerOptions options_;
   std::unique_ptr<http::Server> http_;
   std::atomic<int> port_{0};
 };

@@ -345,6 +345,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (auto it = msg.find(bhttp::field::content_type); it != msg.end()) {
       req.content_type = std::string(it->value());
     }
+    if (auto it = msg.find(bhttp::field::authorization); it != msg.end()) {
+      req.authorization = std::string(it->value());
+    }
     req.body = std::move(msg.body());
     const Route* route = route_;
     if (route->inline_handler) return Respond(Invoke(*route, req));

@@ -48,6 +48,8 @@ struct Request {
   std::string path;    // target without the query: "/readyz"
   std::string query;   // after '?', "" when none
   std::string content_type;
+  // The Authorization header as sent ("" when absent; a repeated header: the first).
+  std::string authorization;
   std::string body;
 };
 

@@ -85,6 +85,8 @@ std::vector<Route> EchoRoutes() {
          return out;
        },
        false, "/echo"},
+      {"GET", "/whoami", [](const Request& r) { return Text("[" + r.authorization + "]"); }, false,
+       ""},
       {"POST", "/throw", [](const Request&) -> Response { throw std::runtime_error("boom"); },
        false, "/throw"},
   };
@@ -169,6 +171,12 @@ TEST_CASE("Server routes requests, answers 404/405/500 and keeps connections ali
   CHECK(e->status == 200);
   CHECK(e->body == "hello");
   CHECK(e->get_header_value("Content-Type") == "application/json");
+  auto anonymous = cli.Get("/whoami");
+  REQUIRE(anonymous);
+  CHECK(anonymous->body == "[]");
+  auto bearer = cli.Get("/whoami", {{"Authorization", "Bearer abc.def"}});
+  REQUIRE(bearer);
+  CHECK(bearer->body == "[Bearer abc.def]");
   auto missing = cli.Get("/nope");
   REQUIRE(missing);
   CHECK(missing->status == 404);

@@ -13,6 +13,8 @@ inline const Resource kNamespaces{"", "v1", "namespaces", false, "Namespace"};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true, "Lease"};
 inline const Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
                                             false, "SubjectAccessReview"};
+inline const Resource kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", false,
+                                    "TokenReview"};
 inline const Resource kSecrets{"", "v1", "secrets", true, "Secret"};
 inline const Resource kValidatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
                                                        "validatingwebhookconfigurations", false,

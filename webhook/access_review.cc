@@ -21,10 +21,14 @@ Json SubjectAccessReviewFor(const AccessQuery& query) {
     for (const auto& [key, values] : query.user.extra) extra[key] = values;
     spec["extra"] = std::move(extra);
   }
-  spec["resourceAttributes"] = {{"namespace", query.ns},
-                                {"verb", query.verb},
-                                {"group", query.group},
-                                {"resource", query.resource}};
+  if (!query.path.empty()) {
+    spec["nonResourceAttributes"] = {{"path", query.path}, {"verb", query.verb}};
+  } else {
+    spec["resourceAttributes"] = {{"namespace", query.ns},
+                                  {"verb", query.verb},
+                                  {"group", query.group},
+                                  {"resource", query.resource}};
+  }
   return {{"apiVersion", "authorization.k8s.io/v1"},
           {"kind", "SubjectAccessReview"},
           {"spec", std::move(spec)}};
@@ -90,6 +94,11 @@ std::string AccessCacheKey(const AccessQuery& query) {
   Append(key, query.verb);
   Append(key, query.group);
   Append(key, query.resource);
+  // Last, so every resource question keeps the key it had; "p" marks a non-resource one.
+  if (!query.path.empty()) {
+    key += 'p';
+    Append(key, query.path);
+  }
   return key;
 }
 

@@ -22,13 +22,16 @@
 
 namespace kmt::webhook {
 
-// The resourceAttributes of the question, and who asks.
+// The question, and who asks: resourceAttributes (ns, verb, group, resource), or, when
+// `path` is set, nonResourceAttributes (path, verb; ns, group and resource unused), as
+// for a scrape of /metrics.
 struct AccessQuery {
   UserInfo user;
   std::string ns;
   std::string verb;
   std::string group;
   std::string resource;
+  std::string path;  // a non-resource URL such as "/metrics"
 };
 
 struct AccessDecision {
@@ -65,7 +68,8 @@ class SubjectAccessReviewer : public AccessReviewer {
 // authorizer does (there: allowed 5 min, denied 30 s), so a burst of placed migrations by one
 // admin costs one SubjectAccessReview instead of one each. The key is everything the question
 // carries: user name, uid, groups, extra, namespace, verb, group and resource. A decision with
-// an evaluation error and a failure (exception) are never remembered. Bounded: at `capacity`
+// an evaluation error and a failure (exception) are never remembered. (For a non-resource
+// question the key holds the path and verb instead.) Bounded: at `capacity`
 // entries the least recently used goes. Thread-safe; a miss asks without holding the lock, so
 // two concurrent misses for one key may both ask.
 //

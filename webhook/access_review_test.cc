@@ -14,7 +14,8 @@ namespace kmt::webhook {
 namespace {
 
 AccessQuery Query(UserInfo user) {
-  return {std::move(user), "ns1", "use", "migration-target.kubevirt.io", "addednodeselectorterms"};
+  return {std::move(user),          "ns1", "use", "migration-target.kubevirt.io",
+          "addednodeselectorterms", ""};
 }
 
 // The API server's side of a SubjectAccessReview: keeps what was asked, answers `status`.
@@ -57,6 +58,20 @@ TEST_CASE("SubjectAccessReviewer leaves out what the requester did not have") {
       "resourceAttributes": {"namespace": "ns1", "verb": "use",
                              "group": "migration-target.kubevirt.io",
                              "resource": "addednodeselectorterms"}})"));
+}
+
+TEST_CASE("SubjectAccessReviewer asks a non-resource question about a path") {
+  Authorizer api;
+  AccessQuery q;
+  q.user = {"system:serviceaccount:monitoring:prometheus", "sa-1", {"system:authenticated"}, {}};
+  q.verb = "get";
+  q.path = "/metrics";
+  CHECK(SubjectAccessReviewer(api.client).Review(q).allowed);
+  REQUIRE(api.asked.has_value());
+  CHECK((*api.asked)["spec"] == Json::parse(R"({
+      "user": "system:serviceaccount:monitoring:prometheus", "uid": "sa-1",
+      "groups": ["system:authenticated"],
+      "nonResourceAttributes": {"path": "/metrics", "verb": "get"}})"));
 }
 
 TEST_CASE("SubjectAccessReviewer reads the decision") {
@@ -168,6 +183,17 @@ TEST_CASE("CachingAccessReviewer keys on every member of the question") {
   reordered.user.groups = {"g2", "g1"};
   cache.Review(reordered);
   CHECK(inner.asked == 10);
+  // A non-resource question is another key than the resource question it extends.
+  AccessQuery by_path = base;
+  by_path.path = "/metrics";
+  cache.Review(by_path);
+  CHECK(inner.asked == 11);
+  AccessQuery other_path = by_path;
+  other_path.path = "/metrics/extra";
+  cache.Review(other_path);
+  CHECK(inner.asked == 12);
+  cache.Review(by_path);
+  CHECK(inner.asked == 12);
   // Length-prefixed parts: moving a character from one member to the next is another key.
   CHECK(AccessCacheKey(Query({"ab", "c", {}, {}})) != AccessCacheKey(Query({"a", "bc", {}, {}})));
 }

@@ -11,13 +11,6 @@
 namespace kmt::webhook {
 namespace {
 
-// TLS 1.2 suites: forward secret AEADs only (TLS 1.3 suites are OpenSSL's defaults, all
-// AEAD). Matches what Go's crypto/tls, the API server's client, offers first.
-constexpr const char* kTls12Ciphers =
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
-    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-
 std::string_view StatusReason(int status) {
   switch (status) {
     case 400:
@@ -69,15 +62,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
   c.handler_queue = options_.max_queued_reviews;
   c.observer = options_.observer;
   c.log = [this](const http::LogRecord& rec) { Log(rec); };
-  c.configure_tls = [this](SSL_CTX* ctx) {
-    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                                 SSL_OP_CIPHER_SERVER_PREFERENCE |
-                                 SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
-    if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) return false;
-    if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) return false;
-    cert_->AttachTo(ctx);
-    return true;
-  };
+  c.configure_tls = [this](SSL_CTX* ctx) { return ConfigureServingTls(ctx, *cert_); };
   c.error_body = [](int status, std::string_view message) {
     return JsonAnswer(status, StatusJson(status, StatusReason(status), message));
   };

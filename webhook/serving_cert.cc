@@ -161,6 +161,27 @@ void ServingCertificate::AttachTo(SSL_CTX* ctx) {
   SSL_CTX_set_cert_cb(ctx, &ServingCertificate::CertificateCallback, this);
 }
 
+namespace {
+
+// TLS 1.2 suites: forward secret AEADs only (TLS 1.3 suites are OpenSSL's defaults, all
+// AEAD). Matches what Go's crypto/tls, the API server's client, offers first.
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+}  // namespace
+
+bool ConfigureServingTls(SSL_CTX* ctx, ServingCertificate& cert) {
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                               SSL_OP_CIPHER_SERVER_PREFERENCE |
+                               SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) return false;
+  if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) return false;
+  cert.AttachTo(ctx);
+  return true;
+}
+
 int ServingCertificate::CertificateCallback(SSL* ssl, void* self) {
   auto pair = static_cast<ServingCertificate*>(self)->Current();
   if (!pair) return 0;  // no certificate yet: abort the handshake

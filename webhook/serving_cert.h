@@ -65,4 +65,9 @@ class ServingCertificate {
   std::mutex reload_mu_;
 };
 
+// Sets up a server context the way every HTTPS port of the operator serves (the webhook and
+// /metrics): TLS 1.2 or newer, forward-secret AEAD suites for TLS 1.2, no compression or
+// renegotiation, and `cert`'s current pair on every handshake. False when OpenSSL refuses.
+bool ConfigureServingTls(SSL_CTX* ctx, ServingCertificate& cert);
+
 }  // namespace kmt::webhook

@@ -1,6 +1,7 @@
 // webhook/testing/fake_access_reviewer.h — an AccessReviewer that decides from a table,
 // as RBAC would from bindings: a user or any of their groups granted the (namespace,
-// verb, group, resource) is allowed. Can be made to fail.
+// verb, group, resource) — or, for a non-resource question, the (verb, path) — is allowed.
+// Can be made to fail.
 #pragma once
 
 #include <optional>
@@ -19,7 +20,11 @@ class FakeAccessReviewer : public AccessReviewer {
   void Grant(std::string subject, std::string ns, std::string verb, std::string group,
              std::string resource) {
     grants_.insert({std::move(subject), std::move(ns), std::move(verb), std::move(group),
-                    std::move(resource)});
+                    std::move(resource), ""});
+  }
+  // A ClusterRole rule `nonResourceURLs: [path], verbs: [verb]`, bound to subject.
+  void GrantPath(std::string subject, std::string verb, std::string path) {
+    grants_.insert({std::move(subject), "", std::move(verb), "", "", std::move(path)});
   }
   std::optional<std::string> error;  // when set, Review throws std::runtime_error(*error)
   std::string deny_reason;           // reason reported with a denial
@@ -30,7 +35,7 @@ class FakeAccessReviewer : public AccessReviewer {
     if (error) throw std::runtime_error(*error);
     auto granted = [&](const std::string& subject) {
       for (const std::string& ns : {q.ns, std::string()}) {
-        if (grants_.count({subject, ns, q.verb, q.group, q.resource}) > 0) return true;
+        if (grants_.count({subject, ns, q.verb, q.group, q.resource, q.path}) > 0) return true;
       }
       return false;
     };
@@ -42,7 +47,8 @@ class FakeAccessReviewer : public AccessReviewer {
   }
 
  private:
-  std::set<std::tuple<std::string, std::string, std::string, std::string, std::string>> grants_;
+  std::set<std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>>
+      grants_;
 };
 
 }  // namespace kmt::webhook::testing
