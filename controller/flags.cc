@@ -46,6 +46,15 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
                  "Address of /healthz and /readyz (\"0\" disables)");
   app.add_option("--metrics-bind-address", f->metrics_bind_address,
                  "Address of /metrics (\"0\" disables)");
+  app.add_option("--metrics-secure", f->metrics_secure,
+                 "Serve /metrics over HTTPS to authenticated and authorized scrapers only "
+                 "(TokenReview, then SubjectAccessReview of get on /metrics); false: plain HTTP "
+                 "to anyone")
+      ->expected(0, 1)
+      ->default_str("true");
+  app.add_option("--metrics-cert-path", f->metrics_cert_path,
+                 "Directory with tls.crt and tls.key of the metrics server (default: "
+                 "--webhook-cert-dir, the webhook's certificate)");
   app.add_option("--log-level", f->log_level, "debug, info or error")
       ->check(CLI::IsMember({"debug", "info", "error"}));
   app.add_option("--log-format", f->log_format, "text (key=value) or json")

@@ -19,7 +19,13 @@ struct OperatorFlags {
   // With webhook_cert_mode "self": the serving certificate's names ("" = the Service's).
   std::vector<std::string> webhook_cert_hosts;
   std::string health_probe_bind_address = ":8081";
-  std::string metrics_bind_address = ":8080";
+  // kubebuilder v4's metrics: HTTPS on :8443, the scraper's token checked by a TokenReview
+  // and its right to `get` /metrics by a SubjectAccessReview (controller/metrics_auth.h).
+  // Plain, unauthenticated HTTP only with --metrics-secure=false.
+  std::string metrics_bind_address = ":8443";
+  bool metrics_secure = true;
+  // tls.crt and tls.key of the metrics server ("" = the webhook's, --webhook-cert-dir).
+  std::string metrics_cert_path;
   std::string log_level = "info";
   std::string log_format = "text";
   int workers = 4;

@@ -13,7 +13,9 @@ TEST_CASE("Defaults are controller-runtime's") {
   CHECK(f.leader_elect);
   CHECK(f.webhook_port == 9443);
   CHECK(f.health_probe_bind_address == ":8081");
-  CHECK(f.metrics_bind_address == ":8080");
+  CHECK(f.metrics_bind_address == ":8443");
+  CHECK(f.metrics_secure);
+  CHECK(f.metrics_cert_path.empty());
   CHECK(f.webhook_cert_dir == "/tmp/k8s-webhook-server/serving-certs");
   CHECK(f.log_format == "text");
   CHECK(f.workers == 4);
@@ -38,6 +40,21 @@ TEST_CASE("The Deployment's arguments parse") {
   CHECK(f.kubeconfig == "/k");
   CHECK(f.context == "c");
   CHECK(f.log_level == "debug");
+}
+
+TEST_CASE("Plain HTTP metrics only when asked for, as kubebuilder's --metrics-secure") {
+  OperatorFlags secure;
+  CHECK(ParseOperatorFlags({"--metrics-secure", "--metrics-cert-path=/m"}, &secure).exit_code ==
+        -1);
+  CHECK(secure.metrics_secure);
+  CHECK(secure.metrics_cert_path == "/m");
+  OperatorFlags plain;
+  CHECK(ParseOperatorFlags({"--metrics-secure=false", "--metrics-bind-address=:8080"}, &plain)
+            .exit_code == -1);
+  CHECK_FALSE(plain.metrics_secure);
+  CHECK(plain.metrics_bind_address == ":8080");
+  OperatorFlags bad;
+  CHECK(ParseOperatorFlags({"--metrics-secure=maybe"}, &bad).exit_code == 2);
 }
 
 TEST_CASE("Client rate limits and self-managed certificate hosts") {

@@ -253,6 +253,23 @@ std::optional<SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_u
   return it->second;
 }
 
+std::vector<SteadyTime> InformerView::GatedTargetPodsSeenAt() const {
+  std::vector<SteadyTime> out;
+  const auto pods = targets_.List();
+  std::lock_guard<std::mutex> lock(seen_mu_);
+  for (const auto& p : pods) {
+    if (!p->has_gate) continue;
+    auto it = seen_.find(p->uid);
+    out.push_back(it == seen_.end() ? clock_.Now() : it->second);
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<const api::MigrationInfo>> InformerView::MigrationList() const {
+  const auto list = vmims_.List();
+  return {list.begin(), list.end()};
+}
+
 InformerView::Sizes InformerView::sizes() const {
   return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size()};
 }

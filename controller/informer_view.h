@@ -81,6 +81,11 @@ class InformerView : public CacheView {
   using NodeSnapshot = std::shared_ptr<const std::vector<std::shared_ptr<const api::NodeInfo>>>;
   NodeSnapshot NodeList();
 
+  // What waits, for the waiting gauges (controller/waiting_metrics.h): when each target pod
+  // that still holds the gate was first seen, and every cached VMIM (shared, not copied).
+  std::vector<SteadyTime> GatedTargetPodsSeenAt() const;
+  std::vector<std::shared_ptr<const api::MigrationInfo>> MigrationList() const;
+
   // Cache sizes, for logs and the memory benchmark.
   struct Sizes {
     size_t vmims, target_pods, nodes, bound_pods;
@@ -103,7 +108,7 @@ class InformerView : public CacheView {
   std::mutex snapshot_mu_;
   NodeSnapshot snapshot_;
   uint64_t snapshot_generation_ = 0;
-  std::mutex seen_mu_;
+  mutable std::mutex seen_mu_;
   std::unordered_map<std::string, SteadyTime> seen_;  // target pod uid -> first seen
   std::mutex waiting_mu_;
   // Target pods that WaitsUnschedulable, by informer key.

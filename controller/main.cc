@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   // One client per kind of traffic, each with its own --kube-api-qps/--kube-api-burst
   // bucket and connections (see OperatorClients).
   std::unique_ptr<kmt::kube::RestClient> controller_client, webhook_client, events_client,
-      election_client;
+      election_client, metrics_client;
   try {
     kmt::kube::ClientConfig config = LoadConfig(flags);
     log.Info("Loaded API server configuration",
@@ -88,14 +88,24 @@ int main(int argc, char** argv) {
     controller_client = std::make_unique<kmt::kube::RestClient>(config, transport);
     webhook_client = std::make_unique<kmt::kube::RestClient>(config, transport);
     events_client = std::make_unique<kmt::kube::RestClient>(config, transport);
-    election_client = std::make_unique<kmt::kube::RestClient>(std::move(config), transport);
+    election_client = std::make_unique<kmt::kube::RestClient>(config, transport);
+    // Scrapers' reviews: a small bucket of their own, so requests with made-up tokens on the
+    // metrics port (each a TokenReview) can neither delay admission reviews nor load the API
+    // server; a scraper costs one review per cache TTL.
+    kmt::kube::TransportOptions metrics_transport = transport;
+    metrics_transport.qps = 5;
+    metrics_transport.burst = 10;
+    metrics_transport.max_connections = 2;
+    metrics_transport.read_timeout = std::chrono::milliseconds(10'000);
+    metrics_client = std::make_unique<kmt::kube::RestClient>(std::move(config), metrics_transport);
   } catch (const std::exception& e) {
     log.Error("Failed to load the API server configuration", {{"error", e.what()}});
     return 1;
   }
 
   kmt::controller::Operator op(
-      flags, {*controller_client, *webhook_client, *events_client, *election_client}, log,
+      flags,
+      {*controller_client, *webhook_client, *events_client, *election_client, *metrics_client}, log,
       kmt::controller::DefaultIdentity());
   std::thread signal_thread([&] {
     int received = 0;

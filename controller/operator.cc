@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "controller/clock.h"
@@ -15,15 +17,19 @@
 #include "controller/informer_view.h"
 #include "controller/leader_election.h"
 #include "controller/metrics.h"
+#include "controller/metrics_auth.h"
 #include "controller/operator_metrics.h"
 #include "controller/policy_status.h"
 #include "controller/probes.h"
+#include "controller/waiting_metrics.h"
 #include "controller/webhook_metrics.h"
 #include "webhook/access_review.h"
 #include "webhook/certs/bootstrap.h"
 #include "webhook/kube_cluster_view.h"
 #include "webhook/routes.h"
 #include "webhook/server.h"
+#include "webhook/serving_cert.h"
+#include "webhook/token_review.h"
 
 namespace kmt::controller {
 
@@ -58,6 +64,7 @@ struct Operator::Impl {
   RealClock election_clock;  // lease attempts make blocking API calls: own thread
   Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
+  WaitingMetrics waiting{registry, flags.leader_election_id};
   std::unique_ptr<KubeEventRecorder> events;
   std::unique_ptr<AsyncEventRecorder> async_events;  // what the controller records through
   std::unique_ptr<InformerView> view;
@@ -72,7 +79,15 @@ struct Operator::Impl {
   std::unique_ptr<webhook::certs::CertBootstrap> certs;
   std::unique_ptr<ProbeServer> health;
   std::unique_ptr<ProbeServer> metrics_server;
-  std::thread starter;  // waits for the caches, then starts the workers
+  // --metrics-secure: the serving pair of the metrics port, and who may scrape it.
+  std::unique_ptr<webhook::ServingCertificate> metrics_cert;
+  std::unique_ptr<webhook::TokenReviewer> metrics_tokens;
+  std::unique_ptr<webhook::CachingTokenAuthenticator> metrics_token_cache;
+  std::unique_ptr<webhook::SubjectAccessReviewer> metrics_access;
+  std::unique_ptr<webhook::CachingAccessReviewer> metrics_access_cache;
+  std::optional<TimerId> metrics_cert_timer;  // guarded by mu
+  std::string metrics_cert_failure;           // the last failure logged (once each)
+  std::thread starter;                        // waits for the caches, then starts the workers
 
   std::mutex mu;
   std::condition_variable cv;
@@ -107,6 +122,16 @@ struct Operator::Impl {
       if (!c.ok()) return false;
     }
     return true;
+  }
+
+  // /metrics: the gauges read from state at scrape time, then the page.
+  HttpAnswer Metrics() {
+    waiting.SetReady(Ready());
+    if (view) {
+      waiting.SetWaiting(SummarizeWaiting(view->GatedTargetPodsSeenAt(), view->MigrationList(),
+                                          clock.Now(), clock.WallNow()));
+    }
+    return AnswerMetrics(registry);
   }
 
   void StartWorkersWhenSynced() {
@@ -151,6 +176,41 @@ struct Operator::Impl {
     cert_timer = cert_clock.RunAfter(d, [this] { EnsureCerts(); });
   }
 
+  // The metrics server's certificate, checked every second as the webhook's is (a rotated
+  // Secret, or the first pair written by the certificate bootstrap).
+  void ReloadMetricsCert() {
+    webhook::ReloadResult r = metrics_cert->Reload();
+    if (r.outcome == webhook::ReloadOutcome::kLoaded) {
+      metrics_cert_failure.clear();
+      log.Info("Loaded metrics serving certificate", {{"certificate", r.message}});
+    } else if (r.outcome == webhook::ReloadOutcome::kFailed && r.message != metrics_cert_failure) {
+      metrics_cert_failure = r.message;
+      log.Error("Failed to load metrics serving certificate", {{"error", r.message}});
+    }
+    if (stopping.load()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    metrics_cert_timer = clock.RunAfter(std::chrono::seconds(1), [this] { ReloadMetricsCert(); });
+  }
+
+  // What the metrics port answers instead of the page, if anything (metrics_auth.h).
+  std::optional<HttpAnswer> GateScrape(std::string_view method, std::string_view path,
+                                       std::string_view authorization) {
+    std::optional<ScrapeRefusal> refusal =
+        AuthorizeScrape(authorization, method, path, *metrics_token_cache, *metrics_access_cache);
+    if (!refusal) return std::nullopt;
+    if (refusal->failure) {
+      log.Error("Failed to check a scrape of /metrics",
+                {{"status", std::to_string(refusal->status)},
+                 {"user", refusal->user},
+                 {"error", refusal->error}});
+    } else {
+      log.Debug("Refused a scrape of /metrics", {{"status", std::to_string(refusal->status)},
+                                                 {"user", refusal->user},
+                                                 {"reason", refusal->error}});
+    }
+    return HttpAnswer{refusal->status, "text/plain; charset=utf-8", std::move(refusal->body)};
+  }
+
   void RequestStop() {
     std::lock_guard<std::mutex> lock(mu);
     stop_requested = true;
@@ -163,6 +223,7 @@ struct Operator::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (cert_timer) cert_clock.Cancel(*cert_timer);
+      if (metrics_cert_timer) clock.Cancel(*metrics_cert_timer);
     }
     if (starter.joinable()) starter.join();
     if (controller) controller->Stop();  // drain keys in progress
@@ -199,10 +260,41 @@ void Operator::Start() {
             {"/readyz", [&s](bool v) { return AnswerChecks(s.ReadinessChecks(), v); }}});
   }
   if (ParseBindAddress(f.metrics_bind_address, &host, &port)) {
+    ProbeServerOptions mo;
+    if (f.metrics_secure) {
+      const std::string dir =
+          f.metrics_cert_path.empty() ? f.webhook_cert_dir : f.metrics_cert_path;
+      s.metrics_cert =
+          std::make_unique<webhook::ServingCertificate>(dir + "/tls.crt", dir + "/tls.key");
+      s.metrics_tokens = std::make_unique<webhook::TokenReviewer>(s.clients.metrics);
+      webhook::TokenCacheOptions token_options;
+      token_options.authenticated_ttl =
+          std::chrono::milliseconds(f.authorization_cache_authorized_ttl_ms);
+      token_options.rejected_ttl =
+          std::chrono::milliseconds(f.authorization_cache_unauthorized_ttl_ms);
+      s.metrics_token_cache =
+          std::make_unique<webhook::CachingTokenAuthenticator>(*s.metrics_tokens, token_options);
+      s.metrics_access = std::make_unique<webhook::SubjectAccessReviewer>(s.clients.metrics);
+      webhook::AccessCacheOptions access_options;
+      access_options.allowed_ttl =
+          std::chrono::milliseconds(f.authorization_cache_authorized_ttl_ms);
+      access_options.denied_ttl =
+          std::chrono::milliseconds(f.authorization_cache_unauthorized_ttl_ms);
+      access_options.capacity = 1024;
+      s.metrics_access_cache =
+          std::make_unique<webhook::CachingAccessReviewer>(*s.metrics_access, access_options);
+      mo.configure_tls = [&s](SSL_CTX* ctx) {
+        return webhook::ConfigureServingTls(ctx, *s.metrics_cert);
+      };
+      mo.gate = [&s](std::string_view method, std::string_view path,
+                     std::string_view authorization) {
+        return s.GateScrape(method, path, authorization);
+      };
+    }
     s.metrics_server = std::make_unique<ProbeServer>(
-        host, port, std::vector<ProbeServer::Route>{{"/metrics", [&s](bool) {
-                                                       return AnswerMetrics(s.registry);
-                                                     }}});
+        host, port,
+        std::vector<ProbeServer::Route>{{"/metrics", [&s](bool) { return s.Metrics(); }}},
+        std::move(mo));
   }
 
   if (!f.disable_webhook) {
@@ -273,7 +365,12 @@ void Operator::Start() {
   }
 
   if (s.health) s.health->Start();
-  if (s.metrics_server) s.metrics_server->Start();
+  if (s.metrics_cert) s.ReloadMetricsCert();  // then every second
+  if (s.metrics_server) {
+    s.metrics_server->Start();
+    s.log.Info("Started metrics server", {{"port", std::to_string(s.metrics_server->port())},
+                                          {"secure", f.metrics_secure ? "true" : "false"}});
+  }
   if (s.webhook) {
     s.webhook->Start();
     s.log.Info("Started webhook", {{"port", std::to_string(s.webhook->port())}});
@@ -297,12 +394,14 @@ void Operator::Start() {
       lc.identity = s.identity.id;
       lc.on_started_leading = [&s] {
         s.leading = true;
+        s.waiting.SetLeading(true);
         s.log.Info("Acquired lease",
                    {{"lease", s.flags.leader_election_id}, {"identity", s.identity.id}});
         s.StartWorkersWhenSynced();
       };
       lc.on_stopped_leading = [&s] {
         s.leading = false;
+        s.waiting.SetLeading(false);
         s.log.Error("Lost lease", {{"lease", s.flags.leader_election_id}});
         std::lock_guard<std::mutex> lock(s.mu);
         s.leadership_lost = true;
@@ -317,6 +416,7 @@ void Operator::Start() {
       s.elector->Start();
     } else {
       s.leading = true;
+      s.waiting.SetLeading(true);
       s.StartWorkersWhenSynced();
     }
   }

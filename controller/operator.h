@@ -1,7 +1,9 @@
 // controller/operator.h — the operator process minus main(): everything the
 // binary runs, wired together over its API clients.
 //
-//   every replica: /healthz, /readyz, /metrics; the admission webhook (unless
+//   every replica: /healthz, /readyz, /metrics (HTTPS for authenticated and authorized
+//                  scrapers, the webhook's certificate, reloaded as it rotates; plain with
+//                  --metrics-secure=false); the admission webhook (unless
 //                  --disable-webhook); the informer caches (warm standby, so a
 //                  new leader starts at once); with --webhook-cert-mode=self
 //                  the certificate bootstrap (now and every hour, on a thread of its
@@ -45,6 +47,7 @@ struct OperatorClients {
   kube::KubeClient& webhook;     // SubjectAccessReviews, VMIM and node reads, certificates
   kube::KubeClient& events;      // Events
   kube::KubeClient& election;    // the Lease
+  kube::KubeClient& metrics;     // TokenReviews and SubjectAccessReviews of scrapers
 };
 
 class Operator {
@@ -53,8 +56,8 @@ class Operator {
            OperatorIdentity identity);
   Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
            OperatorIdentity identity)
-      : Operator(flags, OperatorClients{client, client, client, client}, log, std::move(identity)) {
-  }
+      : Operator(flags, OperatorClients{client, client, client, client, client}, log,
+                 std::move(identity)) {}
   ~Operator();
 
   // Starts everything; throws std::runtime_error with a clear message when a

@@ -16,6 +16,7 @@
 #include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
+#include "webhook/testing/test_tls.h"
 
 namespace kmt::controller {
 namespace {
@@ -47,6 +48,7 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   flags.leader_election_namespace = "kmt-system";
   flags.health_probe_bind_address = "127.0.0.1:0";
   flags.metrics_bind_address = "127.0.0.1:0";
+  flags.metrics_secure = false;  // plain HTTP (the secure port has a test of its own)
   Operator op(flags, client, log, {"replica-a", ""});
   op.Start();
 
@@ -75,6 +77,11 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   CAPTURE(body);
   CHECK(body.find("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"}") !=
         std::string::npos);
+  // The state gauges, read at scrape time: ready, leading, and nothing waits any more.
+  CHECK(body.find("kmt_operator_ready 1\n") != std::string::npos);
+  CHECK(body.find("leader_election_master_status{name=\"migration-target-operator\"} 1\n") !=
+        std::string::npos);
+  CHECK(body.find("kmt_gated_target_pods 0\n") != std::string::npos);
 
   op.RequestStop();
   CHECK(op.Run() == 0);
@@ -89,6 +96,73 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
                      l.find("\"pod\":\"vms/virt-launcher-vm-1-target\"") != std::string::npos);
   }
   CHECK(released);
+}
+
+TEST_CASE("Metrics are HTTPS for authenticated, authorized scrapers only by default") {
+  kube::FakeClient client;
+  client.SetCreateHandler(kube::kTokenReviews, [](const json& review) {
+    json answer = review;
+    const bool known =
+        review["spec"]["token"] == "scraper-token" || review["spec"]["token"] == "other-token";
+    answer["status"] = {{"authenticated", known}};
+    if (known) {
+      answer["status"]["user"] = {
+          {"username", review["spec"]["token"] == "scraper-token" ? "scraper" : "other"}};
+    }
+    return answer;
+  });
+  client.SetCreateHandler(kube::kSubjectAccessReviews, [](const json& review) {
+    json answer = review;
+    answer["status"] = {
+        {"allowed", review["spec"]["user"] == "scraper" &&
+                        review["spec"]["nonResourceAttributes"]["path"] == "/metrics" &&
+                        review["spec"]["nonResourceAttributes"]["verb"] == "get"}};
+    return answer;
+  });
+  webhook::testing::TestAuthority ca;
+  const std::string dir = webhook::testing::MakeTempDir();
+  const auto pair = ca.Issue(3);
+  webhook::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
+  webhook::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
+  webhook::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
+
+  RealClock clock;
+  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  OperatorFlags flags;
+  flags.disable_webhook = true;
+  flags.leader_election_namespace = "kmt-system";
+  flags.health_probe_bind_address = "0";
+  flags.metrics_bind_address = "127.0.0.1:0";
+  flags.metrics_cert_path = dir;
+  REQUIRE(flags.metrics_secure);
+  Operator op(flags, client, log, {"replica-a", ""});
+  op.Start();
+  REQUIRE(Eventually([&] { return op.Leading(); }));
+
+  httplib::SSLClient cli("127.0.0.1", op.metrics_port());
+  cli.set_ca_cert_path((dir + "/ca.crt").c_str());
+  cli.enable_server_certificate_verification(true);
+  cli.set_read_timeout(10, 0);
+  auto status_of = [&](const char* token) {
+    auto r = token ? cli.Get("/metrics", {{"Authorization", std::string("Bearer ") + token}})
+                   : cli.Get("/metrics");
+    return r ? r->status : -1;
+  };
+  CHECK(status_of(nullptr) == 401);
+  CHECK(status_of("forged") == 401);
+  CHECK(status_of("other-token") == 403);
+  auto page = cli.Get("/metrics", {{"Authorization", "Bearer scraper-token"}});
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("leader_election_master_status{name=\"migration-target-operator\"} 1\n") !=
+        std::string::npos);
+  // Plain HTTP on that port is no way in.
+  httplib::Client plain("127.0.0.1", op.metrics_port());
+  plain.set_read_timeout(3, 0);
+  auto p = plain.Get("/metrics");
+  CHECK((!p || p->body.find("leader_election_master_status") == std::string::npos));
+  op.RequestStop();
+  CHECK(op.Run() == 0);
 }
 
 TEST_CASE("A second replica waits as a warm standby, ready but not leading") {

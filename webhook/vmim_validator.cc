@@ -150,7 +150,8 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
   AccessDecision decision;
   try {
     decision = deps.access.Review({req.user_info, req.ns, std::string(api::kRbacVerb),
-                                   std::string(api::kRbacGroup), std::string(api::kRbacResource)});
+                                   std::string(api::kRbacGroup), std::string(api::kRbacResource),
+                                   /*path=*/""});
   } catch (const std::exception& e) {
     return Errored(500,
                    fmt::format("could not check whether user \"{}\" may set {} (requires {} "
