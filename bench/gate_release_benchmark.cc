@@ -248,9 +248,12 @@ int Main(int argc, char** argv) {
   std::vector<GateRun> op_runs, floor_runs;
   {
     std::vector<std::string> args = {
-        "--kubeconfig=" + kubeconfig, "--leader-elect=false", "--disable-webhook",
+        "--kubeconfig=" + kubeconfig,
+        "--leader-elect=false",
+        "--disable-webhook",
         fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
-        fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort)};
+        fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort),
+        "--metrics-secure=false"};
     args.insert(args.end(), operator_args.begin(), operator_args.end());
     OperatorProcess op(operator_bin, args, log_dir + "/gate-release-operator.log");
     if (!op.WaitReady(kHealthPort, std::chrono::seconds(60))) {

@@ -34,13 +34,14 @@ constexpr const char* kLease = "kmt-bench-held";
 
 uint64_t MeasureOperator(const std::string& bin, const std::string& kubeconfig,
                          const std::string& log) {
-  OperatorProcess op(bin,
-                     {"--kubeconfig=" + kubeconfig, "--leader-elect=true",
-                      std::string("--leader-election-namespace=") + kNs,
-                      std::string("--leader-election-id=") + kLease, "--disable-webhook",
-                      fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
-                      fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort)},
-                     log);
+  OperatorProcess op(
+      bin,
+      {"--kubeconfig=" + kubeconfig, "--leader-elect=true",
+       std::string("--leader-election-namespace=") + kNs,
+       std::string("--leader-election-id=") + kLease, "--disable-webhook",
+       fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
+       fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort), "--metrics-secure=false"},
+      log);
   if (!op.WaitReady(kHealthPort, std::chrono::seconds(300))) {
     throw std::runtime_error("the operator did not become ready (caches not synced); see " + log);
   }
