@@ -5,16 +5,18 @@
 #   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands)
 #   $KMT_TOOLS_BIN: crdgen fake-node-agent (this project's e2e tools)
 #   $KMT_DESCHEDULER_BIN: descheduler (run once by scenarios that ask for it)
+#   $KMT_PROM_BIN:  promtool (Prometheus; only when asked for: hack/monitoring_check.sh)
 # A cache directory that exists is complete (it is renamed into place after a
 # successful build), so later runs reuse it without touching Go.
-# Usage: e2e/build-binaries.sh [--print-env]
-#   --print-env  print KMT_K8S_BIN=... lines for the three directories and exit.
+# Usage: e2e/build-binaries.sh [--print-env] [GROUP...]
+#   --print-env  print KMT_K8S_BIN=... lines for the five directories and exit.
+#   GROUP        k8s, kubevirt, tools, descheduler, prometheus; default: all but prometheus.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 if [[ ${1:-} == --print-env ]]; then
-  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\nKMT_DESCHEDULER_BIN=%s\n' \
-    "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN" "$KMT_DESCHEDULER_BIN"
+  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\nKMT_DESCHEDULER_BIN=%s\nKMT_PROM_BIN=%s\n' \
+    "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN" "$KMT_DESCHEDULER_BIN" "$KMT_PROM_BIN"
   exit 0
 fi
 
@@ -29,6 +31,7 @@ check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSIO
 check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin "$KMT_ROOT/e2e/go.mod" kubevirt.io/kubevirt "$KUBEVIRT_VERSION"
 check_pin "$KMT_ROOT/e2e/tools/descheduler/go.mod" sigs.k8s.io/descheduler "$DESCHEDULER_VERSION"
+check_pin "$KMT_ROOT/e2e/tools/prometheus/go.mod" github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
 grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/tools/k8s/go.mod" \
   || { echo "build-binaries: e2e/tools/k8s/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
 grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/go.mod" \
@@ -63,21 +66,33 @@ build() {
   kmt_log "build-binaries: built ${names[*]} in $((SECONDS - start))s into $dir"
 }
 
+groups=("$@")
+[[ ${#groups[@]} -gt 0 ]] || groups=(k8s kubevirt tools descheduler)
+for g in "${groups[@]}"; do
+  case $g in
+    k8s | kubevirt | tools | descheduler | prometheus) ;;
+    *) echo "build-binaries: unknown group $g (k8s, kubevirt, tools, descheduler, prometheus)" >&2; exit 2 ;;
+  esac
+done
+wants() { [[ " ${groups[*]} " == *" $1 "* ]]; }
+
 mkdir -p "$KMT_CACHE/bin"
 total=$SECONDS
-build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" "$KMT_K8S_LDFLAGS" \
+wants k8s && build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" "$KMT_K8S_LDFLAGS" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kubectl=k8s.io/kubernetes/cmd/kubectl \
   etcd=go.etcd.io/etcd/server/v3
-build "$KMT_KV_BIN" "$KMT_ROOT/e2e" "$KMT_KV_LDFLAGS" \
+wants kubevirt && build "$KMT_KV_BIN" "$KMT_ROOT/e2e" "$KMT_KV_LDFLAGS" \
   virt-controller=kubevirt.io/kubevirt/cmd/virt-controller \
   virt-api=kubevirt.io/kubevirt/cmd/virt-api \
   virtctl=./cmd/virtctl
-build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
+wants tools && build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
   crdgen=./cmd/crdgen \
   fake-node-agent=./cmd/fake-node-agent
-build "$KMT_DESCHEDULER_BIN" "$KMT_ROOT/e2e/tools/descheduler" "$KMT_DESCHEDULER_LDFLAGS" \
+wants descheduler && build "$KMT_DESCHEDULER_BIN" "$KMT_ROOT/e2e/tools/descheduler" "$KMT_DESCHEDULER_LDFLAGS" \
   descheduler=sigs.k8s.io/descheduler/cmd/descheduler
+wants prometheus && build "$KMT_PROM_BIN" "$KMT_ROOT/e2e/tools/prometheus" "-s -w" \
+  promtool=github.com/prometheus/prometheus/cmd/promtool
 kmt_log "build-binaries: done in $((SECONDS - total))s"

@@ -40,6 +40,9 @@ KMT_DESCHEDULER_BIN="$KMT_CACHE/bin/descheduler-$DESCHEDULER_VERSION-$(kmt_hash 
 # the project's own small Go tools (crdgen, fake-node-agent): keyed by their sources too.
 KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
 
+# promtool: keyed by the Prometheus version and its tool module's go.mod/go.sum.
+KMT_PROM_BIN="$KMT_CACHE/bin/prometheus-$PROMETHEUS_VERSION-$(kmt_hash "$KMT_ROOT/e2e/tools/prometheus/go.mod" "$KMT_ROOT/e2e/tools/prometheus/go.sum")"
+
 KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
 KMT_KV_BINARIES=(virt-controller virt-api virtctl)
 KMT_TOOLS_BINARIES=(crdgen fake-node-agent)

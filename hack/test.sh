@@ -48,7 +48,8 @@ echo "unit: $unit_summary"
 # own output directory (.bazelrc), so they share the disk cache but not each other's build.
 TSAN_TARGETS=(//http/... //webhook:server_test //controller:work_queue_test
   //controller:leader_election_test //controller:events_test //controller:controller_test
-  //controller:probes_test //kube:informer_test //kube:watcher_test //kube:rest_client_test)
+  //controller:probes_test //controller:metrics_auth_test //kube:informer_test //kube:watcher_test
+  //kube:rest_client_test)
 echo "=== sanitizers: bazel test --config=asan //..."
 bazel test --config=asan --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short //... 2>&1 \
   | tee /tmp/kmt-asan.log | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'
@@ -67,6 +68,12 @@ echo "=== least privilege: the operator's API verbs against its RBAC"
 rbac_rc=${PIPESTATUS[0]}
 /usr/bin/python3 hack/rbac_check.py --self-test || rbac_rc=1
 rbac_summary=$(grep -E '^rbac: ' /tmp/kmt-rbac.log | tail -1 | sed 's/^rbac: //')
+
+echo "=== monitoring: manifests/monitoring's alerts under promtool, the ServiceMonitor against manifests/default"
+hack/monitoring_check.sh 2>&1 | tee /tmp/kmt-monitoring.log
+mon_rc=${PIPESTATUS[0]}
+mon_summary=$(grep -E '^monitoring: [0-9]+ passed, [0-9]+ failed' /tmp/kmt-monitoring.log | tail -1 | sed 's/^monitoring: //')
+[[ -n $mon_summary ]] || mon_summary="0 passed, 1 failed"
 
 echo "=== differential: term validation and node matching against Kubernetes' own code"
 hack/differential.sh 2>&1 | tee /tmp/kmt-differential.log
@@ -109,8 +116,8 @@ fi
 
 # Arguments: "name=summary" for each tier ("N passed, M failed"), then "--", then each exit code.
 python3 - "format=$fmt_summary" "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
-  "differential=$diff_summary" "e2e=$e2e_summary" "kube-cluster=$kc_summary" -- \
-  "$fmt_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$diff_rc" "$e2e_rc" "$kc_rc" <<'PY'
+  "monitoring=$mon_summary" "differential=$diff_summary" "e2e=$e2e_summary" "kube-cluster=$kc_summary" -- \
+  "$fmt_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$mon_rc" "$diff_rc" "$e2e_rc" "$kc_rc" <<'PY'
 import re, sys
 args = sys.argv[1:]
 sep = args.index("--")
@@ -125,4 +132,4 @@ if any(int(rc) != 0 for rc in args[sep + 1:]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $fmt_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 && $kc_rc -eq 0 ]]
+[[ $fmt_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $mon_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 && $kc_rc -eq 0 ]]

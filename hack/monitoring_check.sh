@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The monitoring tier: manifests/monitoring as Prometheus and kustomize would take it.
+#   - `kubectl kustomize manifests/monitoring` renders (the pinned kubectl of the e2e cache);
+#   - the PrometheusRule's rules (as rendered) pass `promtool check rules`;
+#   - every test of manifests/monitoring/tests/alerts_test.yaml passes `promtool test rules`
+#     (each test run on its own, so the count is per test), and every alert has at least one
+#     test where it fires and one where it does not;
+#   - every metric the rules read is one the operator registers (controller/*.cc);
+#   - every alert has a runbook section in README.md ("#### AlertName");
+#   - the ServiceMonitor selects manifests/default's metrics Service, by a port it has, and
+#     trusts the CA of the Secret the operator keeps its certificate in.
+# promtool is built from the Prometheus Go module at PROMETHEUS_VERSION (hack/versions.env)
+# into the binary cache (e2e/build-binaries.sh prometheus). Ends with
+# "monitoring: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=../e2e/lib.sh
+source e2e/lib.sh
+
+if ! e2e/build-binaries.sh k8s prometheus; then
+  echo "monitoring: building promtool or kubectl failed"
+  echo "monitoring: 0 passed, 1 failed"
+  exit 1
+fi
+PROMTOOL=$KMT_PROM_BIN/promtool
+KUBECTL=$KMT_K8S_BIN/kubectl
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "monitoring: ok   $*"; }
+bad() { fail=$((fail + 1)); echo "monitoring: FAIL $*"; }
+
+if "$KUBECTL" kustomize manifests/monitoring >"$tmp/monitoring.yaml" 2>"$tmp/kustomize.err"; then
+  ok "kubectl kustomize manifests/monitoring renders"
+else
+  bad "kubectl kustomize manifests/monitoring: $(cat "$tmp/kustomize.err")"
+fi
+if "$KUBECTL" kustomize manifests/default >"$tmp/default.yaml" 2>"$tmp/kustomize.err"; then
+  ok "kubectl kustomize manifests/default renders"
+else
+  bad "kubectl kustomize manifests/default: $(cat "$tmp/kustomize.err")"
+fi
+
+# The rules as rendered, in Prometheus' own rule-file format; the tests split one per file.
+/usr/bin/python3 - "$tmp" manifests/monitoring/tests/alerts_test.yaml <<'PY' || bad "could not extract the rules or split the tests"
+import sys, yaml
+tmp, tests_path = sys.argv[1], sys.argv[2]
+docs = [d for d in yaml.safe_load_all(open(f"{tmp}/monitoring.yaml")) if d]
+rules = [d for d in docs if d.get("kind") == "PrometheusRule"]
+if len(rules) != 1:
+    sys.exit(f"expected one PrometheusRule, found {len(rules)}")
+yaml.safe_dump(rules[0]["spec"], open(f"{tmp}/rules.yaml", "w"), sort_keys=False)
+suite = yaml.safe_load(open(tests_path))
+for i, test in enumerate(suite["tests"]):
+    one = dict(suite, tests=[test])
+    yaml.safe_dump(one, open(f"{tmp}/test-{i:02d}.yaml", "w"), sort_keys=False)
+PY
+
+if out=$("$PROMTOOL" check rules "$tmp/rules.yaml" 2>&1); then
+  ok "promtool check rules: $(echo "$out" | grep -o '[0-9]* rules found')"
+else
+  bad "promtool check rules:"$'\n'"$out"
+fi
+
+for f in "$tmp"/test-*.yaml; do
+  [[ -e $f ]] || { bad "no promtool tests"; break; }
+  name=$(/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["tests"][0]["name"])' "$f")
+  if out=$(cd "$tmp" && "$PROMTOOL" test rules "$(basename "$f")" 2>&1); then
+    ok "promtool test: $name"
+  else
+    bad "promtool test: $name"$'\n'"$out"
+  fi
+done
+
+# Coverage, metric names, runbooks, ServiceMonitor ↔ Service: one line per finding.
+/usr/bin/python3 - "$tmp" <<'PY' >"$tmp/findings.txt"
+import glob, re, sys, yaml
+tmp = sys.argv[1]
+spec = yaml.safe_load(open(f"{tmp}/rules.yaml"))
+suite = yaml.safe_load(open("manifests/monitoring/tests/alerts_test.yaml"))
+alerts = [r for g in spec["groups"] for r in g["rules"] if "alert" in r]
+fires, quiet = set(), set()
+for t in suite["tests"]:
+    for a in t.get("alert_rule_test", []):
+        (fires if a.get("exp_alerts") else quiet).add(a["alertname"])
+for a in alerts:
+    name = a["alert"]
+    print(("ok" if name in fires else "FAIL") + f" alert {name} has a test where it fires")
+    print(("ok" if name in quiet else "FAIL") + f" alert {name} has a test where it does not fire")
+
+# Metric names the operator registers: the first string literal of every AddCounter/AddGauge/
+# AddHistogram call in controller/ (histograms also as _bucket, _sum, _count).
+exported = set()
+for path in glob.glob("controller/*.cc"):
+    if path.endswith("_test.cc"):
+        continue
+    text = open(path).read()
+    for m in re.finditer(r'Add(Counter|Gauge|Histogram)\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"', text):
+        exported.add(m.group(2))
+        if m.group(1) == "Histogram":
+            exported.update(m.group(2) + s for s in ("_bucket", "_sum", "_count"))
+for a in alerts:
+    # Every selector of these rules names its metric and the job: NAME{job="…", …}.
+    names = set(re.findall(r'([a-zA-Z_:][a-zA-Z0-9_:]*)\{', a["expr"]))
+    print(("ok" if names else "FAIL") + f" alert {a['alert']} reads at least one metric")
+    for n in sorted(names):
+        print(("ok" if n in exported else "FAIL") + f" alert {a['alert']} reads {n}, which the operator exports")
+    bare = len(re.findall(r'\{', a["expr"])) - len(re.findall(r'\{job="migration-target-metrics"', a["expr"]))
+    print(("ok" if bare == 0 else "FAIL") + f" alert {a['alert']} selects job=\"migration-target-metrics\" in every selector")
+
+readme = open("README.md").read()
+for a in alerts:
+    print(("ok" if re.search(rf'^#### {a["alert"]}\s*$', readme, re.M) else "FAIL")
+          + f" README.md has a runbook section for {a['alert']}")
+
+default = [d for d in yaml.safe_load_all(open(f"{tmp}/default.yaml")) if d]
+mon = [d for d in yaml.safe_load_all(open(f"{tmp}/monitoring.yaml")) if d]
+sm = next(d for d in mon if d["kind"] == "ServiceMonitor")
+sel = sm["spec"]["selector"]["matchLabels"]
+svcs = [d for d in default if d["kind"] == "Service"
+        and all(d["metadata"].get("labels", {}).get(k) == v for k, v in sel.items())]
+print(("ok" if len(svcs) == 1 else "FAIL") + f" the ServiceMonitor selects exactly one Service of manifests/default ({len(svcs)})")
+if len(svcs) == 1:
+    svc = svcs[0]
+    ep = sm["spec"]["endpoints"][0]
+    port = next((p for p in svc["spec"]["ports"] if p.get("name") == ep["port"]), None)
+    print(("ok" if port else "FAIL") + f" the metrics Service has the port {ep['port']} the ServiceMonitor scrapes")
+    dep = next(d for d in default if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    cport = next((p for p in c.get("ports", []) if port and p["name"] == port["targetPort"]), None)
+    print(("ok" if cport else "FAIL") + " the Service's targetPort names a container port of the Deployment")
+    args = c.get("args", [])
+    bind = next((a.split("=", 1)[1] for a in args if a.startswith("--metrics-bind-address=")), "")
+    print(("ok" if cport and bind.endswith(":" + str(cport["containerPort"])) else "FAIL")
+          + f" the operator serves metrics on that container port ({bind})")
+    print(("ok" if ep.get("scheme") == "https" and "--metrics-secure=false" not in args else "FAIL")
+          + " the ServiceMonitor scrapes HTTPS and the operator serves HTTPS")
+    print(("ok" if ep.get("bearerTokenFile") else "FAIL") + " the ServiceMonitor sends a bearer token")
+ca = sm["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"]
+boot = open("webhook/certs/bootstrap.h").read()
+print(("ok" if f'"{ca}"' in boot else "FAIL") + f" the ServiceMonitor trusts the CA of the Secret {ca} the operator keeps")
+server = sm["spec"]["endpoints"][0]["tlsConfig"]["serverName"]
+webhook_svc = next((d for d in default if d["kind"] == "Service" and d["metadata"]["name"] + "." + d["metadata"]["namespace"] + ".svc" == server), None)
+print(("ok" if webhook_svc else "FAIL") + f" the ServiceMonitor's serverName {server} is the webhook Service the certificate names")
+PY
+[[ -s $tmp/findings.txt ]] || bad "the coverage and consistency checks printed nothing"
+while IFS= read -r line; do
+  case $line in
+    ok\ *) ok "${line#ok }" ;;
+    *) bad "${line#FAIL }" ;;
+  esac
+done <"$tmp/findings.txt"
+
+echo "monitoring: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]
