@@ -3,23 +3,20 @@ package framework
 // Probes of the operator process behind the webhook, for the abuse scenarios: its
 // addresses on 127.0.0.1 (e2e/operator.sh: KMT_E2E_PORT_BASE + 944 webhook, + 980
 // metrics, each + 10 per replica index), its PID, resident memory, open descriptors, the
-// established connections on its webhook port as the kernel sees them (ss), a gauge of
-// its /metrics, and a TLS client configuration that trusts the cluster CA.
+// established connections on its webhook port as the kernel sees them (ss), and a TLS
+// client configuration that trusts the cluster CA (metrics.go reads its /metrics).
 
 import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func portBase(t testing.TB) int {
@@ -103,42 +100,6 @@ func EstablishedOnPort(t testing.TB, port int) int {
 		}
 	}
 	return n
-}
-
-// MetricValue reads one sample of the Prometheus text at url: the line whose name is
-// name (with or without labels). It fails when the page cannot be read and reports
-// found=false when no such sample is exposed.
-func MetricValue(t testing.TB, url, name string) (value float64, found bool) {
-	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
-	}
-	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, "#") {
-			continue
-		}
-		rest, ok := strings.CutPrefix(l, name)
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		fields := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			t.Fatalf("metric %s: %q: %v", name, l, err)
-		}
-		return v, true
-	}
-	return 0, false
 }
 
 // WebhookTLS is a client configuration that verifies the webhook's serving certificate

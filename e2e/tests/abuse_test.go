@@ -128,7 +128,7 @@ type openConnections struct {
 
 func readOpenConnections(t *testing.T) openConnections {
 	t.Helper()
-	v, found := framework.MetricValue(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", framework.MetricsPort(t, 0)), openConnsGauge)
+	v, found := fw(t).MetricValue(t, 0, openConnsGauge)
 	return openConnections{gauge: v, gaugeFound: found, ss: framework.EstablishedOnPort(t, framework.WebhookPort(t, 0))}
 }
 

@@ -1,15 +1,23 @@
 package tests
 
 // The install's scenarios: the default install applies cleanly (server-side dry
-// run, through every admission plugin of the e2e API server), and the
-// operator's ServiceAccount can do what the binary needs and nothing more of
-// what an attacker would want (e2e/operator.sh installed exactly
-// manifests/default's RBAC objects).
+// run, through every admission plugin of the e2e API server), the operator's
+// ServiceAccount can do what the binary needs and nothing more of what an
+// attacker would want (e2e/operator.sh installed exactly manifests/default's RBAC
+// objects), and the rendered NetworkPolicy and metrics objects fit the Deployment.
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	k8sv1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
 
 	"kmt.local/e2e/framework"
 )
@@ -28,7 +36,10 @@ func TestManifestsDefaultApplyServerDryRun(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/migration-target-requester",
 		"deployment.apps/migration-target-operator",
 		"poddisruptionbudget.policy/",
-		"service/",
+		"service/migration-target-webhook",
+		"service/migration-target-metrics",
+		"clusterrole.rbac.authorization.k8s.io/migration-target-metrics-reader",
+		"networkpolicy.networking.k8s.io/migration-target-operator",
 		"validatingwebhookconfiguration.admissionregistration.k8s.io/migration-target",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/migration-target",
 	} {
@@ -56,6 +67,7 @@ func TestManifestsOperatorServiceAccountLeastPrivilege(t *testing.T) {
 		{true, []string{"patch", "virtualmachineinstancemigrations.kubevirt.io", "--subresource=status", "-A"}},
 		{true, []string{"get", "virtualmachineinstances.kubevirt.io", "-A"}},
 		{true, []string{"create", "subjectaccessreviews.authorization.k8s.io"}},
+		{true, []string{"create", "tokenreviews.authentication.k8s.io"}},
 		{true, []string{"create", "events", "-A"}},
 		{true, []string{"update", "leases.coordination.k8s.io", "-n", ns}},
 
@@ -83,5 +95,122 @@ func TestManifestsOperatorServiceAccountLeastPrivilege(t *testing.T) {
 		if got != want || r.Code != code {
 			t.Errorf("kubectl %s: %s\nwant %q (exit %d)", strings.Join(args, " "), r, want, code)
 		}
+	}
+}
+
+// rendered is manifests/default as `kubectl kustomize` renders it, one object per kind/name.
+func rendered(t *testing.T) map[string][]byte {
+	t.Helper()
+	r := framework.KubectlAs(t, framework.AdminUser, "", "kustomize", filepath.Join(framework.RepoRoot(t), "manifests", "default"))
+	if r.Code != 0 {
+		t.Fatalf("kubectl kustomize manifests/default: %s", r)
+	}
+	out := map[string][]byte{}
+	for _, doc := range strings.Split(r.Stdout, "\n---\n") {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("rendered manifest: %v\n%s", err, doc)
+		}
+		if meta.Kind != "" {
+			out[meta.Kind+"/"+meta.Metadata.Name] = []byte(doc)
+		}
+	}
+	return out
+}
+
+func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
+	t.Helper()
+	doc, ok := objs[key]
+	if !ok {
+		t.Fatalf("manifests/default renders no %s", key)
+	}
+	var v T
+	if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return &v
+}
+
+// The NetworkPolicy selects the operator's pods and opens exactly their three ports: the
+// webhook and probe ports to every source (the API server's source varies, README "Network
+// policy"), the metrics port only to namespaces labelled metrics=enabled; and the metrics
+// Service and reader role fit the Deployment.
+func TestManifestsNetworkPolicyAndMetricsObjects(t *testing.T) {
+	t.Parallel()
+	objs := rendered(t)
+	dep := decode[appsv1.Deployment](t, objs, "Deployment/migration-target-operator")
+	np := decode[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy/migration-target-operator")
+	podLabels := labels.Set(dep.Spec.Template.Labels)
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || !sel.Matches(podLabels) {
+		t.Errorf("the NetworkPolicy's podSelector %v does not select the operator's pods %v (%v)", np.Spec.PodSelector, podLabels, err)
+	}
+	if len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
+		t.Errorf("policyTypes %v, want [Ingress]", np.Spec.PolicyTypes)
+	}
+	ports := map[string]int32{}
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	opened := map[string]networkingv1.NetworkPolicyIngressRule{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil || p.Port.StrVal == "" {
+				t.Errorf("the NetworkPolicy opens a port by number, not by the container port's name: %v", p.Port)
+				continue
+			}
+			if _, ok := ports[p.Port.StrVal]; !ok {
+				t.Errorf("the NetworkPolicy opens %q, which the operator's container does not name (%v)", p.Port.StrVal, ports)
+			}
+			if p.Protocol == nil || *p.Protocol != k8sv1.ProtocolTCP {
+				t.Errorf("port %s: protocol %v, want TCP", p.Port.StrVal, p.Protocol)
+			}
+			opened[p.Port.StrVal] = rule
+		}
+	}
+	if len(opened) != len(ports) {
+		t.Errorf("the NetworkPolicy opens %d ports, the container has %d (%v)", len(opened), len(ports), ports)
+	}
+	for _, name := range []string{"webhook", "probes"} {
+		// Every source: the API server's (and the kubelet's) address cannot be named portably,
+		// and a policy that drops the API server blocks every migration (fail-closed webhooks).
+		if rule := opened[name]; len(rule.From) != 0 {
+			t.Errorf("port %s admits only %v; it must admit every source (README, \"Network policy\")", name, rule.From)
+		}
+	}
+	metricsRule := opened["metrics"]
+	if len(metricsRule.From) != 1 || metricsRule.From[0].NamespaceSelector == nil ||
+		metricsRule.From[0].NamespaceSelector.MatchLabels["metrics"] != "enabled" || metricsRule.From[0].IPBlock != nil {
+		t.Errorf("the metrics port admits %v; want only namespaces labelled metrics=enabled", metricsRule.From)
+	}
+
+	svc := decode[k8sv1.Service](t, objs, "Service/migration-target-metrics")
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+		t.Errorf("the metrics Service selects %v, not the operator's pods %v", svc.Spec.Selector, podLabels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "metrics" || ports["metrics"] != 8443 {
+		t.Errorf("the metrics Service's port %v should target the container port metrics (8443, got %d)", svc.Spec.Ports, ports["metrics"])
+	}
+	var bind string
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--metrics-bind-address="); ok {
+			bind = v
+		}
+		if strings.HasPrefix(a, "--metrics-secure=false") {
+			t.Errorf("the Deployment serves plain-HTTP metrics (%s)", a)
+		}
+	}
+	if bind != ":8443" {
+		t.Errorf("--metrics-bind-address=%q, want :8443", bind)
+	}
+	reader := decode[rbacv1.ClusterRole](t, objs, "ClusterRole/migration-target-metrics-reader")
+	if len(reader.Rules) != 1 || strings.Join(reader.Rules[0].NonResourceURLs, ",") != "/metrics" ||
+		strings.Join(reader.Rules[0].Verbs, ",") != "get" || len(reader.Rules[0].Resources) != 0 {
+		t.Errorf("the metrics-reader role grants %v; want exactly get on /metrics", reader.Rules)
 	}
 }
