@@ -101,6 +101,8 @@ struct Operator::Impl {
   // member: destroyed (its thread joined) before anything a pass in flight touches.
   RealClock cert_clock;
   RealClock policy_clock;  // policy status passes LIST and PATCH: a thread of their own
+  // The metrics certificate's reloads, their own thread too: destroyed before metrics_cert.
+  RealClock metrics_cert_clock;
 
   Impl(const OperatorFlags& f, OperatorClients c, Logger& l, OperatorIdentity id)
       : flags(f), clients(c), log(l), identity(std::move(id)) {}
@@ -187,9 +189,10 @@ struct Operator::Impl {
       metrics_cert_failure = r.message;
       log.Error("Failed to load metrics serving certificate", {{"error", r.message}});
     }
-    if (stopping.load()) return;
     std::lock_guard<std::mutex> lock(mu);
-    metrics_cert_timer = clock.RunAfter(std::chrono::seconds(1), [this] { ReloadMetricsCert(); });
+    if (stopping.load()) return;  // under mu: Shutdown cancels what was scheduled before
+    metrics_cert_timer =
+        metrics_cert_clock.RunAfter(std::chrono::seconds(1), [this] { ReloadMetricsCert(); });
   }
 
   // What the metrics port answers instead of the page, if anything (metrics_auth.h).
@@ -223,7 +226,7 @@ struct Operator::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (cert_timer) cert_clock.Cancel(*cert_timer);
-      if (metrics_cert_timer) clock.Cancel(*metrics_cert_timer);
+      if (metrics_cert_timer) metrics_cert_clock.Cancel(*metrics_cert_timer);
     }
     if (starter.joinable()) starter.join();
     if (controller) controller->Stop();  // drain keys in progress
