@@ -61,6 +61,9 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   // The VMIM's add and its pod's add collapse into one key.
   REQUIRE(Eventually([&] { return view.TargetPodSeenAt(pod_uid).has_value(); }));
   REQUIRE(Eventually([&] { return controller.queue().Len() == 1; }));
+  // What the waiting gauges read: the gated pod, seen now, and both VMIMs.
+  CHECK(view.GatedTargetPodsSeenAt() == std::vector<SteadyTime>{*view.TargetPodSeenAt(pod_uid)});
+  CHECK(view.MigrationList().size() == 2);
   clock.Advance(std::chrono::milliseconds(40));
   REQUIRE(controller.ProcessNext() == ReconcileResult::kSuccess);
   json after = client.Get(kube::kPods, kNs, kPodName);
@@ -78,6 +81,7 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   const int64_t rv = client.ResourceVersion();
   REQUIRE(controller.ProcessNext() == ReconcileResult::kSuccess);
   CHECK(client.ResourceVersion() == rv);
+  CHECK(view.GatedTargetPodsSeenAt().empty());  // released: nothing waits
 
   CHECK(view.Migration(kNs, "plain").has_value());
   CHECK_FALSE(view.Migration(kNs, "missing").has_value());
