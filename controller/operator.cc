@@ -136,7 +136,10 @@ struct Operator::Impl {
     return AnswerMetrics(registry);
   }
 
+  // Called from the election thread; Shutdown takes the thread under the same lock.
   void StartWorkersWhenSynced() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping.load() || starter.joinable()) return;
     starter = std::thread([this] {
       while (!stopping.load()) {
         if (view->WaitForSync(std::chrono::milliseconds(500))) {
@@ -223,12 +226,14 @@ struct Operator::Impl {
   // Idempotent; the order matters: no new work, drain, release, close.
   void Shutdown() {
     if (stopping.exchange(true)) return;
+    std::thread starting;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (cert_timer) cert_clock.Cancel(*cert_timer);
       if (metrics_cert_timer) metrics_cert_clock.Cancel(*metrics_cert_timer);
+      starting = std::move(starter);
     }
-    if (starter.joinable()) starter.join();
+    if (starting.joinable()) starting.join();
     if (controller) controller->Stop();  // drain keys in progress
     if (policy_status) policy_status->Stop();
     if (async_events) async_events->Stop();  // their Events, for at most 5 s
