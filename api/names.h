@@ -28,6 +28,9 @@ inline constexpr std::string_view kConditionTargetPodUnschedulable = "targetPodU
 inline constexpr std::string_view kReasonTermApplied = "TermApplied";
 inline constexpr std::string_view kReasonTargetPodEscapedGate = "TargetPodEscapedGate";
 inline constexpr std::string_view kReasonInvalidAddedTerm = "InvalidAddedTerm";
+// addedNodeSelectorTermApplied=False while the gate holds a policy's target pod because
+// every node it may go to has the policy's spec.maxInboundPerNode migrations inbound.
+inline constexpr std::string_view kReasonInboundLimitReached = "InboundLimitReached";
 inline constexpr std::string_view kReasonUnschedulable = "Unschedulable";
 inline constexpr std::string_view kReasonScheduled = "Scheduled";
 // The Event reasons of targetPodUnschedulable's transitions (to True, to False).
@@ -46,6 +49,9 @@ inline constexpr std::string_view kPolicyVersion = "v1alpha1";
 inline constexpr std::string_view kPolicyResource = "migrationtargetpolicies";
 inline constexpr std::string_view kPolicyKind = "MigrationTargetPolicy";
 inline constexpr std::string_view kPolicyAnnotation = "migration-target.kubevirt.io/policy";
+// The policy's spec.maxInboundPerNode, attached beside its name (decimal).
+inline constexpr std::string_view kMaxInboundAnnotation =
+    "migration-target.kubevirt.io/max-inbound-per-node";
 
 // KubeVirt's marking of a VMI whose eviction the descheduler asked for (virt-api's
 // pod eviction admitter, markVMI) and its value.

@@ -1,5 +1,7 @@
 #include "api/policy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -179,6 +181,18 @@ PolicyParse ParsePolicy(const Json& object) {
       p.priority = it->get<int64_t>();
     }
   }
+  if (auto it = spec.find("maxInboundPerNode"); it != spec.end() && !it->is_null()) {
+    if (!it->is_number_integer()) {
+      causes.push_back(WrongType("spec.maxInboundPerNode", *it, "integer"));
+    } else if (const int64_t n = it->get<int64_t>(); n < 1 || n > kMaxInboundLimit) {
+      // field.Invalid with an integer value: printed unquoted, as ErrorBody prints an int64.
+      causes.push_back({std::string(kCauseInvalid), "spec.maxInboundPerNode",
+                        fmt::format("Invalid value: {}: must be between 1 and {}, inclusive", n,
+                                    kMaxInboundLimit)});
+    } else {
+      p.max_inbound_per_node = n;
+    }
+  }
   const Json match = spec.value("match", Json());
   if (!match.is_null() && !match.is_object()) {
     causes.push_back(WrongType("spec.match", match, "object"));
@@ -219,6 +233,17 @@ PolicyParse ParsePolicy(const Json& object) {
   }
   if (causes.empty()) out.policy = std::move(p);
   return out;
+}
+
+std::optional<int64_t> ParseMaxInbound(const std::optional<std::string>& annotation) {
+  if (!annotation) return std::nullopt;
+  const std::string& s = *annotation;
+  if (s.empty() || s.size() > 5 || s[0] == '0' ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return 1;
+  }
+  const int64_t n = std::stoll(s);
+  return n <= kMaxInboundLimit ? n : 1;
 }
 
 bool PolicyMatches(const MigrationTargetPolicy& p, const EvacuationFacts& facts) {

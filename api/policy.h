@@ -9,6 +9,9 @@
 //   spec.match.namespaceSelector    metav1.LabelSelector on the VMI's namespace
 //   spec.match.vmiSelector          metav1.LabelSelector on the VMI
 //   spec.addedNodeSelectorTerm      core/v1 NodeSelectorTerm, validated as the annotation is
+//   spec.maxInboundPerNode          int 1..10000, optional: at most that many of the
+//                                   policy's migrations inbound to one node at a time
+//                                   (controller/reconcile.h)
 //
 // An absent selector matches everything; an empty one ({}) too, as in Kubernetes. Origin:
 // KubeVirt's virt-api marks a VMI evicted at the descheduler's request with the annotation
@@ -55,6 +58,7 @@ struct MigrationTargetPolicy {
   PolicyOrigin origin = PolicyOrigin::kAny;
   std::optional<PolicyLabelSelector> source_node_selector, namespace_selector, vmi_selector;
   NodeSelectorTerm term;
+  std::optional<int64_t> max_inbound_per_node;  // attached as api::kMaxInboundAnnotation
   // The annotation text attached to a VMIM: the term as stored (compact JSON, members in
   // sorted order), so the validator can compare it byte for byte.
   std::string term_text;
@@ -78,6 +82,12 @@ struct EvacuationFacts {
   nlohmann::json namespace_labels;    // object or null
   nlohmann::json source_node_labels;  // object or null
 };
+
+// The value of api::kMaxInboundAnnotation a VMIM carries: a decimal integer 1..10000 as the
+// webhook writes it. Anything else (written around the webhook) reads as 1, the tightest
+// limit, so a damaged annotation never lifts the policy's limit. nullopt when absent.
+std::optional<int64_t> ParseMaxInbound(const std::optional<std::string>& annotation);
+inline constexpr int64_t kMaxInboundLimit = 10000;
 
 bool PolicyMatches(const MigrationTargetPolicy& p, const EvacuationFacts& facts);
 

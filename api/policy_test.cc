@@ -66,6 +66,34 @@ TEST_CASE("Every broken rule is a cause with its field path from the object's ro
   CHECK(Fields(p) == want);
 }
 
+TEST_CASE("maxInboundPerNode: an integer 1..10000, absent by default; the annotation reads tight") {
+  const std::string term =
+      R"("addedNodeSelectorTerm": {"matchExpressions": [{"key": "a", "operator": "Exists"}]})";
+  PolicyParse none = ParsePolicy(Policy("p", "{" + term + "}"));
+  REQUIRE(none.policy);
+  CHECK_FALSE(none.policy->max_inbound_per_node.has_value());
+  PolicyParse two = ParsePolicy(Policy("p", R"({"maxInboundPerNode": 2, )" + term + "}"));
+  REQUIRE(two.policy);
+  CHECK(two.policy->max_inbound_per_node == 2);
+  CHECK(Fields(ParsePolicy(Policy("p", R"({"maxInboundPerNode": 0, )" + term + "}"))) ==
+        std::vector<std::string>{
+            "spec.maxInboundPerNode: Invalid value: 0: must be between 1 and 10000, inclusive"});
+  CHECK(Fields(ParsePolicy(Policy("p", R"({"maxInboundPerNode": 10001, )" + term + "}"))) ==
+        std::vector<std::string>{"spec.maxInboundPerNode: Invalid value: 10001: must be between 1 "
+                                 "and 10000, inclusive"});
+  CHECK(Fields(ParsePolicy(Policy("p", R"({"maxInboundPerNode": "1", )" + term + "}"))) ==
+        std::vector<std::string>{
+            "spec.maxInboundPerNode: Invalid value: \"1\": must be of type integer, not string"});
+
+  CHECK_FALSE(ParseMaxInbound(std::nullopt).has_value());
+  CHECK(ParseMaxInbound("3") == 3);
+  CHECK(ParseMaxInbound("10000") == 10000);
+  for (const char* damaged : {"", "0", "-1", "03", "2.5", "ten", "10001", "99999999999", " 2"}) {
+    INFO(damaged);
+    CHECK(ParseMaxInbound(std::string(damaged)) == 1);
+  }
+}
+
 TEST_CASE("A policy without a term or spec is refused") {
   CHECK(Fields(ParsePolicy(Policy("n", "{}"))) ==
         std::vector<std::string>{"spec.addedNodeSelectorTerm: Required value"});

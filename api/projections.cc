@@ -4,6 +4,7 @@
 
 #include "api/added_term.h"
 #include "api/names.h"
+#include "api/policy.h"
 #include "api/quantity.h"
 
 namespace kmt::api {
@@ -286,7 +287,13 @@ MigrationInfo MigrationInfo::FromJson(const json& vmim) {
   m.resource_version = Str(meta, "resourceVersion");
   m.evacuation = At(At(meta, "annotations"), kAnnotationEvacuationMigration).is_string();
   m.policy = Str(At(meta, "annotations"), kPolicyAnnotation);
-  if (!m.policy.empty()) m.created = Str(meta, "creationTimestamp");
+  if (!m.policy.empty()) {
+    m.created = Str(meta, "creationTimestamp");
+    const json& cap = At(At(meta, "annotations"), kMaxInboundAnnotation);
+    if (!cap.is_null()) {
+      m.max_inbound = ParseMaxInbound(cap.is_string() ? cap.get<std::string>() : cap.dump());
+    }
+  }
   m.added_term_text = AddedTermSource(vmim);
   const json& spec = At(vmim, "spec");
   m.vmi_name = Str(spec, "vmiName");

@@ -149,6 +149,9 @@ struct MigrationInfo {
   bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
   std::string policy;       // annotation migration-target.kubevirt.io/policy ("" when none)
   std::string created;      // metadata.creationTimestamp (RFC 3339), when a policy is named
+  // The policy's spec.maxInboundPerNode (annotation migration-target.kubevirt.io/
+  // max-inbound-per-node, read by api::ParseMaxInbound), only when a policy is named.
+  std::optional<int64_t> max_inbound;
 
   static MigrationInfo FromJson(const nlohmann::json& vmim);
   // Succeeded or Failed: KubeVirt never moves a VMIM out of these.

@@ -157,7 +157,12 @@ VmiVerdict Explain(const json& vmi, const std::string& node, const api::PolicySe
 
 std::string PolicyLine(const VmiVerdict& v) {
   if (v.policy == nullptr) return "no policy: the scheduler alone decides";
-  return "policy " + v.policy->name + " (" + api::ToString(v.policy->term) + ")";
+  std::string line = "policy " + v.policy->name + " (" + api::ToString(v.policy->term) + ")";
+  if (v.policy->max_inbound_per_node) {
+    line += ", at most " + std::to_string(*v.policy->max_inbound_per_node) +
+            " inbound per node (the rest wait gated)";
+  }
+  return line;
 }
 
 void PrintText(const std::string& node, const std::string& origin, const api::PolicySet& set,
@@ -198,6 +203,9 @@ json ToJson(const std::string& node, const std::string& origin, const api::Polic
       policy = {{"name", v.policy->name},
                 {"priority", v.policy->priority},
                 {"addedNodeSelectorTerm", json::parse(v.policy->term_text)}};
+      if (v.policy->max_inbound_per_node) {
+        policy["maxInboundPerNode"] = *v.policy->max_inbound_per_node;
+      }
     }
     json nodes = json::array();
     for (const auto& e : v.nodes) {

@@ -137,7 +137,7 @@ TEST_CASE("policy explain: origin, -n, a skipped policy, why no node, a VMI with
   fake.Create(kube::kMigrationTargetPolicies, "",
               Policy("broken", R"({"addedNodeSelectorTerm": {}})"));
   fake.Create(kube::kMigrationTargetPolicies, "", Policy("desched-to-c", R"({
-    "priority": 5, "match": {"origin": "Descheduler"},
+    "priority": 5, "maxInboundPerNode": 3, "match": {"origin": "Descheduler"},
     "addedNodeSelectorTerm": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b-2"]}]}})"));
 
   SECTION("the descheduler's eviction picks the descheduler's policy, for every VMI") {
@@ -148,7 +148,8 @@ TEST_CASE("policy explain: origin, -n, a skipped policy, why no node, a VMI with
     CHECK(o.rfind("Node a-0, origin Descheduler: 2 VMIs, 3 MigrationTargetPolicies (1 skipped)\n"
                   "MigrationTargetPolicy \"broken\" is skipped: spec.addedNodeSelectorTerm",
                   0) == 0);
-    CHECK(o.find("prod/db-1: policy desched-to-c (metadata.name In [b-2])\n") != std::string::npos);
+    CHECK(o.find("prod/db-1: policy desched-to-c (metadata.name In [b-2]), at most 3 inbound per "
+                 "node (the rest wait gated)\n") != std::string::npos);
     CHECK(o.find("prod/web-1: policy desched-to-c") != std::string::npos);
     // b-2 is the only node the term allows, and it is cordoned.
     CHECK(o.find("  no node allowed of 3 nodes: 2 excluded by the term of policy desched-to-c, "

@@ -45,6 +45,20 @@ std::optional<api::MigrationInfo> ApiView::Migration(const std::string& ns,
   return api::MigrationInfo::FromJson(*vmim);
 }
 
+std::vector<api::TargetPod> ApiView::PolicyTargetPods(const std::string& policy,
+                                                      const std::string& except_uid) {
+  std::vector<api::MigrationInfo> vmims;
+  ListAll(client_, kube::kVirtualMachineInstanceMigrations, "", {}, [&](const nlohmann::json& v) {
+    api::MigrationInfo m = api::MigrationInfo::FromJson(v);
+    if (m.policy == policy && !m.Final() && m.uid != except_uid) vmims.push_back(std::move(m));
+  });
+  std::vector<api::TargetPod> out;
+  for (const api::MigrationInfo& m : vmims) {
+    for (api::TargetPod& p : TargetPods(m.ns, m.uid)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::vector<api::TargetPod> ApiView::TargetPods(const std::string& ns,
                                                 const std::string& vmim_uid) {
   std::vector<api::TargetPod> out;

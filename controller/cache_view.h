@@ -32,6 +32,10 @@ class CacheView {
   virtual std::vector<api::BoundPod> BoundPods() = 0;
   // When the view first saw the target pod (for the gate-release latency), if known.
   virtual std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) = 0;
+  // The target pods of every migration that names `policy` and is not final, except the
+  // VMIM `except_uid`'s (for its maxInboundPerNode).
+  virtual std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
+                                                       const std::string& except_uid) = 0;
 };
 
 // The node the VMI runs on now: the VMIM's status.migrationState.sourceNode,
@@ -51,6 +55,8 @@ class ApiView : public CacheView {
   std::vector<api::NodeInfo> Nodes() override;
   std::vector<api::BoundPod> BoundPods() override;
   std::optional<SteadyTime> TargetPodSeenAt(const std::string&) override { return std::nullopt; }
+  std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
+                                               const std::string& except_uid) override;
 
  private:
   kube::KubeClient& client_;

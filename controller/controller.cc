@@ -1,6 +1,7 @@
 // controller/controller.cc
 #include "controller/controller.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "controller/reconcile.h"
@@ -40,6 +41,58 @@ void Controller::OnMigration(const api::MigrationInfo& vmim) { Enqueue(KeyOf(vmi
 void Controller::OnTargetPod(const api::TargetPod& pod) {
   if (pod.migration_job_name.empty()) return;  // not a migration target pod
   Enqueue(KeyOf(pod.ns, pod.migration_job_name));
+  // A binding or a finished pod of a policy's migration may free a node for its waiters.
+  bool waiting;
+  {
+    std::lock_guard<std::mutex> lock(waiters_mu_);
+    waiting = !waiters_.empty();
+  }
+  if (!waiting) return;
+  if (std::optional<api::MigrationInfo> vmim = view_.Migration(pod.ns, pod.migration_job_name)) {
+    if (!vmim->policy.empty()) Wake(vmim->policy);
+  }
+}
+
+void Controller::OnPolicyMigration(const std::string& policy) { Wake(policy); }
+
+void Controller::Wake(const std::string& policy) {
+  std::set<std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(waiters_mu_);
+    auto it = waiters_.find(policy);
+    if (it == waiters_.end()) return;
+    keys = std::move(it->second);
+    waiters_.erase(it);
+  }
+  for (const std::string& key : keys) Enqueue(key);
+}
+
+std::vector<Inbound> Controller::LoadInbound(const std::string& policy,
+                                             const std::string& except_uid) {
+  std::vector<Inbound> out;
+  std::set<std::string> still_gated;
+  for (const api::TargetPod& p : view_.PolicyTargetPods(policy, except_uid)) {
+    if (p.phase == "Succeeded" || p.phase == "Failed") continue;
+    const std::string ref = p.ns + "/" + p.name;
+    if (!p.has_gate) {
+      out.push_back({ref, p.node_name, p.required_affinity, std::nullopt});
+      continue;
+    }
+    auto r = reserved_.find(p.uid);
+    if (r != reserved_.end() && r->second.policy == policy) {
+      out.push_back({ref, "", std::nullopt, r->second.nodes});
+      still_gated.insert(p.uid);
+    }
+  }
+  // The cache shows the release (or the pod or its migration is gone): it counts from there.
+  for (auto it = reserved_.begin(); it != reserved_.end();) {
+    if (it->second.policy == policy && !still_gated.count(it->first)) {
+      it = reserved_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
 }
 
 void Controller::OnNodeChange(const std::vector<std::shared_ptr<const api::TargetPod>>& targets) {
@@ -116,6 +169,10 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
       queue_.Forget(key);
       return ReconcileResult::kSuccess;  // deleted: nothing to do
     }
+    // Under a policy's limit, plan and apply one such key at a time.
+    std::unique_lock<std::mutex> limited(inbound_mu_, std::defer_lock);
+    const bool under_limit = vmim->max_inbound.has_value() && !vmim->policy.empty();
+    if (under_limit) limited.lock();
     Observed observed;
     observed.target_pods = view_.TargetPods(ns, vmim->uid);
     observed.vmim = std::move(*vmim);
@@ -132,13 +189,24 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
       observed.nodes = nodes;
       observed.bound_pods = bound;
       observed.nodes_loaded = true;
+      if (under_limit) observed.inbound = LoadInbound(observed.vmim.policy, observed.vmim.uid);
       plan = Reconcile(observed, clock_.WallNow());
     }
     if (plan.Empty()) {
       Settle(key, ReconcileResult::kSuccess, std::nullopt);
       return ReconcileResult::kSuccess;
     }
+    if (plan.waits_for_inbound) {
+      std::lock_guard<std::mutex> lock(waiters_mu_);
+      waiters_[observed.vmim.policy].insert(key);
+    }
     ExecResult done = executor_.Apply(observed.vmim, plan);
+    if (plan.reservation && std::find(done.released_pods.begin(), done.released_pods.end(),
+                                      plan.reservation->pod_uid) != done.released_pods.end()) {
+      reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};
+      log_.Info("Released under the policy's inbound limit",
+                {{"vmim", key}, {"policy", observed.vmim.policy}, {"pod", plan.reservation->pod}});
+    }
     for (const auto& uid : done.released_pods) {
       if (auto seen = view_.TargetPodSeenAt(uid)) metrics_.ObserveGateRelease(clock_.Now() - *seen);
     }

@@ -21,7 +21,10 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +36,7 @@
 #include "controller/executor.h"
 #include "controller/log.h"
 #include "controller/operator_metrics.h"
+#include "controller/reconcile.h"
 #include "controller/work_queue.h"
 #include "kube/client.h"
 
@@ -55,6 +59,9 @@ class Controller {
   // A node changed: re-explain every unschedulable target pod in `targets`.
   void OnNodeChange(const std::vector<std::shared_ptr<const api::TargetPod>>& targets);
   void Enqueue(const std::string& key);
+  // A migration naming `policy` changed phase or went: plan again the migrations held by
+  // that policy's maxInboundPerNode (a node may have freed up).
+  void OnPolicyMigration(const std::string& policy);
 
   // Starts the workers (threads blocking on the queue).
   void Start();
@@ -75,6 +82,11 @@ class Controller {
   void Worker();
   // One key: reconcile, observe its duration, mark it done in the queue.
   ReconcileResult RunOne(const std::string& key);
+  // What the policy has inbound besides the VMIM `except_uid`: the cache's released target
+  // pods, and the releases of this process the cache does not show yet. Drops the
+  // reservations the cache has caught up with. Called under inbound_mu_.
+  std::vector<Inbound> LoadInbound(const std::string& policy, const std::string& except_uid);
+  void Wake(const std::string& policy);
 
   CacheView& view_;
   Clock& clock_;
@@ -85,6 +97,18 @@ class Controller {
   WorkQueue queue_;
   std::vector<std::thread> workers_;
   std::atomic<bool> started_{false};
+
+  // maxInboundPerNode: releases under a limit are planned and applied one at a time (the
+  // count must see the release before), and each is reserved until the cache shows it.
+  struct Reserved {
+    std::string policy;
+    std::vector<std::string> nodes;
+  };
+  std::mutex inbound_mu_;
+  std::map<std::string, Reserved> reserved_;  // pod uid ->
+  // Keys held by a policy's limit, by policy: woken by OnPolicyMigration and target pods.
+  std::mutex waiters_mu_;
+  std::map<std::string, std::set<std::string>> waiters_;
 };
 
 // "ns/name" ↔ parts. SplitKey returns false on a key without exactly one '/'.

@@ -3,6 +3,7 @@
 #include "controller/controller.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "controller/fake_clock.h"
 #include "controller/testing/objects.h"
@@ -236,6 +237,71 @@ TEST_CASE("Node changes enqueue only VMIMs whose target pod is unschedulable") {
   CHECK(std::find_if(w.lines.begin(), w.lines.end(), [](const std::string& l) {
           return l.find("a/m2") != std::string::npos;
         }) == w.lines.end());
+}
+
+TEST_CASE("maxInboundPerNode: the second waits gated, woken when the first's VMIM is final") {
+  World w;
+  for (const auto& n : {NodeSpec{"node-1", {{"zone", "a"}}}, NodeSpec{"node-2", {{"zone", "b"}}}}) {
+    w.client.Create(kube::kNodes, "", Node(n));
+  }
+  const std::string term =
+      R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})";
+  std::map<std::string, std::string> uids;
+  for (const std::string name : {"mig-1", "mig-2"}) {
+    json v = Stripped(Vmim({term}));
+    v["metadata"]["name"] = name;
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/policy"] = "spread";
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/max-inbound-per-node"] = "1";
+    json created = w.client.Create(kVirtualMachineInstanceMigrations, kNs, v);
+    created["status"] = v["status"];
+    w.client.Update(kVirtualMachineInstanceMigrations, kNs, created, "status");
+    uids[name] = created["metadata"]["uid"];
+    json p = Stripped(Pod({.name = "target-" + name, .job_uid = uids[name]}));
+    p["metadata"]["annotations"]["kubevirt.io/migrationJobName"] = name;
+    json pod = w.client.Create(kPods, kNs, p);
+    pod["status"] = p["status"];
+    w.client.Update(kPods, kNs, pod, "status");
+  }
+  auto pod = [&](const std::string& name) { return w.client.Get(kPods, kNs, "target-" + name); };
+  auto applied = [&](const std::string& name) {
+    for (const json& c : w.client.Get(kVirtualMachineInstanceMigrations, kNs, name)["status"].value(
+             "conditions", json::array())) {
+      if (c["type"] == "addedNodeSelectorTermApplied")
+        return c["status"].get<std::string>() + "/" + c["reason"].get<std::string>();
+    }
+    return std::string();
+  };
+  w.controller.Enqueue(std::string(kNs) + "/mig-1");
+  w.controller.Enqueue(std::string(kNs) + "/mig-2");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(pod("mig-1")));
+  // mig-1's pod is released and not bound yet: it may land on node-1, the only node.
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  CHECK(Gated(pod("mig-2")));
+  CHECK(applied("mig-2") == "False/InboundLimitReached");
+
+  // The first binds to node-1: still full; its event wakes the waiter, which waits again.
+  json p1 = pod("mig-1");
+  p1["spec"]["nodeName"] = "node-1";
+  w.client.Update(kPods, kNs, p1);
+  w.controller.OnTargetPod(api::TargetPod::FromJson(pod("mig-1")));
+  CHECK(w.controller.queue().Len() == 2);  // mig-1 itself and the woken mig-2
+  REQUIRE(w.controller.ProcessNext().has_value());
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  CHECK(Gated(pod("mig-2")));
+
+  // The first migration ends: the waiter is woken at once, not after its 30 s refresh.
+  json m1 = w.client.Get(kVirtualMachineInstanceMigrations, kNs, "mig-1");
+  m1["status"]["phase"] = "Succeeded";
+  w.client.Update(kVirtualMachineInstanceMigrations, kNs, m1, "status");
+  w.controller.OnPolicyMigration("spread");
+  CHECK(w.controller.queue().Len() == 1);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(pod("mig-2")));
+  CHECK(applied("mig-2") == "True/TermApplied");
+  // Nothing waits any more: another wake enqueues nothing.
+  w.controller.OnPolicyMigration("spread");
+  CHECK(w.controller.queue().Len() == 0);
 }
 
 TEST_CASE("Workers on threads finish queued work before Stop returns") {

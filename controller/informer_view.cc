@@ -94,10 +94,16 @@ void InformerView::Connect(Controller& controller) {
   vmims_.AddHandlers({[&controller](const std::string&, const VmimPtr& v) {
                         if (WantsReconcile(*v)) controller.OnMigration(*v);
                       },
-                      [&controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
+                      [&controller](const std::string&, const VmimPtr& a, const VmimPtr& v) {
                         if (WantsReconcile(*v)) controller.OnMigration(*v);
+                        // A policy's migration reaching a final phase frees its node.
+                        if (!v->policy.empty() && a->phase != v->phase) {
+                          controller.OnPolicyMigration(v->policy);
+                        }
                       },
-                      nullptr});
+                      [&controller](const std::string&, const VmimPtr& v) {
+                        if (!v->policy.empty()) controller.OnPolicyMigration(v->policy);
+                      }});
   targets_.AddHandlers(
       {[this, &controller](const std::string& key, const PodPtr& p) {
          {
@@ -243,6 +249,18 @@ InformerView::NodeSnapshot InformerView::NodeList() {
 std::vector<api::BoundPod> InformerView::BoundPods() {
   std::vector<api::BoundPod> out;
   for (const auto& p : bound_.List()) out.push_back(*p);
+  return out;
+}
+
+std::vector<api::TargetPod> InformerView::PolicyTargetPods(const std::string& policy,
+                                                           const std::string& except_uid) {
+  std::vector<api::TargetPod> out;
+  for (const auto& v : vmims_.List()) {
+    if (v->policy != policy || v->Final() || v->uid == except_uid) continue;
+    for (const auto& p : targets_.ByIndex(kJobIndex, v->uid)) {
+      if (p->ns == v->ns) out.push_back(*p);
+    }
+  }
   return out;
 }
 

@@ -20,6 +20,7 @@ const std::string kUnschedulableType(api::kConditionTargetPodUnschedulable);
 const std::string kReasonTermApplied(api::kReasonTermApplied);
 const std::string kReasonTargetPodEscapedGate(api::kReasonTargetPodEscapedGate);
 const std::string kReasonInvalidAddedTerm(api::kReasonInvalidAddedTerm);
+const std::string kReasonInboundLimitReached(api::kReasonInboundLimitReached);
 const std::string kReasonUnschedulable(api::kReasonUnschedulable);
 const std::string kReasonScheduled(api::kReasonScheduled);
 const std::string kEventUnschedulable(api::kEventTargetPodUnschedulable);
@@ -28,7 +29,7 @@ const std::string kEventScheduled(api::kEventTargetPodScheduled);
 std::string PodRef(const api::TargetPod& p) { return p.ns + "/" + p.name; }
 
 // What happened to the added term on one target pod.
-enum class TermState { kNone, kApplied, kEscaped };
+enum class TermState { kNone, kApplied, kEscaped, kWaiting };
 
 struct TermOutcome {
   TermState state = TermState::kNone;
@@ -67,22 +68,115 @@ const api::NodeInfo* FindNode(std::span<const api::NodeInfo> nodes, const std::s
   return nullptr;
 }
 
+bool UnderInboundLimit(const Observed& in) {
+  return in.vmim.max_inbound.has_value() && !in.vmim.policy.empty();
+}
+
+// Where a gated pod may go under its policy's limit: the nodes the term and its own
+// required affinity allow, split by the policy's inbound count (see reconcile.h).
+struct InboundJudgement {
+  std::vector<std::string> free;  // below the limit
+  std::vector<std::string> full;  // at it, with "node n/cap (pods)" for the message
+  std::vector<std::string> full_text;
+};
+
+bool MayLandOn(const Inbound& i, const api::NodeInfo& node) {
+  if (!i.node.empty()) return i.node == node.name;
+  if (i.released_to) {
+    return std::find(i.released_to->begin(), i.released_to->end(), node.name) !=
+           i.released_to->end();
+  }
+  return !i.required_affinity ||
+         api::SelectorMatchesNode(*i.required_affinity, node.labels, node.name);
+}
+
+InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelectorTerm& term,
+                              const Observed& in) {
+  InboundJudgement j;
+  const int64_t cap = *in.vmim.max_inbound;
+  for (const api::NodeInfo& node : in.nodes) {
+    if (!api::TermMatchesNode(term, node.labels, node.name)) continue;
+    if (pod.required_affinity &&
+        !api::SelectorMatchesNode(*pod.required_affinity, node.labels, node.name)) {
+      continue;
+    }
+    std::vector<std::string> holders;
+    for (const Inbound& i : in.inbound) {
+      if (MayLandOn(i, node)) holders.push_back(i.pod);
+    }
+    if (static_cast<int64_t>(holders.size()) < cap) {
+      j.free.push_back(node.name);
+      continue;
+    }
+    j.full.push_back(node.name);
+    std::sort(holders.begin(), holders.end());
+    std::string who;
+    for (size_t k = 0; k < holders.size() && k < 3; ++k) who += (k ? ", " : "") + holders[k];
+    if (holders.size() > 3) who += fmt::format(" and {} more", holders.size() - 3);
+    j.full_text.push_back(fmt::format("{} {}/{} ({})", node.name, holders.size(), cap, who));
+  }
+  std::sort(j.free.begin(), j.free.end());
+  return j;
+}
+
+std::string Listed(const std::vector<std::string>& items, size_t shown) {
+  std::string out;
+  for (size_t k = 0; k < items.size() && k < shown; ++k) out += (k ? ", " : "") + items[k];
+  if (items.size() > shown) out += fmt::format(" and {} more", items.size() - shown);
+  return out;
+}
+
 // The added term on one target pod: patch, delete, or report.
 TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& term,
                      const Observed& in, Plan& plan) {
   const std::string term_text = api::ToString(term);
   TermOutcome out;
   if (pod.has_gate) {
+    api::NodeSelectorTerm released = term;
+    std::string excluded;
+    if (UnderInboundLimit(in)) {
+      InboundJudgement j = JudgeInbound(pod, term, in);
+      const int64_t cap = *in.vmim.max_inbound;
+      if (!j.free.empty() || !j.full.empty()) {  // no node allowed: released, reported
+        if (j.free.empty()) {
+          out.state = TermState::kWaiting;
+          out.condition = {
+              kApplied, "False", kReasonInboundLimitReached,
+              fmt::format("MigrationTargetPolicy \"{}\" allows {} inbound migration{} per node "
+                          "(maxInboundPerNode), and every node target pod {} may go to has "
+                          "that many: {}; the scheduling gate stays until one frees up",
+                          in.vmim.policy, cap, cap == 1 ? "" : "s", PodRef(pod),
+                          Listed(j.full_text, 10))};
+          out.event_message = out.condition.message;
+          plan.waits_for_inbound = true;
+          plan.requeue_after = kInboundRefresh;
+          return out;
+        }
+        for (const std::string& n : j.full) {
+          released.match_fields.push_back({"metadata.name", "NotIn", {n}});
+        }
+        if (!j.full.empty()) {
+          excluded = fmt::format(
+              "; nodes at MigrationTargetPolicy \"{}\"'s limit of {} inbound per node are "
+              "excluded: {}",
+              in.vmim.policy, cap, Listed(j.full, 10));
+        }
+        plan.reservation = Reservation{PodRef(pod), pod.uid, j.free};
+      }
+    }
     std::vector<nlohmann::json> ops =
-        api::AndTermIntoPod(pod.PatchBasis(), term, api::kSchedulingGate);
-    if (ops.empty()) return out;  // a shape no valid pod has: leave it to the scheduler's gate
+        api::AndTermIntoPod(pod.PatchBasis(), released, api::kSchedulingGate);
+    if (ops.empty()) {  // a shape no valid pod has: leave it to the scheduler's gate
+      plan.reservation.reset();
+      return out;
+    }
     plan.pod_patches.push_back({pod.ns, pod.name, pod.uid, std::move(ops)});
     out.state = TermState::kApplied;
     out.condition = AppliedCondition(pod, term_text);
     out.event_message = fmt::format(
         "Released scheduling gate of target pod {} with the added term {} ANDed into "
-        "its required node affinity",
-        PodRef(pod), term_text);
+        "its required node affinity{}",
+        PodRef(pod), term_text, excluded);
     return out;
   }
   if (pod.required_affinity && api::SelectorCarriesTerm(*pod.required_affinity, term)) {
@@ -242,6 +336,11 @@ Plan Reconcile(const Observed& in, WallTime now) {
   // unschedulable one.
   if (!in.nodes_loaded) {
     for (const api::TargetPod* p : pods) {
+      if (term && p->has_gate && UnderInboundLimit(in)) {
+        Plan wait;
+        wait.needs_nodes = true;
+        return wait;
+      }
       const bool unschedulable = !p->has_gate && WaitsUnschedulable(*p);
       const bool escaped_bound =
           term && !p->has_gate && !p->node_name.empty() &&
@@ -258,6 +357,8 @@ Plan Reconcile(const Observed& in, WallTime now) {
     // The escaped outcome of any pod wins over applied: it is the one to see.
     std::optional<TermOutcome> shown;
     for (const api::TargetPod* p : pods) {
+      // Under a limit, one release per plan: the next pod counts it (the reservation).
+      if (p->has_gate && (plan.reservation || plan.waits_for_inbound)) continue;
       TermOutcome o = PlanTerm(*p, *term, in, plan);
       if (o.state == TermState::kNone) continue;
       if (!shown || (o.state == TermState::kEscaped && shown->state != TermState::kEscaped)) {

@@ -43,6 +43,19 @@
 //     ends. Pods are never touched then. A pod that is still gated, escaped
 //     or gone leaves Applied unwritten rather than guessed (the cache may not
 //     show our release yet). See LacksFinalReport.
+//   - A policy's limit (VMIM annotations policy + max-inbound-per-node, api/policy.h): a
+//     gated target pod is released only towards nodes below the limit. The nodes it may go
+//     to are those the term and the pod's own required affinity allow; a node's count is
+//     the policy's other non-final migrations' released target pods bound to it, plus those
+//     not bound yet that may still land on it (their required affinity, or for a release
+//     the cache does not show yet, the nodes it was released to: Observed::inbound). Nodes
+//     at the limit are excluded by `metadata.name NotIn [node]` matchFields ANDed in with
+//     the term (so the scheduler cannot pick them), and Plan::reservation names the nodes
+//     left. When every such node is at the limit the gate stays: Applied=False reason
+//     InboundLimitReached naming each node's count, Plan::waits_for_inbound (the shell
+//     plans again when the policy's migrations or target pods change) and a refresh after
+//     kInboundRefresh (for node changes). A pod no node allows is released as without a
+//     limit: the unschedulable report says why.
 //   - Each condition transition records its Event at most once: the
 //     condition is what remembers it (a later plan, in this process or
 //     another replica, sees the condition and records nothing). The executor
@@ -76,6 +89,9 @@ inline bool WaitsUnschedulable(const api::TargetPod& p) {
 // How often an unschedulable target pod's explanation is refreshed (node
 // changes also trigger it through the node handler).
 inline constexpr std::chrono::seconds kUnschedulableRefresh{30};
+// How often a target pod held by a policy's limit is planned again without an event (the
+// policy's migrations and target pods wake it at once; this covers node changes).
+inline constexpr std::chrono::seconds kInboundRefresh{30};
 
 // Whether a final VMIM with an added term may still be owed part of its final
 // report, judged from the VMIM alone (the informer's filter: only such final
@@ -87,6 +103,23 @@ inline constexpr std::chrono::seconds kUnschedulableRefresh{30};
 // Reconcile then writes what it can establish; the rest waits for the next
 // update (the pod's binding or KubeVirt's migrationState reaching the cache).
 bool LacksFinalReport(const api::MigrationInfo& vmim);
+
+// A released target pod of another non-final migration under the same policy.
+struct Inbound {
+  std::string pod;   // "ns/name", for the message
+  std::string node;  // spec.nodeName; "" while unbound
+  // Unbound: where it may still land. Its required node affinity as the cache has it, or,
+  // while the cache does not show the release yet, the nodes it was released to.
+  std::optional<api::NodeSelector> required_affinity;
+  std::optional<std::vector<std::string>> released_to;
+};
+
+// A release under a policy's limit: the nodes the pod may go to (the shell counts them
+// against the policy until the cache shows the pod released).
+struct Reservation {
+  std::string pod, pod_uid;
+  std::vector<std::string> nodes;
+};
 
 struct Observed {
   api::MigrationInfo vmim;
@@ -103,6 +136,9 @@ struct Observed {
   // The node the VMI runs on now (VMIM status.migrationState.sourceNode, or the
   // node of the VMI's running virt-launcher pod). "" when unknown.
   std::string source_node;
+  // Under a policy's limit (vmim.max_inbound): what the policy has inbound now, loaded with
+  // the nodes (nodes_loaded).
+  std::vector<Inbound> inbound;
 };
 
 struct PodPatch {
@@ -134,6 +170,10 @@ struct Plan {
   // Observed::nodes_loaded was false and this VMIM needs them: fill them in
   // and plan again. Nothing else is set.
   bool needs_nodes = false;
+  // Under a policy's limit: a release to reserve once the patch is applied, or the gate
+  // held because every node is at the limit (plan again when the policy's migrations move).
+  std::optional<Reservation> reservation;
+  bool waits_for_inbound = false;
 
   bool Empty() const {
     return pod_patches.empty() && pod_deletions.empty() && !conditions_changed && events.empty() &&

@@ -687,3 +687,166 @@ TEST_CASE("Without the nodes, a VMIM that needs them asks for them and plans not
 
 }  // namespace
 }  // namespace kmt::controller
+
+namespace kmt::controller {
+namespace {
+
+using namespace kmt::controller::testing;  // NOLINT: test fixtures
+
+// maxInboundPerNode (reconcile.h): a VMIM of policy "spread" with limit `cap`, its term
+// allowing the zone=a nodes (node-1, node-3 uncordoned here, node-2 is zone b).
+struct Limited {
+  std::vector<api::NodeInfo> nodes;
+  Observed o;
+  Limited(int cap, json own_affinity = nullptr) {
+    json vmim = Vmim(
+        {std::string(R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})")});
+    vmim["metadata"]["annotations"]["migration-target.kubevirt.io/policy"] = "spread";
+    vmim["metadata"]["annotations"]["migration-target.kubevirt.io/max-inbound-per-node"] =
+        std::to_string(cap);
+    o.vmim = api::MigrationInfo::FromJson(vmim);
+    o.target_pods.push_back(api::TargetPod::FromJson(Pod({.affinity = own_affinity})));
+    for (const NodeSpec& n : std::vector<NodeSpec>{{"node-1", {{"zone", "a"}}},
+                                                   {"node-2", {{"zone", "b"}}},
+                                                   {"node-3", {{"zone", "a"}}}}) {
+      nodes.push_back(api::NodeInfo::FromJson(Node(n)));
+    }
+    o.nodes = nodes;
+    o.source_node = kSourceNode;
+  }
+};
+
+std::vector<json> PatchedAffinity(const Plan& plan) {
+  REQUIRE(plan.pod_patches.size() == 1);
+  json pod = Pod({});
+  pod = pod.patch(json(plan.pod_patches[0].ops));
+  return pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"]
+                .get<std::vector<json>>();
+}
+
+TEST_CASE("Under maxInboundPerNode the nodes at the limit are excluded from the release") {
+  Limited l(1);
+  SECTION("nothing inbound: released to every node of the term, both reserved") {
+    Plan plan = Reconcile(l.o, kNow);
+    std::vector<json> terms = PatchedAffinity(plan);
+    REQUIRE(terms.size() == 1);
+    CHECK_FALSE(terms[0].contains("matchFields"));
+    REQUIRE(plan.reservation);
+    CHECK(plan.reservation->pod_uid == kPodUid);
+    CHECK(plan.reservation->nodes == std::vector<std::string>{"node-1", "node-3"});
+    CHECK_FALSE(plan.waits_for_inbound);
+    REQUIRE(plan.events.size() == 1);
+    CHECK(plan.events[0].reason == "TermApplied");
+  }
+  SECTION("node-1 has one bound: it is excluded with a NotIn, node-3 reserved") {
+    l.o.inbound = {{"vms/other-target", "node-1", std::nullopt, std::nullopt}};
+    Plan plan = Reconcile(l.o, kNow);
+    std::vector<json> terms = PatchedAffinity(plan);
+    REQUIRE(terms.size() == 1);
+    CHECK(terms[0]["matchFields"] ==
+          json::parse(R"([{"key":"metadata.name","operator":"NotIn","values":["node-1"]}])"));
+    REQUIRE(plan.reservation);
+    CHECK(plan.reservation->nodes == std::vector<std::string>{"node-3"});
+    REQUIRE(plan.events.size() == 1);
+    CHECK(plan.events[0].message.find("nodes at MigrationTargetPolicy \"spread\"'s limit of 1 "
+                                      "inbound per node are excluded: node-1") !=
+          std::string::npos);
+    // The condition is the plain Applied one: a later plan does not rewrite it.
+    CHECK(plan.conditions.at(0).message == "Target pod " + std::string(kNs) + "/" + kPodName +
+                                               " requires the added term zone In [a]");
+  }
+  SECTION("an unbound release counts against every node it may land on: the gate stays") {
+    l.o.inbound = {{"vms/other-target", "", std::nullopt, std::nullopt}};
+    Plan plan = Reconcile(l.o, kNow);
+    CHECK(plan.pod_patches.empty());
+    CHECK_FALSE(plan.reservation);
+    CHECK(plan.waits_for_inbound);
+    CHECK(plan.requeue_after == kInboundRefresh);
+    REQUIRE(plan.conditions.size() == 1);
+    CHECK(plan.conditions[0].type == "addedNodeSelectorTermApplied");
+    CHECK(plan.conditions[0].status == "False");
+    CHECK(plan.conditions[0].reason == "InboundLimitReached");
+    CHECK(plan.conditions[0].message ==
+          "MigrationTargetPolicy \"spread\" allows 1 inbound migration per node "
+          "(maxInboundPerNode), and every node target pod vms/virt-launcher-vm-1-target may go "
+          "to has that many: node-1 1/1 (vms/other-target), node-3 1/1 (vms/other-target); the "
+          "scheduling gate stays until one frees up");
+    REQUIRE(plan.events.size() == 1);
+    CHECK(plan.events[0].type == "Normal");
+    CHECK(plan.events[0].reason == "InboundLimitReached");
+    // Planned again on the same state: nothing new to write or record.
+    l.o.vmim.conditions = plan.conditions;
+    Plan again = Reconcile(l.o, kNow + std::chrono::seconds(5));
+    CHECK_FALSE(again.conditions_changed);
+    CHECK(again.events.empty());
+    CHECK(again.waits_for_inbound);
+    // node-3 frees up once the other binds to node-1: released, the condition turns True.
+    l.o.inbound = {{"vms/other-target", "node-1", std::nullopt, std::nullopt}};
+    Plan released = Reconcile(l.o, kNow + std::chrono::seconds(6));
+    CHECK(released.pod_patches.size() == 1);
+    CHECK(released.conditions.at(0).status == "True");
+    CHECK(released.conditions.at(0).reason == "TermApplied");
+    REQUIRE(released.events.size() == 1);
+    CHECK(released.events[0].reason == "TermApplied");
+  }
+  SECTION("an unbound pod counts only where its affinity or its reservation lets it land") {
+    json only3 = json::parse(
+        R"({"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-3"]}]}]})");
+    l.o.inbound = {{"vms/a", "", api::NodeSelectorFromJsonLenient(only3), std::nullopt},
+                   {"vms/b", "", std::nullopt, std::vector<std::string>{"node-3"}}};
+    Plan plan = Reconcile(l.o, kNow);
+    REQUIRE(plan.reservation);
+    CHECK(plan.reservation->nodes == std::vector<std::string>{"node-1"});
+  }
+  SECTION("a limit of 2 counts two") {
+    Limited two(2);
+    two.o.inbound = {{"vms/a", "node-1", std::nullopt, std::nullopt},
+                     {"vms/b", "node-3", std::nullopt, std::nullopt},
+                     {"vms/c", "node-3", std::nullopt, std::nullopt}};
+    Plan plan = Reconcile(two.o, kNow);
+    REQUIRE(plan.reservation);
+    CHECK(plan.reservation->nodes == std::vector<std::string>{"node-1"});
+    two.o.inbound.push_back({"vms/d", "node-1", std::nullopt, std::nullopt});
+    CHECK(Reconcile(two.o, kNow).waits_for_inbound);
+  }
+  SECTION("the pod's own affinity narrows the nodes that count") {
+    Limited own(1,
+                json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]}}})"));
+    own.o.inbound = {{"vms/a", "node-3", std::nullopt, std::nullopt}};
+    // node-3 is full but the pod may not go there anyway; node-1 is free: released, nothing
+    // excluded.
+    Plan plan = Reconcile(own.o, kNow);
+    REQUIRE(plan.reservation);
+    CHECK(plan.reservation->nodes == std::vector<std::string>{"node-1"});
+    CHECK(plan.events.at(0).message.find("excluded") == std::string::npos);
+    own.o.inbound.push_back({"vms/b", "node-1", std::nullopt, std::nullopt});
+    CHECK(Reconcile(own.o, kNow).waits_for_inbound);
+  }
+  SECTION("no node allowed at all: released as without a limit (the report says why)") {
+    Limited none(1);
+    none.nodes.clear();
+    none.o.nodes = none.nodes;
+    Plan plan = Reconcile(none.o, kNow);
+    CHECK(plan.pod_patches.size() == 1);
+    CHECK_FALSE(plan.reservation);
+  }
+  SECTION("without the nodes the plan asks for them") {
+    l.o.nodes = {};
+    l.o.nodes_loaded = false;
+    Plan plan = Reconcile(l.o, kNow);
+    CHECK(plan.needs_nodes);
+    CHECK(plan.Empty());
+  }
+  SECTION("a limit without a policy name is no limit") {
+    l.o.vmim.policy.clear();
+    l.o.inbound = {{"vms/other-target", "", std::nullopt, std::nullopt}};
+    Plan plan = Reconcile(l.o, kNow);
+    CHECK(plan.pod_patches.size() == 1);
+    CHECK_FALSE(plan.reservation);
+  }
+}
+
+}  // namespace
+}  // namespace kmt::controller

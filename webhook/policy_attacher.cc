@@ -101,6 +101,11 @@ AdmissionResponse AttachPolicy(const AdmissionRequest& req, ClusterView& cluster
   patch.push_back({{"op", "add"},
                    {"path", base + PointerToken(api::kPolicyAnnotation)},
                    {"value", choice.winner->name}});
+  if (choice.winner->max_inbound_per_node) {
+    patch.push_back({{"op", "add"},
+                     {"path", base + PointerToken(api::kMaxInboundAnnotation)},
+                     {"value", std::to_string(*choice.winner->max_inbound_per_node)}});
+  }
   out.patch = std::move(patch);
   return out;
 }

@@ -10,10 +10,11 @@
 // the labels of the node being left. The patch adds two annotations:
 //   migration-target.kubevirt.io/added-node-selector-term: the policy's term as stored
 //   migration-target.kubevirt.io/policy: the policy's name
+//   migration-target.kubevirt.io/max-inbound-per-node: its spec.maxInboundPerNode, if set
 // and from there gate → AND → report runs as for an admin's request. The validating admitter
 // (vmim_validator.h) lets such a VMIM through without the admin check only when the named
-// policy exists now with exactly that term and the requester is virt-controller, so no VMIM
-// creator can forge the pair.
+// policy exists now with exactly that term (and limit) and the requester is virt-controller,
+// so no VMIM creator can forge them.
 // A read that fails (policies, the VMI, the namespace, the nodes) denies with 500: the VMIM
 // is not created and virt-controller's evacuation controller tries again, so a policy is
 // never skipped silently. A policy that does not parse is skipped with a warning (the

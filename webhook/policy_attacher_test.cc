@@ -234,6 +234,62 @@ TEST_CASE("The policy annotation cannot change after creation") {
         "after the VirtualMachineInstanceMigration is created");
 }
 
+TEST_CASE("A policy's maxInboundPerNode goes with its term, and only the policy's value passes") {
+  World w;
+  w.cluster.policies[0]["spec"]["maxInboundPerNode"] = 2;
+  const std::string cap_key(api::kMaxInboundAnnotation);
+  AdmissionRequest req = Create(kController, Evacuation("a-1"));
+  AdmissionResponse r = AttachPolicy(req, w.cluster, {});
+  REQUIRE(r.patch);
+  const Json after = Apply(req.object, *r.patch);
+  CHECK(after["metadata"]["annotations"][cap_key] == "2");
+  VmimValidatorDeps deps{w.access, w.cluster};
+  req.object = after;
+  CHECK(ValidateVmim(req, deps).allowed);
+
+  auto denied = [&](const Json& annotations) {
+    AdmissionResponse v = ValidateVmim(Create(kController, annotations), deps);
+    CHECK_FALSE(v.allowed);
+    REQUIRE(v.status);
+    CHECK(v.status->code == 403);
+    return v.status->message;
+  };
+  Json looser = after["metadata"]["annotations"];
+  looser[cap_key] = "50";
+  CHECK(denied(looser).find("migration-target.kubevirt.io/max-inbound-per-node is not "
+                            "MigrationTargetPolicy \"rack-a-to-b\"'s maxInboundPerNode (2)") !=
+        std::string::npos);
+  Json dropped = after["metadata"]["annotations"];
+  dropped.erase(cap_key);
+  CHECK(denied(dropped).find("is not MigrationTargetPolicy") != std::string::npos);
+  // The policy without a limit: a limit on the VMIM is not its.
+  w.cluster.policies[0]["spec"].erase("maxInboundPerNode");
+  CHECK(denied(after["metadata"]["annotations"]).find("sets no maxInboundPerNode") !=
+        std::string::npos);
+  // Without a policy, anyone's limit is refused (it is the operator's to attach).
+  Json alone;
+  alone[cap_key] = "1";
+  AdmissionResponse v = ValidateVmim(Create("kmt-admin", alone), deps);
+  CHECK_FALSE(v.allowed);
+  REQUIRE(v.status);
+  REQUIRE(v.status->causes.size() == 1);
+  CHECK(v.status->causes[0].field ==
+        "metadata.annotations[migration-target.kubevirt.io/max-inbound-per-node]");
+  CHECK(w.access.calls == 0);
+
+  SECTION("and it cannot change after creation") {
+    AdmissionRequest up = Create(kController, after["metadata"]["annotations"]);
+    up.operation = "UPDATE";
+    up.old_object = up.object;
+    up.object["metadata"]["annotations"][cap_key] = "9";
+    AdmissionResponse u = ValidateVmim(up, deps);
+    CHECK_FALSE(u.allowed);
+    CHECK(u.status->message ==
+          "metadata.annotations[migration-target.kubevirt.io/max-inbound-per-node]: Forbidden: "
+          "may not be changed after the VirtualMachineInstanceMigration is created");
+  }
+}
+
 TEST_CASE("Policies are validated on CREATE and UPDATE with every cause") {
   AdmissionRequest r;
   r.uid = "p";

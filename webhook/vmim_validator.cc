@@ -66,6 +66,16 @@ std::string PolicyProvenanceProblem(const AdmissionRequest& req, const std::stri
     return fmt::format("the term is not MigrationTargetPolicy \"{}\"'s ({})", policy,
                        parsed.policy->term_text);
   }
+  const Json* cap = Member(req.object, {"metadata", "annotations", api::kMaxInboundAnnotation});
+  const std::optional<int64_t> want = parsed.policy->max_inbound_per_node;
+  if (!want && cap != nullptr) {
+    return fmt::format("MigrationTargetPolicy \"{}\" sets no maxInboundPerNode, yet {} is set",
+                       policy, api::kMaxInboundAnnotation);
+  }
+  if (want && (cap == nullptr || !cap->is_string() || *cap != std::to_string(*want))) {
+    return fmt::format("{} is not MigrationTargetPolicy \"{}\"'s maxInboundPerNode ({})",
+                       api::kMaxInboundAnnotation, policy, *want);
+  }
   return {};
 }
 
@@ -134,6 +144,15 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
     allowed.warnings = PlacementWarnings(*parsed.term, req, deps.cluster);
     return allowed;
   }
+  if (Member(req.object, {"metadata", "annotations", api::kMaxInboundAnnotation}) != nullptr) {
+    static const std::string cap_path =
+        api::KeyPath("metadata.annotations", api::kMaxInboundAnnotation);
+    const std::string problem =
+        fmt::format("it comes only with the policy named in {}", PolicyFieldPath());
+    return Denied(403, "Forbidden",
+                  fmt::format("{} is set only by the operator's webhook: {}", cap_path, problem),
+                  {api::ForbiddenCause(cap_path, problem)});
+  }
   const bool from_virt_api =
       !policy.virt_api_username.empty() && req.user_info.username == policy.virt_api_username;
   const bool kubevirt_selector = policy.check_kubevirt_added_node_selector &&
@@ -196,6 +215,17 @@ AdmissionResponse ValidateUpdate(const AdmissionRequest& req) {
     const char* what = !policy_before ? "added" : (!policy_now ? "removed" : "changed");
     return Invalid({api::ForbiddenCause(
         PolicyFieldPath(),
+        fmt::format("may not be {} after the VirtualMachineInstanceMigration is created", what))});
+  }
+  const Json* cap_now = Member(req.object, {"metadata", "annotations", api::kMaxInboundAnnotation});
+  const Json* cap_before =
+      Member(req.old_object, {"metadata", "annotations", api::kMaxInboundAnnotation});
+  if ((cap_now == nullptr) != (cap_before == nullptr) ||
+      (cap_now != nullptr && *cap_now != *cap_before)) {
+    const char* what =
+        cap_before == nullptr ? "added" : (cap_now == nullptr ? "removed" : "changed");
+    return Invalid({api::ForbiddenCause(
+        api::KeyPath("metadata.annotations", api::kMaxInboundAnnotation),
         fmt::format("may not be {} after the VirtualMachineInstanceMigration is created", what))});
   }
   const std::optional<std::string> now = api::AddedTermSource(req.object);

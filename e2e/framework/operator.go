@@ -36,6 +36,7 @@ const (
 	ReasonTermApplied           = "TermApplied"
 	ReasonTargetPodEscapedGate  = "TargetPodEscapedGate"
 	ReasonInvalidAddedTerm      = "InvalidAddedTerm"
+	ReasonInboundLimitReached   = "InboundLimitReached"
 	ReasonUnschedulable         = "Unschedulable"
 	ReasonScheduled             = "Scheduled"
 	EventTargetPodUnschedulable = "TargetPodUnschedulable"
@@ -48,6 +49,7 @@ const (
 	PolicyResource              = "migrationtargetpolicies"
 	PolicyKind                  = "MigrationTargetPolicy"
 	PolicyAnnotation            = "migration-target.kubevirt.io/policy"
+	MaxInboundAnnotation        = "migration-target.kubevirt.io/max-inbound-per-node"
 	// controller/events.h's kEventSource (checked by names_test.go too).
 	EventSource            = "migration-target-operator"
 	OperatorNamespace      = "kubevirt-migration-target"

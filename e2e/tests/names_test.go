@@ -56,6 +56,7 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kReasonTermApplied":               framework.ReasonTermApplied,
 		"kReasonTargetPodEscapedGate":      framework.ReasonTargetPodEscapedGate,
 		"kReasonInvalidAddedTerm":          framework.ReasonInvalidAddedTerm,
+		"kReasonInboundLimitReached":       framework.ReasonInboundLimitReached,
 		"kReasonUnschedulable":             framework.ReasonUnschedulable,
 		"kReasonScheduled":                 framework.ReasonScheduled,
 		"kEventTargetPodUnschedulable":     framework.EventTargetPodUnschedulable,
@@ -68,6 +69,7 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kPolicyResource":                  framework.PolicyResource,
 		"kPolicyKind":                      framework.PolicyKind,
 		"kPolicyAnnotation":                framework.PolicyAnnotation,
+		"kMaxInboundAnnotation":            framework.MaxInboundAnnotation,
 		// KubeVirt's names, against KubeVirt's own Go API.
 		"kLabelApp":                      virtv1.AppLabel,
 		"kLabelMigrationJobUID":          virtv1.MigrationJobLabel,
