@@ -1,10 +1,13 @@
 package tests
 
-// spec.maxInboundPerNode: drains of two rack-a nodes at once start four evacuations
-// (KubeVirt runs two outbound per node), a policy sends them to the two rack-b nodes with at
-// most one inbound per node. Every pod and VMIM change is recorded from watches and replayed
-// in resourceVersion order (one etcd revision counter for both), so "at any instant" means
-// every revision of the API server, not a polling interval.
+// spec.maxInboundPerNode: drains of two rack-a nodes at once start four evacuations (the
+// cluster's KubeVirt CR lifts KubeVirt's own parallel-migration limits, 5 per cluster and 2
+// outbound per node by default, pkg/virt-config/virt-config.go, enforced when virt-controller
+// creates target pods, pkg/virt-controller/watch/migration/migration.go), and a policy sends
+// them to the two rack-b nodes with at most one inbound per node. Every pod and VMIM change
+// is recorded from watches and replayed in resourceVersion order (one etcd revision counter
+// for both), so "at any instant" means every revision of the API server, not a polling
+// interval.
 
 import (
 	"context"
