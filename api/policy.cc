@@ -167,7 +167,10 @@ PolicyParse ParsePolicy(const Json& object) {
     causes.push_back(WrongType("", object, "object"));
     return out;
   }
-  p.name = object.value("metadata", Json::object()).value("name", "");
+  // metadata.name as stored; any other JSON there (not from the API server) reads as "".
+  if (const Json& name = MetadataMember(object, "name"); name.is_string()) {
+    p.name = name.get<std::string>();
+  }
   const Json spec = object.value("spec", Json());
   if (!spec.is_object()) {
     causes.push_back(spec.is_null() ? RequiredCause("spec", "")

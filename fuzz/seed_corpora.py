@@ -4,8 +4,9 @@
     fuzz/seed_corpora.py      (from the workspace root; rewrites only seed-* files)
 
 Sources: webhook/testdata (golden AdmissionReviews), kube/testdata (watch streams), the
-tables of api/quantity_test.cc and kube/selector_test.cc, and the kubeconfig cases of
-kube/kubeconfig_test.cc. Inputs the fuzzer found are kept next to the seeds under other
+tables of api/quantity_test.cc and kube/selector_test.cc, the kubeconfig cases of
+kube/kubeconfig_test.cc, and the policies and evacuation VMIMs below (the cases of
+api/policy_test.cc and webhook/policy_attacher_test.cc). Inputs the fuzzer found are kept next to the seeds under other
 names (crash-*, found-*) and are never touched here.
 """
 import glob
@@ -137,6 +138,62 @@ def kubeconfig():
     write("kubeconfig", "merge-context", b"\x03" + KUBECONFIGS["full"].encode() + b"\0" + KUBECONFIGS["exec"].encode())
 
 
+TERM_B = {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["b"]}]}
+TERM_NOT_A1 = {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["a-1"]}]}
+POLICIES = {
+    "plain": {"addedNodeSelectorTerm": TERM_B},
+    "full": {"priority": 5, "maxInboundPerNode": 3,
+             "match": {"origin": "Evacuation",
+                       "sourceNodeSelector": {"matchLabels": {"rack": "a"}},
+                       "namespaceSelector": {"matchExpressions": [{"key": "t", "operator": "NotIn", "values": ["x"]}]},
+                       "vmiSelector": {}},
+             "addedNodeSelectorTerm": TERM_B},
+    "limit-0": {"maxInboundPerNode": 0, "addedNodeSelectorTerm": TERM_B},
+    "limit-string": {"maxInboundPerNode": "1", "addedNodeSelectorTerm": TERM_B},
+    "bad-origin": {"match": {"origin": "Drain"}, "addedNodeSelectorTerm": TERM_B},
+    "bad-selector": {"match": {"vmiSelector": {"matchLabels": {"bad key!": "v"}}},
+                     "addedNodeSelectorTerm": {"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["x"]}]}},
+    "empty-term": {"addedNodeSelectorTerm": {}},
+    "no-term": {},
+}
+
+
+def policy():
+    clear("policy")
+    for name, spec in POLICIES.items():
+        obj = {"apiVersion": "migration-target.kubevirt.io/v1alpha1", "kind": "MigrationTargetPolicy",
+               "metadata": {"name": name}, "spec": spec}
+        write("policy", "policy-" + name, b"\x00" + json.dumps(obj, separators=(",", ":")).encode())
+    write("policy", "policy-no-spec", b"\x00" + b'{"metadata":{"name":"n"}}')
+    evac = {"kubevirt.io/evacuationMigration": "a-1"}
+    vmims = {
+        "evacuation": evac,
+        "evacuation-b": {"kubevirt.io/evacuationMigration": "b-1"},
+        "plain": None,
+        "with-term": dict(evac, **{"migration-target.kubevirt.io/added-node-selector-term": json.dumps(TERM_B, separators=(",", ":"))}),
+        "forged": dict(evac, **{"migration-target.kubevirt.io/added-node-selector-term": json.dumps(TERM_B, separators=(",", ":")),
+                                "migration-target.kubevirt.io/policy": "rack-a-to-b",
+                                "migration-target.kubevirt.io/max-inbound-per-node": "2"}),
+        "forged-limit": dict(evac, **{"migration-target.kubevirt.io/added-node-selector-term": json.dumps(TERM_B, separators=(",", ":")),
+                                      "migration-target.kubevirt.io/policy": "rack-a-to-b",
+                                      "migration-target.kubevirt.io/max-inbound-per-node": "50"}),
+        "limit-alone": {"migration-target.kubevirt.io/max-inbound-per-node": "1"},
+        "other-policy": dict(evac, **{"migration-target.kubevirt.io/added-node-selector-term": json.dumps(TERM_NOT_A1, separators=(",", ":")),
+                                      "migration-target.kubevirt.io/policy": "web"}),
+    }
+    for name, annotations in vmims.items():
+        obj = {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+               "metadata": {"generateName": "kubevirt-evacuation-", "namespace": "ns1"},
+               "spec": {"vmiName": "vm1"}}
+        if annotations is not None:
+            obj["metadata"]["annotations"] = annotations
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        for control in (0x01, 0x05, 0x02, 0x06):
+            write("policy", f"vmim-{name}-{control:02x}", bytes([control]) + body)
+    for text in ["1", "2", "10000", "10001", "0", "03", "-1", "2.5", "", " 7", "99999999999"]:
+        write("policy", "limit-" + hashlib.sha1(text.encode()).hexdigest()[:8], b"\x03" + text.encode())
+
+
 def literals(path, pattern):
     text = open(os.path.join(ROOT, path), encoding="utf-8").read()
     return [bytes(m, "utf-8").decode("unicode_escape") for m in re.findall(pattern, text)]
@@ -151,6 +208,7 @@ def table(target, path, extra):
 
 if __name__ == "__main__":
     admitters()
+    policy()
     watch()
     kubeconfig()
     table("quantity", "api/quantity_test.cc", ["9223372036854775807m", "-9223372036854775807",
