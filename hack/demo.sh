@@ -4,9 +4,10 @@
 # Starts a local control plane (etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, KubeVirt's real virt-api and virt-controller, fake nodes), runs the
 # operator out of cluster (webhooks reached by URL), starts a VM, migrates it to a
-# named node with `kubectl migrate --wait`, shows the ANDed affinity and the
-# conditions, then asks for a node that cannot take it and shows why. The cluster
-# keeps running at the end; the last lines say how to explore and how to stop.
+# named node with `kubectl migrate --wait` after a drain of its node that a
+# MigrationTargetPolicy steers, shows the ANDed affinity and the conditions, then asks for
+# a node that cannot take it and shows why. The cluster keeps running at the end; the
+# last lines say how to explore and how to stop.
 #
 # Environment: KMT_DEMO_DIR (default /tmp/kmt-demo), KMT_DEMO_PORT_BASE (default 25000).
 set -euo pipefail
@@ -69,6 +70,7 @@ spec:
             matchExpressions:
               - {key: kubernetes.io/hostname, operator: In, values: [node-a]}
   terminationGracePeriodSeconds: 0
+  evictionStrategy: LiveMigrate
   domain:
     resources: {requests: {memory: 128Mi}}
     memory: {guest: 128Mi}
@@ -85,6 +87,30 @@ show kubectl -n demo get vmi db-1
 
 bold "Pre-flight: where could db-1 go?"
 show kubectl migrate explain db-1 -n demo || true
+
+src=$(kubectl -n demo get vmi db-1 -o jsonpath='{.status.nodeName}')
+dst=node-b; [[ $src != node-b ]] || dst=node-c
+bold "A drain steered by the admin's MigrationTargetPolicy: VMs leaving $src go to $dst"
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: migration-target.kubevirt.io/v1alpha1
+kind: MigrationTargetPolicy
+metadata:
+  name: off-$src-to-$dst
+spec:
+  maxInboundPerNode: 1
+  match:
+    sourceNodeSelector: {matchLabels: {kubernetes.io/hostname: $src}}
+  addedNodeSelectorTerm:
+    matchExpressions:
+      - {key: kubernetes.io/hostname, operator: In, values: [$dst]}
+YAML
+show kubectl migrate policy explain "$src"
+show kubectl drain "$src" --ignore-daemonsets --delete-emptydir-data --timeout 3m
+show kubectl -n demo get vmi db-1
+evac=$(kubectl -n demo get vmim -o name | grep kubevirt-evacuation- | tail -1 | cut -d/ -f2)
+show kubectl migrate status "$evac" -n demo
+show kubectl get migrationtargetpolicies
+show kubectl uncordon "$src"
 
 bold "The VM owner may not choose the node"
 show kubectl migrate db-1 -n demo --node node-c --kubeconfig "$KMT_E2E_VM_OWNER_KUBECONFIG" || true
