@@ -65,14 +65,16 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   REQUIRE(ready);
   CHECK(ready->status == 200);
   CHECK(ready->body == "[+]informers-synced ok\nhealthz check passed\n");
-  // The worker records its metrics after the patch it sent returned: poll, don't race.
+  // The worker records its metrics after the patch it sent returned, and the gauges read the
+  // informer cache, which sees the released pod once its watch event arrives: poll, don't race.
   httplib::Client metrics("127.0.0.1", op.metrics_port());
   std::string body;
   CHECK(Eventually([&] {
     auto m = metrics.Get("/metrics");
     if (!m) return false;
     body = m->body;
-    return body.find("kmt_gate_release_seconds_count 1\n") != std::string::npos;
+    return body.find("kmt_gate_release_seconds_count 1\n") != std::string::npos &&
+           body.find("kmt_gated_target_pods 0\n") != std::string::npos;
   }));
   CAPTURE(body);
   CHECK(body.find("controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"}") !=
