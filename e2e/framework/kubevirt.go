@@ -38,6 +38,13 @@ func LiveMigrateOnEviction(vmi *virtv1.VirtualMachineInstance) {
 	vmi.Spec.EvictionStrategy = &s
 }
 
+// WithToleration adds a toleration to the VMI (KubeVirt copies it to its pods).
+func WithToleration(tol k8sv1.Toleration) VMIOption {
+	return func(vmi *virtv1.VirtualMachineInstance) {
+		vmi.Spec.Tolerations = append(vmi.Spec.Tolerations, tol)
+	}
+}
+
 // WithNodeSelector adds nodeSelector labels to the VMI.
 func WithNodeSelector(labels map[string]string) VMIOption {
 	return func(vmi *virtv1.VirtualMachineInstance) {

@@ -48,8 +48,8 @@ func createPolicy(t *testing.T, f *framework.Framework, c *framework.Client, nam
 	return err
 }
 
-// poolWithRacks creates extra fake nodes labelled kmt-e2e/pool=pool and rack=<rack>,
-// one per entry of racks, named pool-<rack>-<i>.
+// poolWithRacks creates extra fake nodes labelled kmt-e2e/pool=pool and rack=<rack> and
+// tainted as poolNodes' are, one per entry of racks, named pool-<rack>-<i>.
 func poolWithRacks(t *testing.T, f *framework.Framework, pool string, octet int, racks ...string) []string {
 	t.Helper()
 	var names []string
@@ -59,6 +59,7 @@ func poolWithRacks(t *testing.T, f *framework.Framework, pool string, octet int,
 		f.ExtraNode(t, name, fmt.Sprintf("192.168.%d.%d", octet, i+1), func(node *k8sv1.Node) {
 			node.Labels["kmt-e2e/pool"] = pool
 			node.Labels["rack"] = rack
+			node.Spec.Taints = append(node.Spec.Taints, poolTaint(pool))
 		})
 		names = append(names, name)
 	}

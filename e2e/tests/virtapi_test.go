@@ -20,9 +20,11 @@ import (
 	"kmt.local/e2e/framework"
 )
 
-// poolNodes creates n extra fake nodes labelled kmt-e2e/pool=<pool>, so a scenario
-// that cordons or drains nodes touches no other scenario's VMs. Their InternalIPs come
-// from 192.168.<octet>.0/24.
+// poolNodes creates n extra fake nodes labelled kmt-e2e/pool=<pool> and tainted
+// kmt-e2e/pool=<pool>:NoSchedule (poolTaint), so only the scenario's own VMIs (inPool) land
+// there and a scenario that cordons or drains them touches no other scenario's VMs (an
+// unpinned VMI would otherwise prefer the empty new nodes, and a drain would evict it).
+// Their InternalIPs come from 192.168.<octet>.0/24.
 func poolNodes(t *testing.T, f *framework.Framework, pool string, octet, n int) []string {
 	t.Helper()
 	var names []string
@@ -30,6 +32,7 @@ func poolNodes(t *testing.T, f *framework.Framework, pool string, octet, n int) 
 		name := fmt.Sprintf("%s-%d", pool, i)
 		f.ExtraNode(t, name, fmt.Sprintf("192.168.%d.%d", octet, i+1), func(node *k8sv1.Node) {
 			node.Labels["kmt-e2e/pool"] = pool
+			node.Spec.Taints = append(node.Spec.Taints, poolTaint(pool))
 		})
 		names = append(names, name)
 	}
@@ -37,7 +40,16 @@ func poolNodes(t *testing.T, f *framework.Framework, pool string, octet, n int) 
 }
 
 func inPool(pool string) framework.VMIOption {
-	return framework.WithNodeSelector(map[string]string{"kmt-e2e/pool": pool})
+	return func(vmi *virtv1.VirtualMachineInstance) {
+		framework.WithNodeSelector(map[string]string{"kmt-e2e/pool": pool})(vmi)
+		framework.WithToleration(k8sv1.Toleration{Key: "kmt-e2e/pool", Operator: k8sv1.TolerationOpEqual,
+			Value: pool, Effect: k8sv1.TaintEffectNoSchedule})(vmi)
+	}
+}
+
+// poolTaint keeps every pod but the pool's own VMIs' off a pool node.
+func poolTaint(pool string) k8sv1.Taint {
+	return k8sv1.Taint{Key: "kmt-e2e/pool", Value: pool, Effect: k8sv1.TaintEffectNoSchedule}
 }
 
 func setUnschedulable(t *testing.T, f *framework.Framework, node string, on bool) {
