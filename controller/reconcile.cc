@@ -94,12 +94,13 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
                               const Observed& in) {
   InboundJudgement j;
   const int64_t cap = *in.vmim.max_inbound;
-  for (const api::NodeInfo& node : in.nodes) {
-    if (!api::TermMatchesNode(term, node.labels, node.name)) continue;
-    if (pod.required_affinity &&
-        !api::SelectorMatchesNode(*pod.required_affinity, node.labels, node.name)) {
-      continue;
-    }
+  // The nodes the pod could go to with the term, but for the limit: the explainer's verdict
+  // (the term, its own affinity and node selector, taints, cordon, readiness, resources; not
+  // the node it leaves). A node no pod of the VM can use is neither free nor full.
+  const api::Explainer explainer(pod, &term, in.source_node, in.nodes, in.bound_pods);
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    if (explainer.Evaluate(i) != 0) continue;
+    const api::NodeInfo& node = in.nodes[i];
     std::vector<std::string> holders;
     for (const Inbound& i : in.inbound) {
       if (MayLandOn(i, node)) holders.push_back(i.pod);

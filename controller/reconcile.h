@@ -45,7 +45,8 @@
 //     show our release yet). See LacksFinalReport.
 //   - A policy's limit (VMIM annotations policy + max-inbound-per-node, api/policy.h): a
 //     gated target pod is released only towards nodes below the limit. The nodes it may go
-//     to are those the term and the pod's own required affinity allow; a node's count is
+//     to are those the explainer says fit with the term (the pod's own affinity and node
+//     selector, taints, cordon, readiness, resources; never the source); a node's count is
 //     the policy's other non-final migrations' released target pods bound to it, plus those
 //     not bound yet that may still land on it (their required affinity, or for a release
 //     the cache does not show yet, the nodes it was released to: Observed::inbound). Nodes

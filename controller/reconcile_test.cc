@@ -698,14 +698,15 @@ using namespace kmt::controller::testing;  // NOLINT: test fixtures
 struct Limited {
   std::vector<api::NodeInfo> nodes;
   Observed o;
-  Limited(int cap, json own_affinity = nullptr) {
+  Limited(int cap, json own_affinity = nullptr, json node_selector = nullptr) {
     json vmim = Vmim(
         {std::string(R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})")});
     vmim["metadata"]["annotations"]["migration-target.kubevirt.io/policy"] = "spread";
     vmim["metadata"]["annotations"]["migration-target.kubevirt.io/max-inbound-per-node"] =
         std::to_string(cap);
     o.vmim = api::MigrationInfo::FromJson(vmim);
-    o.target_pods.push_back(api::TargetPod::FromJson(Pod({.affinity = own_affinity})));
+    o.target_pods.push_back(
+        api::TargetPod::FromJson(Pod({.affinity = own_affinity, .node_selector = node_selector})));
     for (const NodeSpec& n : std::vector<NodeSpec>{{"node-1", {{"zone", "a"}}},
                                                    {"node-2", {{"zone", "b"}}},
                                                    {"node-3", {{"zone", "a"}}}}) {
@@ -823,6 +824,25 @@ TEST_CASE("Under maxInboundPerNode the nodes at the limit are excluded from the 
     CHECK(plan.events.at(0).message.find("excluded") == std::string::npos);
     own.o.inbound.push_back({"vms/b", "node-1", std::nullopt, std::nullopt});
     CHECK(Reconcile(own.o, kNow).waits_for_inbound);
+  }
+  SECTION(
+      "a node the pod's node selector (or a taint, a cordon) rules out is neither free nor full") {
+    Limited sel(1, nullptr, json{{"kubernetes.io/hostname", "node-3"}});
+    sel.o.inbound = {{"vms/a", "node-1", std::nullopt, std::nullopt}};
+    Plan plan = Reconcile(sel.o, kNow);
+    REQUIRE(plan.reservation);
+    CHECK(plan.reservation->nodes == std::vector<std::string>{"node-3"});
+    CHECK(plan.events.at(0).message.find("excluded") == std::string::npos);
+    // node-3 taken: the pod waits; node-1, where its selector never lets it go, is no way out.
+    sel.o.inbound = {{"vms/a", "node-3", std::nullopt, std::nullopt}};
+    Plan wait = Reconcile(sel.o, kNow);
+    CHECK(wait.waits_for_inbound);
+    CHECK(wait.pod_patches.empty());
+  }
+  SECTION("the node the VM leaves is never counted as free") {
+    l.o.source_node = "node-1";
+    l.o.inbound = {{"vms/a", "node-3", std::nullopt, std::nullopt}};
+    CHECK(Reconcile(l.o, kNow).waits_for_inbound);
   }
   SECTION("no node allowed at all: released as without a limit (the report says why)") {
     Limited none(1);
