@@ -174,13 +174,26 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
       } catch (const kube::KubeError& e) {
         sent = sent || (sending && (kube::DispositionOf(e) == kube::Disposition::kReread ||
                                     MayHaveTakenEffect(e)));
-        if (attempt < kStatusAttempts && (kube::DispositionOf(e) == kube::Disposition::kReread ||
-                                          (sending && MayHaveTakenEffect(e)))) {
+        // A broken connection is tried again whether it broke the PATCH (guarded by its test
+        // ops) or the read before it (a read is safe to repeat; after a lost answer it is the
+        // only way to learn whether the write took effect).
+        if (attempt < kStatusAttempts &&
+            (kube::DispositionOf(e) == kube::Disposition::kReread || MayHaveTakenEffect(e))) {
           continue;
         }
         ExecResult r = Failed(e, /*absent_is_replan=*/false);
         if (r.outcome != ExecOutcome::kDone) {
           log_.Info("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
+        }
+        if (sent) {
+          // The write may have taken effect: then no later plan has these Events. Never lose
+          // one silently.
+          for (const EventSpec& ev : plan.events) {
+            log_.Error(
+                "Dropped event: the conditions write may have taken effect but could not be "
+                "confirmed",
+                {{"vmim", vmim_ref}, {"reason", ev.reason}});
+          }
         }
         r.released_pods = result.released_pods;
         return r;

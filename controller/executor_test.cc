@@ -287,9 +287,15 @@ TEST_CASE("A conditions write that took effect though its answer was lost keeps 
   REQUIRE(plan.events.size() == 1);
   // The status PATCH reaches the server, but the connection breaks before its answer.
   SECTION("the transport sent it again: the second one fails its test op") {}
+  bool read_back_breaks = false;
   SECTION("the call fails with the broken connection") {
     w.client.FailNext(kube::Verb::kPatch, 1, kube::ErrorKind::kTransport,
                       "virtualmachineinstancemigrations.kubevirt.io");
+  }
+  SECTION("the call fails, and so does the first read back") {
+    w.client.FailNext(kube::Verb::kPatch, 1, kube::ErrorKind::kTransport,
+                      "virtualmachineinstancemigrations.kubevirt.io");
+    read_back_breaks = true;
   }
   bool lost = false;
   w.client.SetCallHook([&](const kube::FakeCall& c) {
@@ -297,6 +303,10 @@ TEST_CASE("A conditions write that took effect though its answer was lost keeps 
     lost = true;
     w.client.Patch(kVirtualMachineInstanceMigrations, kNs, kVmimName, kube::PatchType::kJsonPatch,
                    c.body, "status");
+    if (read_back_breaks) {
+      w.client.FailNext(kube::Verb::kGet, 1, kube::ErrorKind::kTransport,
+                        "virtualmachineinstancemigrations.kubevirt.io");
+    }
   });
   ExecResult r = w.executor.Apply(o.vmim, plan);
   CHECK(lost);
