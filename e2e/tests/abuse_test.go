@@ -42,6 +42,7 @@ const (
 	// process's garbage collection, an etcd compaction) decided the ratio on its own (seen
 	// 3.89x with p50 1.1x); of 300 it is the third-largest. A phase takes ~3 s.
 	abuseCreates     = 300
+	abusePhases      = 3 // phases of abuseCreates each way: the median phase is compared
 	abuseConcurrency = 4 // creates in flight; bounds a phase to 75 webhook timeouts (5 s)
 	openConnsGauge   = "kmt_webhook_open_connections"
 )
@@ -78,6 +79,13 @@ func nearestRank(ds []time.Duration, q float64) time.Duration {
 		rank = len(s) - 1
 	}
 	return s[rank]
+}
+
+// medianPhase is the phase whose p99 is the median of the phases'.
+func medianPhase(phases []createsResult) createsResult {
+	sorted := append([]createsResult(nil), phases...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].p(0.99) < sorted[j].p(0.99) })
+	return sorted[len(sorted)/2]
 }
 
 // dryRunCreates sends abuseCreates server-side dry-run creates of VMIMs carrying a node
@@ -210,11 +218,18 @@ func TestAbuse(t *testing.T) {
 	if r := dryRunCreates(t, f, ns, "warm"); r.failures != 0 {
 		t.Fatalf("warm-up creates without any flood: %s; first error: %s", r, r.firstErr)
 	}
-	baseline := dryRunCreates(t, f, ns, "base")
-	t.Logf("baseline, no flood: %s", baseline)
-	if baseline.failures != 0 {
-		t.Fatalf("baseline creates without any flood failed: %s; first error: %s", baseline, baseline.firstErr)
+	// Three phases each way; the ratio is of the median phases' p99s, so one stall of the
+	// shared cores in one phase does not decide it alone, while a real slowdown moves all.
+	var bases []createsResult
+	for i := 0; i < abusePhases; i++ {
+		b := dryRunCreates(t, f, ns, fmt.Sprintf("base%d", i))
+		t.Logf("baseline %d, no flood: %s", i, b)
+		if b.failures != 0 {
+			t.Fatalf("baseline creates without any flood failed: %s; first error: %s", b, b.firstErr)
+		}
+		bases = append(bases, b)
 	}
+	baseline := medianPhase(bases)
 
 	t.Run("64MiBBody", func(t *testing.T) {
 		const size = 64 << 20
@@ -286,7 +301,18 @@ func TestAbuse(t *testing.T) {
 		report("held before the creates")
 		t.Logf("during the flood, before the creates: %s", readOpenConnections(t))
 
-		flooded := dryRunCreates(t, f, ns, "flood")
+		var floods []createsResult
+		for i := 0; i < abusePhases; i++ {
+			fl := dryRunCreates(t, f, ns, fmt.Sprintf("flood%d", i))
+			t.Logf("under the flood, phase %d: %s", i, fl)
+			floods = append(floods, fl)
+		}
+		flooded := medianPhase(floods)
+		for _, fl := range floods {
+			if fl.failures > flooded.failures {
+				flooded.failures, flooded.firstErr = fl.failures, fl.firstErr
+			}
+		}
 		report("after the creates")
 		t.Logf("during the flood, after the creates: %s", readOpenConnections(t))
 		ratio := float64(flooded.p(0.99)) / float64(baseline.p(0.99))
