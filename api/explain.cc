@@ -446,6 +446,13 @@ std::string FormatSummary(const std::vector<const NodeExplanation*>& shown, size
 
 }  // namespace
 
+std::string ListFirst(const std::vector<std::string>& items, size_t shown) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < shown; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > shown) out += " and " + std::to_string(items.size() - shown) + " more";
+  return out;
+}
+
 std::string Explainer::Summarize(size_t max_nodes) const {
   std::vector<size_t> allowed;
   for (size_t i = 0; i < nodes_.size(); ++i) {

@@ -83,4 +83,8 @@ class Explainer {
   std::span<const NodeInfo> nodes_;
 };
 
+// The first `shown` of `items`, comma-separated, then " and N more" for the rest:
+// "a, b and 3 more". For the bounded lists of node and pod names in messages.
+std::string ListFirst(const std::vector<std::string>& items, size_t shown);
+
 }  // namespace kmt::api

@@ -337,5 +337,13 @@ TEST_CASE("Summarize lists the allowed nodes by name, bounded") {
   CHECK(Explainer(pod, &term, "", {}, {}).Summarize() == "no node matches the added term");
 }
 
+TEST_CASE("ListFirst names the first items and counts the rest") {
+  CHECK(ListFirst({}, 3) == "");
+  CHECK(ListFirst({"a"}, 3) == "a");
+  CHECK(ListFirst({"a", "b", "c"}, 3) == "a, b, c");
+  CHECK(ListFirst({"a", "b", "c", "d", "e"}, 3) == "a, b, c and 2 more");
+  CHECK(ListFirst({"a", "b"}, 0) == " and 2 more");
+}
+
 }  // namespace
 }  // namespace kmt::api

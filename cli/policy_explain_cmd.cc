@@ -107,13 +107,7 @@ std::string Summary(const VmiVerdict& v) {
   const std::string of = " of " + std::to_string(n) + " node" + (n == 1 ? "" : "s");
   if (n == 0) return "no node allowed: no other node in the cluster";
   if (v.allowed.empty()) return "no node allowed" + of + ": " + WhyNone(v.nodes, v.policy);
-  std::string s = std::to_string(v.allowed.size()) + of + " allowed: ";
-  constexpr size_t kNamed = 5;
-  for (size_t i = 0; i < v.allowed.size() && i < kNamed; ++i) s += (i ? ", " : "") + v.allowed[i];
-  if (v.allowed.size() > kNamed) {
-    s += " and " + std::to_string(v.allowed.size() - kNamed) + " more";
-  }
-  return s;
+  return std::to_string(v.allowed.size()) + of + " allowed: " + api::ListFirst(v.allowed, 5);
 }
 
 // The explainer names the term an admin's request; here it is the policy's.

@@ -72,12 +72,12 @@ bool UnderInboundLimit(const Observed& in) {
   return in.vmim.max_inbound.has_value() && !in.vmim.policy.empty();
 }
 
-// Where a gated pod may go under its policy's limit: the nodes the term and its own
-// required affinity allow, split by the policy's inbound count (see reconcile.h).
+// Where a gated pod may go under its policy's limit: the nodes it fits with the term,
+// split by the policy's inbound count (see reconcile.h).
 struct InboundJudgement {
-  std::vector<std::string> free;  // below the limit
-  std::vector<std::string> full;  // at it, with "node n/cap (pods)" for the message
-  std::vector<std::string> full_text;
+  std::vector<std::string> free;       // below the limit
+  std::vector<std::string> full;       // at it
+  std::vector<std::string> full_text;  // "node n/cap (pods)" of each full node, for the message
 };
 
 bool MayLandOn(const Inbound& i, const api::NodeInfo& node) {
@@ -102,8 +102,8 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
     if (explainer.Evaluate(i) != 0) continue;
     const api::NodeInfo& node = in.nodes[i];
     std::vector<std::string> holders;
-    for (const Inbound& i : in.inbound) {
-      if (MayLandOn(i, node)) holders.push_back(i.pod);
+    for (const Inbound& other : in.inbound) {
+      if (MayLandOn(other, node)) holders.push_back(other.pod);
     }
     if (static_cast<int64_t>(holders.size()) < cap) {
       j.free.push_back(node.name);
@@ -111,20 +111,11 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
     }
     j.full.push_back(node.name);
     std::sort(holders.begin(), holders.end());
-    std::string who;
-    for (size_t k = 0; k < holders.size() && k < 3; ++k) who += (k ? ", " : "") + holders[k];
-    if (holders.size() > 3) who += fmt::format(" and {} more", holders.size() - 3);
-    j.full_text.push_back(fmt::format("{} {}/{} ({})", node.name, holders.size(), cap, who));
+    j.full_text.push_back(
+        fmt::format("{} {}/{} ({})", node.name, holders.size(), cap, api::ListFirst(holders, 3)));
   }
   std::sort(j.free.begin(), j.free.end());
   return j;
-}
-
-std::string Listed(const std::vector<std::string>& items, size_t shown) {
-  std::string out;
-  for (size_t k = 0; k < items.size() && k < shown; ++k) out += (k ? ", " : "") + items[k];
-  if (items.size() > shown) out += fmt::format(" and {} more", items.size() - shown);
-  return out;
 }
 
 // The added term on one target pod: patch, delete, or report.
@@ -147,7 +138,7 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
                           "(maxInboundPerNode), and every node target pod {} may go to has "
                           "that many: {}; the scheduling gate stays until one frees up",
                           in.vmim.policy, cap, cap == 1 ? "" : "s", PodRef(pod),
-                          Listed(j.full_text, 10))};
+                          api::ListFirst(j.full_text, 10))};
           out.event_message = out.condition.message;
           plan.waits_for_inbound = true;
           plan.requeue_after = kInboundRefresh;
@@ -160,7 +151,7 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
           excluded = fmt::format(
               "; nodes at MigrationTargetPolicy \"{}\"'s limit of {} inbound per node are "
               "excluded: {}",
-              in.vmim.policy, cap, Listed(j.full, 10));
+              in.vmim.policy, cap, api::ListFirst(j.full, 10));
         }
         plan.reservation = Reservation{PodRef(pod), pod.uid, j.free};
       }
