@@ -66,9 +66,9 @@ const json& Condition(const json& status, std::string_view type) {
   return Null();
 }
 
-bool IsTerminal(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
-
 }  // namespace
+
+bool IsTerminalPhase(std::string_view phase) { return phase == "Succeeded" || phase == "Failed"; }
 
 int64_t Resources::Scalar(const std::string* name) const {
   for (const auto& [n, v] : scalar) {
@@ -274,7 +274,7 @@ BoundPod BoundPod::FromJson(const json& pod) {
   b.labels = Labels::FromJson(At(meta, "labels"));
   b.node_name = Str(At(pod, "spec"), "nodeName");
   b.requests = PodRequests(pod);
-  b.terminal = IsTerminal(Str(At(pod, "status"), "phase"));
+  b.terminal = IsTerminalPhase(Str(At(pod, "status"), "phase"));
   return b;
 }
 
@@ -315,6 +315,6 @@ MigrationInfo MigrationInfo::FromJson(const json& vmim) {
   return m;
 }
 
-bool MigrationInfo::Final() const { return IsTerminal(phase); }
+bool MigrationInfo::Final() const { return IsTerminalPhase(phase); }
 
 }  // namespace kmt::api

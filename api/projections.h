@@ -97,6 +97,9 @@ struct PodAffinityTerm {
   bool operator==(const PodAffinityTerm&) const = default;
 };
 
+// A pod or migration phase that is never left: Succeeded or Failed.
+bool IsTerminalPhase(std::string_view phase);
+
 struct TargetPod {
   std::string ns, name, uid, resource_version;
   std::string migration_job_uid;   // label kubevirt.io/migrationJobUID

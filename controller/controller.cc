@@ -72,7 +72,7 @@ std::vector<Inbound> Controller::LoadInbound(const std::string& policy,
   std::vector<Inbound> out;
   std::set<std::string> still_gated;
   for (const api::TargetPod& p : view_.PolicyTargetPods(policy, except_uid)) {
-    if (p.phase == "Succeeded" || p.phase == "Failed") continue;
+    if (api::IsTerminalPhase(p.phase)) continue;
     const std::string ref = p.ns + "/" + p.name;
     if (!p.has_gate) {
       out.push_back({ref, p.node_name, p.required_affinity, std::nullopt});
