@@ -94,16 +94,13 @@ void InformerView::Connect(Controller& controller) {
   vmims_.AddHandlers({[&controller](const std::string&, const VmimPtr& v) {
                         if (WantsReconcile(*v)) controller.OnMigration(*v);
                       },
-                      [&controller](const std::string&, const VmimPtr& a, const VmimPtr& v) {
+                      [&controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
                         if (WantsReconcile(*v)) controller.OnMigration(*v);
-                        // A policy's migration reaching a final phase frees its node.
-                        if (!v->policy.empty() && a->phase != v->phase) {
-                          controller.OnPolicyMigration(v->policy);
-                        }
                       },
-                      [&controller](const std::string&, const VmimPtr& v) {
-                        if (!v->policy.empty()) controller.OnPolicyMigration(v->policy);
-                      }});
+                      nullptr});
+  // A policy's migration reaching a final phase, or going, may free a node for its waiters.
+  OnPolicyMigration(
+      [&controller](const std::string& policy) { controller.OnPolicyMigration(policy); });
   targets_.AddHandlers(
       {[this, &controller](const std::string& key, const PodPtr& p) {
          {
@@ -187,19 +184,19 @@ bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
          bound_.WaitForSync(left());
 }
 
-void InformerView::OnPolicyMigration(std::function<void()> fn) {
+void InformerView::OnPolicyMigration(std::function<void(const std::string& policy)> fn) {
   using VmimPtr = kube::Informer<api::MigrationInfo>::Ptr;
   vmims_.AddHandlers({[fn](const std::string&, const VmimPtr& v) {
-                        if (!v->policy.empty()) fn();
+                        if (!v->policy.empty()) fn(v->policy);
                       },
                       [fn](const std::string&, const VmimPtr& a, const VmimPtr& b) {
                         if (!b->policy.empty() &&
                             (a->policy != b->policy || a->phase != b->phase)) {
-                          fn();
+                          fn(b->policy);
                         }
                       },
                       [fn](const std::string&, const VmimPtr& v) {
-                        if (!v->policy.empty()) fn();
+                        if (!v->policy.empty()) fn(v->policy);
                       }});
 }
 

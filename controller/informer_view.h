@@ -56,9 +56,10 @@ class InformerView : public CacheView {
 
   // Routes cache events to `controller`. Call once, before Start().
   void Connect(Controller& controller);
-  // Calls `fn` when a VMIM naming a MigrationTargetPolicy appears, changes phase or goes
-  // (for the policies' status). Call before Start().
-  void OnPolicyMigration(std::function<void()> fn);
+  // Calls `fn` with the policy's name when a VMIM naming a MigrationTargetPolicy appears,
+  // changes phase or goes (for the policies' status, and the waiters of its
+  // maxInboundPerNode: Connect). Call before Start().
+  void OnPolicyMigration(std::function<void(const std::string& policy)> fn);
   // The cached VMIMs that name a MigrationTargetPolicy.
   std::vector<api::MigrationInfo> PolicyMigrations() const;
   void Start();

@@ -369,7 +369,7 @@ void Operator::Start() {
     s.view->Connect(*s.controller);
     s.policy_status = std::make_unique<PolicyStatusWriter>(
         s.clients.controller, s.policy_clock, s.log, [&s] { return s.view->PolicyMigrations(); });
-    s.view->OnPolicyMigration([&s] { s.policy_status->Notify(); });
+    s.view->OnPolicyMigration([&s](const std::string&) { s.policy_status->Notify(); });
   }
 
   if (s.health) s.health->Start();
