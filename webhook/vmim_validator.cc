@@ -33,6 +33,39 @@ const std::string& PolicyFieldPath() {
   return path;
 }
 
+const std::string& MaxInboundFieldPath() {
+  static const std::string path = api::KeyPath("metadata.annotations", api::kMaxInboundAnnotation);
+  return path;
+}
+
+// The annotation `key` as stored, whatever its JSON type, or nullopt when absent.
+std::optional<Json> AnnotationOf(const Json& vmim, std::string_view key) {
+  const Json* v = Member(vmim, {"metadata", "annotations", key});
+  if (v == nullptr) return std::nullopt;
+  return *v;
+}
+
+// The denial of an annotation only the operator's webhook writes.
+AdmissionResponse SetOnlyByOperator(const std::string& field, const std::string& problem) {
+  return Denied(403, "Forbidden",
+                fmt::format("{} is set only by the operator's webhook: {}", field, problem),
+                {api::ForbiddenCause(field, problem)});
+}
+
+// The denial of an annotation that may not change once the VMIM exists, when `before` and
+// `now` differ; `hint` follows the rule.
+template <typename T>
+std::optional<AdmissionResponse> ChangedAfterCreate(const std::string& field,
+                                                    const std::optional<T>& before,
+                                                    const std::optional<T>& now,
+                                                    std::string_view hint = "") {
+  if (now == before) return std::nullopt;
+  const char* what = !before ? "added" : (!now ? "removed" : "changed");
+  return Invalid({api::ForbiddenCause(
+      field, fmt::format("may not be {} after the VirtualMachineInstanceMigration is created{}",
+                         what, hint))});
+}
+
 std::optional<std::string> PolicyName(const Json& vmim) {
   const Json* p = Member(vmim, {"metadata", "annotations", api::kPolicyAnnotation});
   if (p == nullptr || !p->is_string()) return std::nullopt;
@@ -66,13 +99,13 @@ std::string PolicyProvenanceProblem(const AdmissionRequest& req, const std::stri
     return fmt::format("the term is not MigrationTargetPolicy \"{}\"'s ({})", policy,
                        parsed.policy->term_text);
   }
-  const Json* cap = Member(req.object, {"metadata", "annotations", api::kMaxInboundAnnotation});
+  const std::optional<Json> cap = AnnotationOf(req.object, api::kMaxInboundAnnotation);
   const std::optional<int64_t> want = parsed.policy->max_inbound_per_node;
-  if (!want && cap != nullptr) {
+  if (!want && cap) {
     return fmt::format("MigrationTargetPolicy \"{}\" sets no maxInboundPerNode, yet {} is set",
                        policy, api::kMaxInboundAnnotation);
   }
-  if (want && (cap == nullptr || !cap->is_string() || *cap != std::to_string(*want))) {
+  if (want && (!cap || !cap->is_string() || *cap != std::to_string(*want))) {
     return fmt::format("{} is not MigrationTargetPolicy \"{}\"'s maxInboundPerNode ({})",
                        api::kMaxInboundAnnotation, policy, *want);
   }
@@ -131,12 +164,7 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
       return Errored(500, fmt::format("could not read MigrationTargetPolicy \"{}\" to check {}: {}",
                                       *attached, PolicyFieldPath(), e.what()));
     }
-    if (!problem.empty()) {
-      return Denied(
-          403, "Forbidden",
-          fmt::format("{} is set only by the operator's webhook: {}", PolicyFieldPath(), problem),
-          {api::ForbiddenCause(PolicyFieldPath(), problem)});
-    }
+    if (!problem.empty()) return SetOnlyByOperator(PolicyFieldPath(), problem);
     // The operator's own attachment: the term is the policy's, already validated.
     api::AddedTermParse parsed = api::ParseAddedTerm(*text);
     if (!parsed.term) return Invalid(std::move(parsed.causes));
@@ -144,14 +172,10 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
     allowed.warnings = PlacementWarnings(*parsed.term, req, deps.cluster);
     return allowed;
   }
-  if (Member(req.object, {"metadata", "annotations", api::kMaxInboundAnnotation}) != nullptr) {
-    static const std::string cap_path =
-        api::KeyPath("metadata.annotations", api::kMaxInboundAnnotation);
-    const std::string problem =
-        fmt::format("it comes only with the policy named in {}", PolicyFieldPath());
-    return Denied(403, "Forbidden",
-                  fmt::format("{} is set only by the operator's webhook: {}", cap_path, problem),
-                  {api::ForbiddenCause(cap_path, problem)});
+  if (AnnotationOf(req.object, api::kMaxInboundAnnotation)) {
+    return SetOnlyByOperator(
+        MaxInboundFieldPath(),
+        fmt::format("it comes only with the policy named in {}", PolicyFieldPath()));
   }
   const bool from_virt_api =
       !policy.virt_api_username.empty() && req.user_info.username == policy.virt_api_username;
@@ -209,34 +233,21 @@ AdmissionResponse ValidateCreate(const AdmissionRequest& req, const VmimValidato
 }
 
 AdmissionResponse ValidateUpdate(const AdmissionRequest& req) {
-  const std::optional<std::string> policy_now = PolicyName(req.object);
-  const std::optional<std::string> policy_before = PolicyName(req.old_object);
-  if (policy_now != policy_before) {
-    const char* what = !policy_before ? "added" : (!policy_now ? "removed" : "changed");
-    return Invalid({api::ForbiddenCause(
-        PolicyFieldPath(),
-        fmt::format("may not be {} after the VirtualMachineInstanceMigration is created", what))});
+  if (auto denied = ChangedAfterCreate(PolicyFieldPath(), PolicyName(req.old_object),
+                                       PolicyName(req.object))) {
+    return *denied;
   }
-  const Json* cap_now = Member(req.object, {"metadata", "annotations", api::kMaxInboundAnnotation});
-  const Json* cap_before =
-      Member(req.old_object, {"metadata", "annotations", api::kMaxInboundAnnotation});
-  if ((cap_now == nullptr) != (cap_before == nullptr) ||
-      (cap_now != nullptr && *cap_now != *cap_before)) {
-    const char* what =
-        cap_before == nullptr ? "added" : (cap_now == nullptr ? "removed" : "changed");
-    return Invalid({api::ForbiddenCause(
-        api::KeyPath("metadata.annotations", api::kMaxInboundAnnotation),
-        fmt::format("may not be {} after the VirtualMachineInstanceMigration is created", what))});
+  if (auto denied = ChangedAfterCreate(MaxInboundFieldPath(),
+                                       AnnotationOf(req.old_object, api::kMaxInboundAnnotation),
+                                       AnnotationOf(req.object, api::kMaxInboundAnnotation))) {
+    return *denied;
   }
-  const std::optional<std::string> now = api::AddedTermSource(req.object);
-  const std::optional<std::string> before = api::AddedTermSource(req.old_object);
-  if (now == before) return Allowed();
-  const char* what = !before ? "added" : (!now ? "removed" : "changed");
-  return Invalid({api::ForbiddenCause(
-      api::AddedTermFieldPath(),
-      fmt::format("may not be {} after the VirtualMachineInstanceMigration is created; create "
-                  "a new migration instead",
-                  what))});
+  if (auto denied = ChangedAfterCreate(
+          api::AddedTermFieldPath(), api::AddedTermSource(req.old_object),
+          api::AddedTermSource(req.object), "; create a new migration instead")) {
+    return *denied;
+  }
+  return Allowed();
 }
 
 }  // namespace
