@@ -168,15 +168,27 @@ Resources PodRequests(const json& pod) {
   if (containers.is_array()) {
     for (const json& c : containers) total.AddList(At(At(c, "resources"), "requests"));
   }
-  // Init containers run one at a time before the others: the pod needs the largest of them
-  // or the sum of the regular containers, whichever is more (resourcehelper.PodRequests).
+  // Init containers run one at a time before the others, each next to the sidecars
+  // (restartPolicy Always) started before it; sidecars keep running with the regular
+  // containers. The pod needs the larger of the largest init step and the regular containers
+  // plus every sidecar (resourcehelper.PodRequests). KubeVirt's guest-console-log is one.
   const json& inits = At(spec, "initContainers");
   if (inits.is_array()) {
+    Resources sidecars, largest_init;
     for (const json& c : inits) {
       Resources one;
       one.AddList(At(At(c, "resources"), "requests"));
-      total.MaxWith(one);
+      const json& restart = At(c, "restartPolicy");
+      if (restart.is_string() && restart.get<std::string>() == "Always") {
+        total.Add(one);
+        sidecars.Add(one);
+        largest_init.MaxWith(sidecars);
+      } else {
+        one.Add(sidecars);
+        largest_init.MaxWith(one);
+      }
     }
+    total.MaxWith(largest_init);
   }
   total.AddList(At(spec, "overhead"));
   total.pods = 1;

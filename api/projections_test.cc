@@ -43,6 +43,22 @@ TEST_CASE("NodeInfo keeps name, labels, cordon, taints, readiness and allocatabl
   CHECK(n.allocatable.Scalar(Intern("nvidia.com/gpu")) == 0);
 }
 
+TEST_CASE("Pod requests count sidecar init containers with the containers (KEP-753)") {
+  json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  // Regular containers: 100m + 15m cpu, 2294Mi + 60M memory.
+  pod["spec"]["initContainers"] = json::parse(R"([
+      {"name": "console", "restartPolicy": "Always",
+       "resources": {"requests": {"cpu": "5m", "memory": "35M"}}},
+      {"name": "setup", "resources": {"requests": {"cpu": "100m", "memory": "1M"}}}])");
+  const TargetPod p = TargetPod::FromJson(pod);
+  // The sidecar runs with the containers: 120m; the setup step runs next to it: 105m.
+  CHECK(p.requests.cpu_milli == 120);
+  CHECK(p.requests.memory_bytes == 2294LL * 1024 * 1024 + 60000000 + 35000000);
+  pod["spec"]["initContainers"][1]["resources"]["requests"]["cpu"] = "1";
+  // A larger init step wins, counted next to the sidecar started before it.
+  CHECK(TargetPod::FromJson(pod).requests.cpu_milli == 1005);
+}
+
 TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   json pod = ReadJson("api/testdata/and/one_term.pod.json");
   pod["spec"]["initContainers"] = json::parse(
