@@ -16,6 +16,7 @@ namespace {
 // (k8s.io/api/core/v1 well_known_taints.go); they are reported as "cordoned" / "not Ready".
 constexpr std::string_view kTaintUnschedulable = "node.kubernetes.io/unschedulable";
 constexpr std::string_view kTaintNotReady = "node.kubernetes.io/not-ready";
+constexpr std::string_view kVmRunsThere = "the VM already runs there";
 constexpr std::string_view kTaintUnreachable = "node.kubernetes.io/unreachable";
 constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 
@@ -136,6 +137,7 @@ bool IsByteResource(std::string_view name) {
 struct Explainer::Impl {
   const TargetPod* pod;
   std::optional<CompiledTerm> added;
+  const NodeSelectorTerm* added_term = nullptr;  // as given, for the names it pins
   std::string source_name;
   std::vector<CompiledToleration> tolerations;
   std::vector<std::pair<InternId, InternId>> node_selector;
@@ -179,6 +181,17 @@ struct Explainer::Impl {
     }
     return true;
   }
+  // The VM itself is there: its node, or its own pods by hostname anti-affinity.
+  bool VmThere(const NodeInfo& n) const {
+    if (!source_name.empty() && n.name == source_name) return true;
+    for (const auto& a : anti) {
+      if (!a.is_vm || InternText(a.topology_key) != kHostnameLabel) continue;
+      const InternId v = n.labels.FindId(a.topology_key);
+      if (v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end())
+        return true;
+    }
+    return false;
+  }
   bool AlreadyThere(const NodeInfo& n) const {
     if (!source_name.empty() && n.name == source_name) return true;
     for (const auto& a : anti) {
@@ -197,6 +210,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   auto impl = std::make_shared<Impl>();
   impl->pod = &pod;
   if (added_term != nullptr) impl->added.emplace(*added_term);
+  impl->added_term = added_term;
   impl->source_name = std::string(source_node);
   impl->taint_unschedulable = Intern(kTaintUnschedulable);
   impl->taint_not_ready = Intern(kTaintNotReady);
@@ -373,7 +387,7 @@ NodeExplanation Explainer::Explain(size_t i) const {
         other_key = InternText(a.topology_key);
       }
     }
-    if (vm) add(ReasonKind::kAlreadyRunsThere, "the VM already runs there");
+    if (vm) add(ReasonKind::kAlreadyRunsThere, std::string(kVmRunsThere));
     if (!other_key.empty()) {
       add(ReasonKind::kAlreadyRunsThere,
           "VM's own pod anti-affinity (topologyKey " + other_key + ") excludes it");
@@ -469,6 +483,54 @@ std::string Explainer::Summarize(size_t max_nodes) const {
   ptrs.reserve(explained.size());
   for (const auto& e : explained) ptrs.push_back(&e);
   return FormatSummary(ptrs, allowed.size());
+}
+
+std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
+  const Impl& m = *impl_;
+  if (!m.added_term) return std::nullopt;
+  std::vector<size_t> allowed;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const ReasonMask mask = Evaluate(i);
+    if (mask & Bit(ReasonKind::kExcludedByAddedTerm)) continue;
+    const NodeInfo& n = nodes_[i];
+    const bool own_affinity = (mask & Bit(ReasonKind::kOwnAffinityExcludes)) != 0;
+    if (!own_affinity && !m.VmThere(n)) return std::nullopt;  // might fit one day
+    allowed.push_back(i);
+  }
+  if (allowed.empty()) {
+    // Only a term that pins names stays empty for good (a label may be set any time).
+    std::vector<std::string> names;
+    for (const auto& r : m.added_term->match_fields) {
+      if (r.key != "metadata.name" || r.op != "In") continue;
+      names.insert(names.end(), r.values.begin(), r.values.end());
+    }
+    if (names.empty()) return std::nullopt;
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return "the added term allows only nodes named " + ListFirst(names, max_nodes) +
+           ", and no such node exists";
+  }
+  std::sort(allowed.begin(), allowed.end(),
+            [this](size_t a, size_t b) { return nodes_[a].name < nodes_[b].name; });
+  std::vector<std::string> why;
+  for (size_t k = 0; k < allowed.size() && k < max_nodes; ++k) {
+    const size_t i = allowed[k];
+    const NodeExplanation e = Explain(i);
+    std::string text;
+    for (const Reason& r : e.reasons) {
+      const bool permanent = r.kind == ReasonKind::kOwnAffinityExcludes ||
+                             (r.kind == ReasonKind::kAlreadyRunsThere && r.text == kVmRunsThere);
+      if (permanent) text += (text.empty() ? "" : ", ") + r.text;
+    }
+    why.push_back(e.node + ": " + text);
+  }
+  std::string out = "every node the added term allows is out for good: ";
+  for (size_t k = 0; k < why.size(); ++k) out += (k ? "; " : "") + why[k];
+  if (allowed.size() > why.size()) {
+    const size_t rest = allowed.size() - why.size();
+    out += "; ... and " + std::to_string(rest) + (rest == 1 ? " more node" : " more nodes");
+  }
+  return out;
 }
 
 }  // namespace kmt::api

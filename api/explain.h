@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,14 @@ class Explainer {
   // listed as "node-c: fits". No allowed node: "no node matches the added term".
   // Evaluates every node but renders texts only for the first max_nodes allowed.
   std::string Summarize(size_t max_nodes = 10) const;
+  // Why no node the added term allows can ever take the pod during this migration, or
+  // nullopt when one might (or there is no added term). Permanent only: the term names
+  // nodes by metadata.name and none of them exists, or every node it allows is the one
+  // the VM runs on (or in its own hostname anti-affinity) or is excluded by the VM's own
+  // required node affinity. Cordons, taints, readiness, resources, the nodeSelector
+  // (kubevirt.io/schedulable follows virt-handler) and other pods' placement can change
+  // by themselves, so a node excluded only by them keeps the answer nullopt.
+  std::optional<std::string> WhyNeverFits(size_t max_nodes = 10) const;
 
  private:
   struct Impl;

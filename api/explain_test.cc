@@ -345,5 +345,58 @@ TEST_CASE("ListFirst names the first items and counts the rest") {
   CHECK(ListFirst({"a", "b"}, 0) == " and 2 more");
 }
 
+TEST_CASE("WhyNeverFits: only reasons that cannot change during the migration") {
+  TargetPod pod = Pod();
+  auto never = [&](const NodeSelectorTerm* term, const std::vector<NodeInfo>& nodes) {
+    return Explainer(pod, term, "node-src", nodes, {}).WhyNeverFits();
+  };
+  const NodeSelectorTerm src{{}, {{"metadata.name", "In", {"node-src"}}}};
+  const NodeSelectorTerm ghosts{{}, {{"metadata.name", "In", {"gone-1"}}}};
+  const NodeSelectorTerm zone_b{{{"topology.kubernetes.io/zone", "In", {"b"}}}, {}};
+  const std::vector<NodeInfo> nodes{Node("node-src"), Node("node-1")};
+
+  SECTION("no added term: never permanent") { CHECK_FALSE(never(nullptr, nodes)); }
+  SECTION("the term allows only the node the VM runs on") {
+    CHECK(never(&src, nodes) ==
+          "every node the added term allows is out for good: node-src: the VM already runs there");
+  }
+  SECTION("the term names only nodes that do not exist") {
+    CHECK(never(&ghosts, nodes) ==
+          "the added term allows only nodes named gone-1, and no such node exists");
+  }
+  SECTION("a label term that matches no node now may match a node labelled later") {
+    CHECK_FALSE(never(&zone_b, nodes));
+  }
+  SECTION("every allowed node excluded by the VM's own required affinity") {
+    pod.required_affinity = NodeSelector{{{{{"gpu", "Exists", {}}}, {}}}};
+    const NodeSelectorTerm any{{{"kubernetes.io/arch", "In", {"amd64"}}}, {}};
+    CHECK(never(&any, {Node("node-1")}) ==
+          "every node the added term allows is out for good: node-1: VM's own affinity `gpu "
+          "Exists` excludes it");
+  }
+  SECTION("a transient reason on one allowed node keeps the answer open") {
+    // (matchFields take one value each: a term allows several nodes by their labels.)
+    const NodeSelectorTerm both{{{"kubernetes.io/arch", "In", {"amd64"}}}, {}};
+    const std::vector<NodeInfo> cordoned{Node("node-src"),
+                                         Node("node-1", {{"spec", {{"unschedulable", true}}}})};
+    CHECK_FALSE(never(&both, cordoned));
+    const std::vector<NodeInfo> tainted{
+        Node("node-src"),
+        Node("node-1", {{"spec", {{"taints", {{{"key", "k"}, {"effect", "NoSchedule"}}}}}}})};
+    CHECK_FALSE(never(&both, tainted));
+    const std::vector<NodeInfo> small{
+        Node("node-src"), Node("node-1", {{"status", {{"allocatable", {{"memory", "1Mi"}}}}}})};
+    CHECK_FALSE(never(&both, small));
+  }
+  SECTION("a node out for good and for a transient reason too counts as out for good") {
+    pod.required_affinity = NodeSelector{{{{{"gpu", "Exists", {}}}, {}}}};
+    const NodeSelectorTerm one{{}, {{"metadata.name", "In", {"node-1"}}}};
+    const std::vector<NodeInfo> cordoned{Node("node-1", {{"spec", {{"unschedulable", true}}}})};
+    CHECK(never(&one, cordoned) ==
+          "every node the added term allows is out for good: node-1: VM's own affinity `gpu "
+          "Exists` excludes it");
+  }
+}
+
 }  // namespace
 }  // namespace kmt::api

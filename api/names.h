@@ -32,6 +32,8 @@ inline constexpr std::string_view kReasonInvalidAddedTerm = "InvalidAddedTerm";
 // every node it may go to has the policy's spec.maxInboundPerNode migrations inbound.
 inline constexpr std::string_view kReasonInboundLimitReached = "InboundLimitReached";
 inline constexpr std::string_view kReasonUnschedulable = "Unschedulable";
+// No node the added term allows can ever take the target pod (api::Explainer::WhyNeverFits).
+inline constexpr std::string_view kReasonPermanentlyUnschedulable = "PermanentlyUnschedulable";
 inline constexpr std::string_view kReasonScheduled = "Scheduled";
 // The Event reasons of targetPodUnschedulable's transitions (to True, to False).
 inline constexpr std::string_view kEventTargetPodUnschedulable = "TargetPodUnschedulable";

@@ -178,6 +178,7 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
     observed.vmim = std::move(*vmim);
     observed.source_node = observed.vmim.source_node;
     observed.nodes_loaded = false;
+    observed.fail_fast_unschedulable = options_.fail_fast_unschedulable;
     Plan plan = Reconcile(observed, clock_.WallNow());
     // The explainer's inputs are large: read them only when the plan needs them.
     std::vector<api::NodeInfo> nodes;

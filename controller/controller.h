@@ -45,6 +45,7 @@ namespace kmt::controller {
 struct ControllerOptions {
   int workers = 2;
   RateLimiterOptions rate_limits;
+  bool fail_fast_unschedulable = false;  // Observed::fail_fast_unschedulable
 };
 
 class Controller {

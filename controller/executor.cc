@@ -121,12 +121,12 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     opts.precondition_uid = d.uid;
     try {
       client_.Delete(kube::kPods, d.ns, d.name, opts);
-      log_.Info("Deleted escaped target pod",
+      log_.Info("Deleted target pod",
                 {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"why", d.why}});
     } catch (const kube::KubeError& e) {
       if (kube::DispositionOf(e) == kube::Disposition::kAbsent) continue;  // already gone
       ExecResult r = Failed(e, /*absent_is_replan=*/true);
-      log_.Info("Failed to delete escaped target pod",
+      log_.Info("Failed to delete target pod",
                 {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"error", r.error}});
       r.released_pods = result.released_pods;
       return r;

@@ -62,6 +62,11 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
   app.add_option("--workers", f->workers, "Concurrent reconciles")->check(CLI::Range(1, 64));
   app.add_flag("--disable-webhook", f->disable_webhook, "Do not serve the admission webhook");
   app.add_flag("--disable-controller", f->disable_controller, "Do not run the reconcile loop");
+  app.add_flag("--fail-fast-unschedulable", f->fail_fast_unschedulable,
+               "Delete a placed migration's target pod when no node its term allows can ever "
+               "take it (only the VM's own node, nodes that do not exist, or nodes the VM's own "
+               "affinity excludes), so KubeVirt fails the migration at once instead of after its "
+               "unschedulable timeout; a node labelled to match later is not waited for");
   app.add_option("--check-kubevirt-added-node-selector", f->check_kubevirt_added_node_selector,
                  "Require the admin permission for KubeVirt's spec.addedNodeSelector too")
       ->expected(0, 1)

@@ -29,6 +29,7 @@ struct OperatorFlags {
   std::string log_level = "info";
   std::string log_format = "text";
   int workers = 4;
+  bool fail_fast_unschedulable = false;
   // Client-side rate limit towards the API server (client-go's QPS/Burst), per client
   // (controller, webhook, events, leader election). KubeVirt's virt-controller defaults.
   double kube_api_qps = 200;

@@ -364,6 +364,7 @@ void Operator::Start() {
     }
     ControllerOptions co;
     co.workers = f.workers;
+    co.fail_fast_unschedulable = f.fail_fast_unschedulable;
     s.controller = std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log,
                                                 s.metrics, *s.async_events, co);
     s.view->Connect(*s.controller);

@@ -22,6 +22,7 @@ const std::string kReasonTargetPodEscapedGate(api::kReasonTargetPodEscapedGate);
 const std::string kReasonInvalidAddedTerm(api::kReasonInvalidAddedTerm);
 const std::string kReasonInboundLimitReached(api::kReasonInboundLimitReached);
 const std::string kReasonUnschedulable(api::kReasonUnschedulable);
+const std::string kReasonPermanentlyUnschedulable(api::kReasonPermanentlyUnschedulable);
 const std::string kReasonScheduled(api::kReasonScheduled);
 const std::string kEventUnschedulable(api::kEventTargetPodUnschedulable);
 const std::string kEventScheduled(api::kEventTargetPodScheduled);
@@ -279,6 +280,26 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
   Apply(plan, scheduled, "Normal", kEventScheduled, scheduled.message, now);
 }
 
+// A target pod no node the term allows can ever take (`why`): said as permanent, and with
+// --fail-fast-unschedulable the pod is deleted, which KubeVirt answers by failing the
+// migration ("target pod was removed"), as it does when its own unschedulable timeout ends.
+void PlanNeverFits(const api::TargetPod& pod, const std::string& why, const Observed& in,
+                   Plan& plan, WallTime now) {
+  std::string message = fmt::format(
+      "Target pod {} can never be scheduled while this migration lasts: {}; ", PodRef(pod), why);
+  if (in.fail_fast_unschedulable) {
+    message += "deleted it so that KubeVirt fails the migration now (--fail-fast-unschedulable)";
+    plan.pod_deletions.push_back({pod.ns, pod.name, pod.uid, "it can never be scheduled: " + why});
+  } else {
+    message +=
+        "KubeVirt fails the migration when its unschedulable timeout passes (the operator's "
+        "--fail-fast-unschedulable ends it at once)";
+    plan.requeue_after = kUnschedulableRefresh;
+  }
+  DesiredCondition want{kUnschedulableType, "True", kReasonPermanentlyUnschedulable, message};
+  Apply(plan, want, "Warning", kReasonPermanentlyUnschedulable, message, now);
+}
+
 }  // namespace
 
 bool LacksFinalReport(const api::MigrationInfo& vmim) {
@@ -379,6 +400,10 @@ Plan Reconcile(const Observed& in, WallTime now) {
     api::TargetPod own = *unschedulable;
     if (term) own.required_affinity = api::WithoutTerm(own.required_affinity, *term);
     api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods);
+    if (std::optional<std::string> never = explainer.WhyNeverFits()) {
+      PlanNeverFits(*unschedulable, *never, in, plan, now);
+      return plan;
+    }
     std::string summary = explainer.Summarize();  // renders only the nodes it shows
     std::string message = fmt::format("Target pod {} is unschedulable: {} Per node{}: {}",
                                       PodRef(*unschedulable), unschedulable->scheduled_message,

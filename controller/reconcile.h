@@ -140,6 +140,10 @@ struct Observed {
   // Under a policy's limit (vmim.max_inbound): what the policy has inbound now, loaded with
   // the nodes (nodes_loaded).
   std::vector<Inbound> inbound;
+  // --fail-fast-unschedulable: a target pod no node the term allows can ever take is
+  // deleted, so KubeVirt fails the migration now instead of after its unschedulable
+  // timeout (it deletes the pod then too).
+  bool fail_fast_unschedulable = false;
 };
 
 struct PodPatch {

@@ -69,6 +69,7 @@ struct Row {
   std::optional<Duration> requeue;
   // status.migrationState.targetNode / targetPod (KubeVirt's, once the migration ended).
   std::string target_node, target_pod;
+  bool fail_fast = false;  // Observed::fail_fast_unschedulable
 };
 
 struct Built {
@@ -86,6 +87,7 @@ Observed Build(const Row& row, std::vector<api::NodeInfo>& nodes) {
   for (const auto& n : row.nodes) nodes.push_back(api::NodeInfo::FromJson(Node(n)));
   o.nodes = nodes;
   o.source_node = kSourceNode;
+  o.fail_fast_unschedulable = row.fail_fast;
   return o;
 }
 
@@ -424,6 +426,43 @@ std::vector<Row> Rows() {
         MC("targetPodUnschedulable", "True", "Unschedulable", kUnschedMsg, kNowText, kThen)};
     r.changed = true;
     r.requeue = seconds(30);
+    rows.push_back(r);
+  }
+  for (const bool fail_fast : {false, true}) {
+    // The term allows only the node the VM runs on: it can never fit.
+    const std::string src = NodeTerm(kSourceNode);
+    const std::string applied = "Target pod " + kPodRef + " requires the added term " +
+                                "metadata.name In [" + kSourceNode + "]";
+    std::string msg = "Target pod " + kPodRef +
+                      " can never be scheduled while this migration lasts: every node the added "
+                      "term allows is out for good: node-src: the VM already runs there; ";
+    msg += fail_fast ? "deleted it so that KubeVirt fails the migration now "
+                       "(--fail-fast-unschedulable)"
+                     : "KubeVirt fails the migration when its unschedulable timeout passes (the "
+                       "operator's --fail-fast-unschedulable ends it at once)";
+    json merged = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+        "values": ["node-src"]}]}]}}})");
+    Row r{fail_fast ? "can never fit, --fail-fast-unschedulable: permanent, target pod deleted"
+                    : "can never fit: the condition says it is permanent, the pod stays",
+          {src, nullptr, "Scheduling",
+           json::array({Cond("addedNodeSelectorTermApplied", "True", "TermApplied", applied)})},
+          {{.gated = false,
+            .affinity = merged,
+            .scheduled_reason = "Unschedulable",
+            .scheduled_message = kSchedMsg}},
+          {{kSourceNode, {{"zone", "a"}}}, {"node-1", {{"zone", "a"}}}}};
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", applied, kThen, kThen),
+        MC("targetPodUnschedulable", "True", "PermanentlyUnschedulable", msg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "PermanentlyUnschedulable", msg}};
+    if (fail_fast) {
+      r.deleted = {kPodName};
+    } else {
+      r.requeue = seconds(30);
+    }
+    r.fail_fast = fail_fast;
     rows.push_back(r);
   }
   {

@@ -38,6 +38,7 @@ const (
 	ReasonInvalidAddedTerm      = "InvalidAddedTerm"
 	ReasonInboundLimitReached   = "InboundLimitReached"
 	ReasonUnschedulable         = "Unschedulable"
+	ReasonNeverSchedulable      = "PermanentlyUnschedulable"
 	ReasonScheduled             = "Scheduled"
 	EventTargetPodUnschedulable = "TargetPodUnschedulable"
 	EventTargetPodScheduled     = "TargetPodScheduled"

@@ -58,6 +58,7 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kReasonInvalidAddedTerm":          framework.ReasonInvalidAddedTerm,
 		"kReasonInboundLimitReached":       framework.ReasonInboundLimitReached,
 		"kReasonUnschedulable":             framework.ReasonUnschedulable,
+		"kReasonPermanentlyUnschedulable":  framework.ReasonNeverSchedulable,
 		"kReasonScheduled":                 framework.ReasonScheduled,
 		"kEventTargetPodUnschedulable":     framework.EventTargetPodUnschedulable,
 		"kEventTargetPodScheduled":         framework.EventTargetPodScheduled,

@@ -147,6 +147,32 @@ func TestOperatorANDsTermIntoEveryRequiredTerm(t *testing.T) {
 // the VMI's own affinity excludes and the node the VMI runs on:
 // targetPodUnschedulable=True names each reason; uncordoning lets the pod
 // schedule and the condition flips to False/Scheduled.
+// A term that allows only the node the VM runs on can never be scheduled: the operator says
+// so as permanent at once (the default operator has no --fail-fast-unschedulable, so the
+// target pod stays and KubeVirt's own timeout ends the migration).
+func TestOperatorSaysNeverSchedulable(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	source := f.Nodes[0]
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
+	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("mig", "vmi", framework.WithTerm(framework.NodeNameTerm(source))))
+	m := f.WaitMigrationCondition(t, ns, "mig", framework.ConditionTargetUnsched, "True", framework.ReasonNeverSchedulable, 90*time.Second)
+	msg := framework.MigrationCondition(m, framework.ConditionTargetUnsched).Message
+	for _, want := range []string{
+		"can never be scheduled while this migration lasts",
+		source + ": the VM already runs there",
+		"KubeVirt fails the migration when its unschedulable timeout passes",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("condition message %q lacks %q", msg, want)
+		}
+	}
+	if pods := f.TargetPods(t, ns, m); len(pods) != 1 || pods[0].DeletionTimestamp != nil {
+		t.Errorf("want the one target pod kept without --fail-fast-unschedulable, got %d", len(pods))
+	}
+}
+
 func TestOperatorExplainsUnschedulableTarget(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
