@@ -182,24 +182,33 @@ struct Explainer::Impl {
     return true;
   }
   // The VM itself is there: its node, or its own pods by hostname anti-affinity.
+  static bool IsVmHostTerm(const AntiAffinity& a) {
+    return a.is_vm && InternText(a.topology_key) == kHostnameLabel;
+  }
+  // A pod the anti-affinity term selects runs in node n's topology domain.
+  static bool InDomain(const AntiAffinity& a, const NodeInfo& n) {
+    const InternId v = n.labels.FindId(a.topology_key);
+    return v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end();
+  }
+  bool IsSource(const NodeInfo& n) const { return !source_name.empty() && n.name == source_name; }
   bool VmThere(const NodeInfo& n) const {
-    if (!source_name.empty() && n.name == source_name) return true;
-    for (const auto& a : anti) {
-      if (!a.is_vm || InternText(a.topology_key) != kHostnameLabel) continue;
-      const InternId v = n.labels.FindId(a.topology_key);
-      if (v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end())
-        return true;
-    }
-    return false;
+    return IsSource(n) || std::any_of(anti.begin(), anti.end(), [&](const AntiAffinity& a) {
+             return IsVmHostTerm(a) && InDomain(a, n);
+           });
   }
   bool AlreadyThere(const NodeInfo& n) const {
-    if (!source_name.empty() && n.name == source_name) return true;
-    for (const auto& a : anti) {
-      const InternId v = n.labels.FindId(a.topology_key);
-      if (v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end())
-        return true;
+    return IsSource(n) || std::any_of(anti.begin(), anti.end(),
+                                      [&](const AntiAffinity& a) { return InDomain(a, n); });
+  }
+  // The text of kOwnAffinityExcludes for node n (which it excludes).
+  std::string OwnAffinityText(const NodeInfo& n) const {
+    if (affinity->empty()) return "VM's own required node affinity has no terms";
+    std::string text;
+    for (const auto& t : *affinity) {
+      if (!text.empty()) text += " or ";
+      text += "`" + t.Failing(n) + "`";
     }
-    return false;
+    return "VM's own affinity " + text + " excludes it";
   }
 };
 
@@ -362,32 +371,17 @@ NodeExplanation Explainer::Explain(size_t i) const {
     add(ReasonKind::kNodeSelectorMismatch, std::move(text));
   }
   if (mask & Bit(ReasonKind::kOwnAffinityExcludes)) {
-    std::string text;
-    if (m.affinity->empty()) {
-      text = "VM's own required node affinity has no terms";
-    } else {
-      for (const auto& t : *m.affinity) {
-        if (!text.empty()) text += " or ";
-        text += "`" + t.Failing(n) + "`";
-      }
-      text = "VM's own affinity " + text + " excludes it";
-    }
-    add(ReasonKind::kOwnAffinityExcludes, std::move(text));
+    add(ReasonKind::kOwnAffinityExcludes, m.OwnAffinityText(n));
   }
   if (mask & Bit(ReasonKind::kAlreadyRunsThere)) {
-    bool vm = !m.source_name.empty() && n.name == m.source_name;
     std::string other_key;
     for (const auto& a : m.anti) {
-      const InternId v = n.labels.FindId(a.topology_key);
-      if (v == kNoIntern || std::find(a.domains.begin(), a.domains.end(), v) == a.domains.end())
-        continue;
-      if (a.is_vm && InternText(a.topology_key) == kHostnameLabel) {
-        vm = true;
-      } else if (other_key.empty()) {
+      if (!Impl::IsVmHostTerm(a) && Impl::InDomain(a, n)) {
         other_key = InternText(a.topology_key);
+        break;
       }
     }
-    if (vm) add(ReasonKind::kAlreadyRunsThere, std::string(kVmRunsThere));
+    if (m.VmThere(n)) add(ReasonKind::kAlreadyRunsThere, std::string(kVmRunsThere));
     if (!other_key.empty()) {
       add(ReasonKind::kAlreadyRunsThere,
           "VM's own pod anti-affinity (topologyKey " + other_key + ") excludes it");
@@ -512,25 +506,22 @@ std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
   }
   std::sort(allowed.begin(), allowed.end(),
             [this](size_t a, size_t b) { return nodes_[a].name < nodes_[b].name; });
-  std::vector<std::string> why;
+  // Each shown node with only its permanent reasons, in Explain's order.
+  std::vector<NodeExplanation> kept;
   for (size_t k = 0; k < allowed.size() && k < max_nodes; ++k) {
-    const size_t i = allowed[k];
-    const NodeExplanation e = Explain(i);
-    std::string text;
-    for (const Reason& r : e.reasons) {
-      const bool permanent = r.kind == ReasonKind::kOwnAffinityExcludes ||
-                             (r.kind == ReasonKind::kAlreadyRunsThere && r.text == kVmRunsThere);
-      if (permanent) text += (text.empty() ? "" : ", ") + r.text;
-    }
-    why.push_back(e.node + ": " + text);
+    const NodeInfo& n = nodes_[allowed[k]];
+    NodeExplanation e;
+    e.node = n.name;
+    if (m.AffinityExcludes(n))
+      e.reasons.push_back({ReasonKind::kOwnAffinityExcludes, m.OwnAffinityText(n)});
+    if (m.VmThere(n))
+      e.reasons.push_back({ReasonKind::kAlreadyRunsThere, std::string(kVmRunsThere)});
+    kept.push_back(std::move(e));
   }
-  std::string out = "every node the added term allows is out for good: ";
-  for (size_t k = 0; k < why.size(); ++k) out += (k ? "; " : "") + why[k];
-  if (allowed.size() > why.size()) {
-    const size_t rest = allowed.size() - why.size();
-    out += "; ... and " + std::to_string(rest) + (rest == 1 ? " more node" : " more nodes");
-  }
-  return out;
+  std::vector<const NodeExplanation*> shown;
+  for (const auto& e : kept) shown.push_back(&e);
+  return "every node the added term allows is out for good: " +
+         FormatSummary(shown, allowed.size());
 }
 
 }  // namespace kmt::api

@@ -22,7 +22,7 @@ type VMIOption func(*virtv1.VirtualMachineInstance)
 // existing terms) to the VMI; it is copied to every launcher pod.
 func WithRequiredNodeAffinity(term k8sv1.NodeSelectorTerm) VMIOption {
 	return func(vmi *virtv1.VirtualMachineInstance) {
-		aff := ensureNodeAffinity(vmi)
+		aff := EnsureNodeAffinity(vmi)
 		if aff.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 			aff.RequiredDuringSchedulingIgnoredDuringExecution = &k8sv1.NodeSelector{}
 		}
@@ -57,7 +57,8 @@ func WithNodeSelector(labels map[string]string) VMIOption {
 	}
 }
 
-func ensureNodeAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.NodeAffinity {
+// EnsureNodeAffinity returns the VMI's node affinity, created empty when it has none.
+func EnsureNodeAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.NodeAffinity {
 	if vmi.Spec.Affinity == nil {
 		vmi.Spec.Affinity = &k8sv1.Affinity{}
 	}
@@ -93,7 +94,7 @@ func NewVMI(name, preferNode string, opts ...VMIOption) *virtv1.VirtualMachineIn
 		},
 	}
 	if preferNode != "" {
-		aff := ensureNodeAffinity(vmi)
+		aff := EnsureNodeAffinity(vmi)
 		aff.PreferredDuringSchedulingIgnoredDuringExecution = append(aff.PreferredDuringSchedulingIgnoredDuringExecution,
 			k8sv1.PreferredSchedulingTerm{Weight: 100, Preference: HostnameTerm(preferNode)})
 	}

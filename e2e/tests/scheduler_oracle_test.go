@@ -32,6 +32,9 @@ import (
 
 	virtv1 "kubevirt.io/api/core/v1"
 
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
 	"kmt.local/e2e/framework"
 )
 
@@ -328,25 +331,15 @@ func genOracleVMI(r *rand.Rand, pool string, source *oracleNode, nodes []*oracle
 		for i := r.Intn(3); i > 0; i-- {
 			terms = append(terms, genTerm(r, nil, nodes, 1+r.Intn(3)))
 		}
-		aff := vmiNodeAffinity(vmi)
+		aff := framework.EnsureNodeAffinity(vmi)
 		aff.RequiredDuringSchedulingIgnoredDuringExecution = &k8sv1.NodeSelector{NodeSelectorTerms: terms}
 	}
 	if r.Intn(2) == 0 {
-		aff := vmiNodeAffinity(vmi)
+		aff := framework.EnsureNodeAffinity(vmi)
 		aff.PreferredDuringSchedulingIgnoredDuringExecution = append(aff.PreferredDuringSchedulingIgnoredDuringExecution,
 			k8sv1.PreferredSchedulingTerm{Weight: 1 + int32(r.Intn(50)), Preference: genTerm(r, nil, nodes, 1)})
 	}
 	return vmi
-}
-
-func vmiNodeAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.NodeAffinity {
-	if vmi.Spec.Affinity == nil {
-		vmi.Spec.Affinity = &k8sv1.Affinity{}
-	}
-	if vmi.Spec.Affinity.NodeAffinity == nil {
-		vmi.Spec.Affinity.NodeAffinity = &k8sv1.NodeAffinity{}
-	}
-	return vmi.Spec.Affinity.NodeAffinity
 }
 
 // genAddedTerm: the admin's request, kept inside the pool.
@@ -381,14 +374,11 @@ func genNameRequirement(r *rand.Rand, holds *oracleNode, nodes []*oracleNode) k8
 		}
 	}
 	if len(names) == 0 {
-		names = []string{nodes[len(nodes)-1].name}
+		names = []string{"kmt-orc-nowhere"}
 	}
 	op := k8sv1.NodeSelectorOpIn
 	if holds != nil || r.Intn(2) == 0 {
-		op = k8sv1.NodeSelectorOpNotIn
-	}
-	if holds != nil && nodes[len(nodes)-1] == holds {
-		names = []string{"kmt-orc-nowhere"}
+		op = k8sv1.NodeSelectorOpNotIn // names never include `holds`
 	}
 	// Kubernetes takes exactly one value per matchFields requirement.
 	return k8sv1.NodeSelectorRequirement{Key: "metadata.name", Operator: op, Values: names[r.Intn(len(names)):][:1]}
@@ -428,39 +418,13 @@ func genLabelRequirement(r *rand.Rand, holds *oracleNode) k8sv1.NodeSelectorRequ
 	}
 }
 
-// labelRequirementHolds decides only for the generator (which terms the source meets); the
-// verdicts compared come from the explainer and kube-scheduler.
+// labelRequirementHolds decides only for the generator (which terms the source meets), with
+// Kubernetes' own matcher; the verdicts compared come from the explainer and kube-scheduler.
 func labelRequirementHolds(req k8sv1.NodeSelectorRequirement, labels map[string]string) bool {
-	v, ok := labels[req.Key]
-	in := func() bool {
-		for _, x := range req.Values {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	}
-	var num, bound int
-	isNum := func() bool {
-		_, e1 := fmt.Sscanf(v, "%d", &num)
-		_, e2 := fmt.Sscanf(req.Values[0], "%d", &bound)
-		return e1 == nil && e2 == nil && fmt.Sprint(num) == v
-	}
-	switch req.Operator {
-	case k8sv1.NodeSelectorOpIn:
-		return ok && in()
-	case k8sv1.NodeSelectorOpNotIn:
-		return !ok || !in()
-	case k8sv1.NodeSelectorOpExists:
-		return ok
-	case k8sv1.NodeSelectorOpDoesNotExist:
-		return !ok
-	case k8sv1.NodeSelectorOpGt:
-		return ok && isNum() && num > bound
-	case k8sv1.NodeSelectorOpLt:
-		return ok && isNum() && num < bound
-	}
-	return false
+	node := &k8sv1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	ok, err := corev1helpers.MatchNodeSelectorTerms(node, &k8sv1.NodeSelector{
+		NodeSelectorTerms: []k8sv1.NodeSelectorTerm{{MatchExpressions: []k8sv1.NodeSelectorRequirement{req}}}})
+	return err == nil && ok
 }
 
 func describeOracleNode(n *oracleNode) string {
@@ -594,50 +558,17 @@ func captureTargetPod(t *testing.T, f *framework.Framework, ns string, vmi *virt
 	return target
 }
 
-// podRequests is the pod's effective requests (max of each init container and the sum of
-// the containers, plus overhead) in milli-units for cpu and units for the rest.
+// podRequests is the pod's effective requests as the scheduler counts them
+// (k8s.io/component-helpers/resource.PodRequests: containers, sidecar and init containers,
+// overhead), in milli-units for cpu and units for the rest.
 func podRequests(p *k8sv1.Pod) map[k8sv1.ResourceName]int64 {
 	out := map[k8sv1.ResourceName]int64{}
-	value := func(name k8sv1.ResourceName, q resource.Quantity) int64 {
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
 		if name == k8sv1.ResourceCPU {
-			return q.MilliValue()
+			out[name] = q.MilliValue()
+		} else {
+			out[name] = q.Value()
 		}
-		return q.Value()
-	}
-	for _, c := range p.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			out[name] += value(name, q)
-		}
-	}
-	// Sidecars (restartPolicy Always) run with the containers and next to later init steps.
-	sidecars, largest := map[k8sv1.ResourceName]int64{}, map[k8sv1.ResourceName]int64{}
-	for _, c := range p.Spec.InitContainers {
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == k8sv1.ContainerRestartPolicyAlways
-		for name, q := range c.Resources.Requests {
-			if sidecar {
-				out[name] += value(name, q)
-				sidecars[name] += value(name, q)
-			}
-		}
-		for name, q := range c.Resources.Requests {
-			step := value(name, q)
-			if sidecar {
-				step = sidecars[name]
-			} else {
-				step += sidecars[name]
-			}
-			if step > largest[name] {
-				largest[name] = step
-			}
-		}
-	}
-	for name, v := range largest {
-		if v > out[name] {
-			out[name] = v
-		}
-	}
-	for name, q := range p.Spec.Overhead {
-		out[name] += value(name, q)
 	}
 	return out
 }
@@ -691,7 +622,6 @@ func probePod(target *k8sv1.Pod, vmiNS, scratch, node string, term k8sv1.NodeSel
 
 type probeResult struct {
 	fits    bool
-	decided bool
 	message string
 }
 
@@ -720,10 +650,10 @@ func waitProbes(t *testing.T, f *framework.Framework, scratch string, probes map
 				if p.Spec.NodeName != node {
 					t.Fatalf("probe %s bound to %s, not its node", p.Name, p.Spec.NodeName)
 				}
-				out[node] = probeResult{fits: true, decided: true}
+				out[node] = probeResult{fits: true}
 			case framework.IsUnschedulable(p):
 				c := framework.PodCondition(p, k8sv1.PodScheduled)
-				out[node] = probeResult{decided: true, message: c.Message}
+				out[node] = probeResult{message: c.Message}
 			default:
 				pending = append(pending, p.Name)
 			}
