@@ -4,9 +4,11 @@
 #include <optional>
 #include <unordered_map>
 
+#include "api/compiled_selector.h"
 #include "api/label_requirement.h"
 #include "api/names.h"
 #include "api/node_match.h"
+#include "api/pod_rules.h"
 #include "api/quantity.h"
 
 namespace kmt::api {
@@ -19,27 +21,6 @@ constexpr std::string_view kTaintNotReady = "node.kubernetes.io/not-ready";
 constexpr std::string_view kVmRunsThere = "the VM already runs there";
 constexpr std::string_view kTaintUnreachable = "node.kubernetes.io/unreachable";
 constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
-
-// A label requirement checked once (api/label_requirement.h) with its key and values
-// resolved to interned ids once. A text nobody interned is on no node, so it resolves to
-// kNoIntern and matches no label.
-struct CompiledExpr {
-  LabelRequirement requirement;
-  InternId key = kNoIntern;
-  std::vector<InternId> values;
-
-  explicit CompiledExpr(const NodeSelectorRequirement& r)
-      : requirement(r.key, NodeSelectorOp(r.op), r.values), key(FindInternId(r.key)) {
-    for (const auto& v : r.values) values.push_back(FindInternId(v));
-  }
-
-  bool Matches(const Labels& labels) const {
-    const InternId v = labels.FindId(key);
-    return requirement.Matches(
-        v != kNoIntern, [&] { return std::find(values.begin(), values.end(), v) != values.end(); },
-        [&]() -> std::string_view { return InternText(v); });
-  }
-};
 
 struct CompiledTerm {
   const NodeSelectorTerm* source;
@@ -101,33 +82,6 @@ struct AntiAffinity {
   bool is_vm;                     // selects the VM's own pods (created-by)
 };
 
-// A metav1.LabelSelector resolved to interned pointers once (bound pods are many).
-struct CompiledSelector {
-  std::vector<std::pair<InternId, InternId>> match_labels;
-  std::vector<CompiledExpr> exprs;  // In / NotIn / Exists / DoesNotExist only
-  bool valid = true;
-
-  explicit CompiledSelector(const LabelSelector& sel) {
-    for (const auto& [k, v] : sel.match_labels.Sorted())
-      match_labels.emplace_back(FindInternId(k), FindInternId(v));
-    for (const auto& r : sel.match_expressions) {
-      exprs.emplace_back(r);
-      valid = valid &&
-              (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
-    }
-  }
-  bool Matches(const Labels& labels) const {
-    if (!valid) return false;
-    for (const auto& [k, v] : match_labels) {
-      if (v == kNoIntern || labels.FindId(k) != v) return false;
-    }
-    for (const auto& e : exprs) {
-      if (!e.Matches(labels)) return false;
-    }
-    return true;
-  }
-};
-
 bool IsByteResource(std::string_view name) {
   return name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0;
 }
@@ -155,6 +109,7 @@ struct Explainer::Impl {
   // Per node, in `nodes` order: used cpu, memory, pods, then each of `scalars`.
   std::vector<int64_t> used;
   size_t stride = 0;
+  std::optional<PodRules> rules;  // inter-pod affinity and topology spread
 
   bool Tolerated(const std::string* key, const std::string* value, TaintEffect effect) const {
     for (const auto& t : tolerations) {
@@ -173,6 +128,22 @@ struct Explainer::Impl {
     if (cordoned && t.key == taint_unschedulable) return false;
     if (not_ready && (t.key == taint_not_ready || t.key == taint_unreachable)) return false;
     return !Tolerated(t.key.get(), t.value.get(), t.effect);
+  }
+  // The pod's required node affinity as the scheduler sees it (with the added term ANDed
+  // in): nodeSelector, own required affinity, added term.
+  bool RequiredNodeAffinityMatches(const NodeInfo& n) const {
+    for (const auto& [k, v] : node_selector) {
+      if (v == kNoIntern || n.labels.FindId(k) != v) return false;
+    }
+    return !AffinityExcludes(n) && (!added || added->Matches(n));
+  }
+  // Every NoSchedule/NoExecute taint tolerated (PodTopologySpread's nodeTaintsPolicy Honor).
+  bool TaintsTolerated(const NodeInfo& n) const {
+    for (const auto& t : n.taints) {
+      if (t.effect != TaintEffect::kNoSchedule && t.effect != TaintEffect::kNoExecute) continue;
+      if (!Tolerated(t.key.get(), t.value.get(), t.effect)) return false;
+    }
+    return true;
   }
   bool AffinityExcludes(const NodeInfo& n) const {
     if (!affinity) return false;
@@ -214,7 +185,7 @@ struct Explainer::Impl {
 
 Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
                      std::string_view source_node, std::span<const NodeInfo> nodes,
-                     std::span<const BoundPod> bound)
+                     std::span<const BoundPod> bound, std::span<const NamespaceInfo> namespaces)
     : nodes_(nodes) {
   auto impl = std::make_shared<Impl>();
   impl->pod = &pod;
@@ -255,20 +226,17 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   index.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].name, i);
 
+  const NamespaceIndex ns_index(namespaces);
   for (const auto& term : pod.anti_affinity) {
     InternedString topology(term.topology_key);
     const InternId topology_id = topology.id();
     AntiAffinity a{&term, std::move(topology), topology_id, {}, false};
-    const CompiledSelector selector(term.selector);
+    const CompiledPodTerm compiled(term, pod.ns);
     const std::string* vmi = term.selector.match_labels.Find(kLabelCreatedBy);
     a.is_vm = vmi != nullptr && *vmi == pod.created_by;
     for (const auto& b : bound) {
       if (b.terminal || b.node_name.empty()) continue;
-      const bool ns_ok = term.namespaces.empty()
-                             ? b.ns == pod.ns
-                             : std::find(term.namespaces.begin(), term.namespaces.end(), b.ns) !=
-                                   term.namespaces.end();
-      if (!ns_ok || !selector.Matches(b.labels)) continue;
+      if (!compiled.Matches(b.ns, b.labels, ns_index.Find(b.ns))) continue;
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
       const InternId domain = nodes[it->second].labels.FindId(a.topology_key);
@@ -296,6 +264,11 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     for (size_t s = 0; s < impl->scalars.size(); ++s)
       u[3 + s] += b.requests.Scalar(impl->scalars[s].first);
   }
+  const Impl& m = *impl;
+  impl->rules.emplace(
+      pod, nodes, bound, namespaces,
+      [&](size_t i) { return m.RequiredNodeAffinityMatches(nodes[i]); },
+      [&](size_t i) { return m.TaintsTolerated(nodes[i]); });
   impl_ = std::move(impl);
 }
 
@@ -331,6 +304,10 @@ ReasonMask Explainer::Evaluate(size_t i) const {
     short_of = m.scalars[s].second > alloc.Scalar(m.scalars[s].first) - u[3 + s];
   }
   if (short_of) mask |= Bit(ReasonKind::kInsufficientResource);
+  const uint8_t rules = m.rules->Evaluate(i);
+  if (rules & PodRules::kOthersAntiAffinity) mask |= Bit(ReasonKind::kExistingPodAntiAffinity);
+  if (rules & PodRules::kOwnPodAffinity) mask |= Bit(ReasonKind::kOwnPodAffinity);
+  if (rules & PodRules::kTopologySpread) mask |= Bit(ReasonKind::kTopologySpread);
   return mask;
 }
 
@@ -416,6 +393,16 @@ NodeExplanation Explainer::Explain(size_t i) const {
               (bytes ? FormatBytes(free) : std::to_string(free)) + ")");
     }
   }
+  if (mask & Bit(ReasonKind::kExistingPodAntiAffinity)) {
+    for (auto& t : m.rules->OthersAntiAffinityTexts(i))
+      add(ReasonKind::kExistingPodAntiAffinity, std::move(t));
+  }
+  if (mask & Bit(ReasonKind::kOwnPodAffinity)) {
+    for (auto& t : m.rules->OwnPodAffinityTexts(i)) add(ReasonKind::kOwnPodAffinity, std::move(t));
+  }
+  if (mask & Bit(ReasonKind::kTopologySpread)) {
+    for (auto& t : m.rules->TopologySpreadTexts(i)) add(ReasonKind::kTopologySpread, std::move(t));
+  }
   return out;
 }
 
@@ -453,6 +440,16 @@ std::string FormatSummary(const std::vector<const NodeExplanation*>& shown, size
 }
 
 }  // namespace
+
+bool WantsNamespaces(const TargetPod& pod, std::span<const BoundPod> bound) {
+  auto any = [](const std::vector<PodAffinityTerm>& terms) {
+    return std::any_of(terms.begin(), terms.end(),
+                       [](const PodAffinityTerm& t) { return t.namespace_selector.has_value(); });
+  };
+  return any(pod.anti_affinity) || any(pod.pod_affinity) ||
+         std::any_of(bound.begin(), bound.end(),
+                     [&](const BoundPod& b) { return any(b.anti_affinity); });
+}
 
 std::string ListFirst(const std::vector<std::string>& items, size_t shown) {
   std::string out;

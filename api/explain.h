@@ -4,13 +4,20 @@
 // target pod off it: the admin's added term, cordon, readiness, untolerated
 // NoSchedule/NoExecute taints, the VM's own nodeSelector and required node affinity, the
 // VM already running there (source node, or KubeVirt's anti-affinity to the source
-// virt-launcher pod), and allocatable cpu/memory/pods/extended resources after the pods
-// already bound there. It mirrors the filters of kube-scheduler (NodeUnschedulable,
-// TaintToleration, NodeAffinity, InterPodAffinity, NodeResourcesFit), not its scoring.
+// virt-launcher pod) or its own pod anti-affinity, allocatable cpu/memory/pods/extended
+// resources after the pods already bound there, other pods' required anti-affinity toward
+// the pod, the VM's own required pod affinity, and its DoNotSchedule topology spread
+// constraints (api/pod_rules.h has the exact rules). It mirrors the filters of
+// kube-scheduler v1.34 (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit,
+// InterPodAffinity, PodTopologySpread), not its scoring.
+//
+// The pod as the scheduler sees it has the added term ANDed into its required node
+// affinity: topology spread's nodeAffinityPolicy Honor counts only nodes the term allows.
 //
 // Cost: the constructor does the per-pod work once (interning keys, summing bound pods
-// per node); Evaluate() then allocates nothing, so a cluster of thousands of nodes is
-// cheap to explain. Text is only rendered for the nodes reported.
+// per node, the pod-affinity and topology domains); Evaluate() then allocates nothing, so
+// a cluster of thousands of nodes is cheap to explain. Text is only rendered for the nodes
+// reported.
 #pragma once
 
 #include <cstddef>
@@ -32,12 +39,15 @@ enum class ReasonKind : uint8_t {
   kCordoned,
   kNotReady,
   kTaintNotTolerated,
-  kNodeSelectorMismatch,  // the VM's own spec.nodeSelector
-  kOwnAffinityExcludes,   // the VM's own required node affinity
-  kAlreadyRunsThere,      // source node or anti-affinity to the source pod
-  kInsufficientResource,  // cpu, memory, pods or an extended resource
+  kNodeSelectorMismatch,     // the VM's own spec.nodeSelector
+  kOwnAffinityExcludes,      // the VM's own required node affinity
+  kAlreadyRunsThere,         // source node or anti-affinity to the source pod
+  kInsufficientResource,     // cpu, memory, pods or an extended resource
+  kExistingPodAntiAffinity,  // a bound pod's required anti-affinity selects the VM's pod
+  kOwnPodAffinity,           // the VM's own required pod affinity has no pod there
+  kTopologySpread,           // a DoNotSchedule topology spread constraint
 };
-inline constexpr int kReasonKindCount = 8;
+inline constexpr int kReasonKindCount = 11;
 
 // Bit (1u << kind) per reason present; 0 means the node fits.
 using ReasonMask = uint32_t;
@@ -60,9 +70,12 @@ class Explainer {
  public:
   // `pod.required_affinity` must be the VM's own (without the added term).
   // `added_term` may be null. `pod`, `added_term` and `nodes` must outlive the Explainer
-  // (it keeps pointers into them); `bound` is only read here.
+  // (it keeps pointers into them); `bound` and `namespaces` are only read here.
+  // `namespaces` gives the labels namespaceSelectors match: pass every namespace when
+  // WantsNamespaces(pod, bound); otherwise it may stay empty (no term reads it).
   Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term, std::string_view source_node,
-            std::span<const NodeInfo> nodes, std::span<const BoundPod> bound);
+            std::span<const NodeInfo> nodes, std::span<const BoundPod> bound,
+            std::span<const NamespaceInfo> namespaces = {});
 
   size_t node_count() const { return nodes_.size(); }
   // Hot path: the reasons node `i` is out, as a mask. No allocation.
@@ -82,8 +95,9 @@ class Explainer {
   // nodes by metadata.name and none of them exists, or every node it allows is the one
   // the VM runs on (or in its own hostname anti-affinity) or is excluded by the VM's own
   // required node affinity. Cordons, taints, readiness, resources, the nodeSelector
-  // (kubevirt.io/schedulable follows virt-handler) and other pods' placement can change
-  // by themselves, so a node excluded only by them keeps the answer nullopt.
+  // (kubevirt.io/schedulable follows virt-handler) and other pods' placement (other pods'
+  // anti-affinity, the VM's pod affinity, topology spread) can change by themselves, so a
+  // node excluded only by them keeps the answer nullopt.
   std::optional<std::string> WhyNeverFits(size_t max_nodes = 10) const;
 
  private:
@@ -91,6 +105,10 @@ class Explainer {
   std::shared_ptr<const Impl> impl_;
   std::span<const NodeInfo> nodes_;
 };
+
+// Some pod (anti-)affinity term of the pod, or a required anti-affinity term of a bound pod,
+// has a non-null namespaceSelector: the Explainer then needs the namespaces' labels.
+bool WantsNamespaces(const TargetPod& pod, std::span<const BoundPod> bound);
 
 // The first `shown` of `items`, comma-separated, then " and N more" for the rest:
 // "a, b and 3 more". For the bounded lists of node and pod names in messages.

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 namespace Catch {
@@ -209,7 +210,10 @@ TEST_CASE("Explainer: KubeVirt's anti-affinity to the source virt-launcher pod")
             .empty());
   // A zone-wide anti-affinity term of the VM owner: any node of the zone is out.
   TargetPod zoned = pod;
-  zoned.anti_affinity.push_back({{{{"app", "db"}}, {}}, "topology.kubernetes.io/zone", {}});
+  PodAffinityTerm zone_db;
+  zone_db.selector.match_labels = Labels{{"app", "db"}};
+  zone_db.topology_key = "topology.kubernetes.io/zone";
+  zoned.anti_affinity.push_back(zone_db);
   const std::vector<NodeInfo> nodes{
       Node("n1"), Node("n2"),
       Node("n3", {{"metadata", {{"labels", {{"topology.kubernetes.io/zone", "b"}}}}}})};
@@ -396,6 +400,458 @@ TEST_CASE("WhyNeverFits: only reasons that cannot change during the migration") 
           "every node the added term allows is out for good: node-1: VM's own affinity `gpu "
           "Exists` excludes it");
   }
+}
+
+// ---- Inter-pod affinity and topology spread (api/pod_rules.h) ----
+
+constexpr std::string_view kZone = "topology.kubernetes.io/zone";
+
+// A node of zone `zone` ("" for none): "za1" etc.
+NodeInfo ZoneNode(const std::string& name, const std::string& zone, const json& patch = {}) {
+  json p = patch.is_object() ? patch : json::object();
+  p["metadata"]["labels"]["topology.kubernetes.io/zone"] =
+      zone.empty() ? json(nullptr) : json(zone);
+  return Node(name, p);
+}
+
+// A running pod `ns/name` on `node`; `extra` is merged over it (RFC 7386).
+BoundPod Running(const std::string& node, const std::string& name, const json& labels,
+                 const json& extra = json::object(), const std::string& ns = "vms") {
+  json p = {{"metadata", {{"namespace", ns}, {"name", name}, {"labels", labels}}},
+            {"spec", {{"nodeName", node}}},
+            {"status", {{"phase", "Running"}}}};
+  if (extra.is_object()) p.merge_patch(extra);
+  return BoundPod::FromJson(p);
+}
+
+json AntiAffinity(const json& term) {
+  return {
+      {"spec",
+       {{"affinity",
+         {{"podAntiAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", {term}}}}}}}}};
+}
+
+// The reasons of the given kinds only, node by node (in `nodes` order), checking that the
+// hot path agrees with the texts on every node.
+std::vector<std::vector<Reason>> Only(const Explainer& e, ReasonMask kinds) {
+  std::vector<std::vector<Reason>> out;
+  for (size_t i = 0; i < e.node_count(); ++i) {
+    const NodeExplanation x = e.Explain(i);
+    ReasonMask mask = 0;
+    std::vector<Reason> kept;
+    for (const auto& r : x.reasons) {
+      mask |= Bit(r.kind);
+      if (kinds & Bit(r.kind)) kept.push_back(r);
+    }
+    CHECK(e.Evaluate(i) == mask);
+    out.push_back(std::move(kept));
+  }
+  return out;
+}
+
+// Which nodes (by index) have a reason of `kind`.
+std::vector<bool> Out(const Explainer& e, ReasonKind kind) {
+  std::vector<bool> out;
+  for (size_t i = 0; i < e.node_count(); ++i) out.push_back((e.Evaluate(i) & Bit(kind)) != 0);
+  return out;
+}
+
+PodAffinityTerm Term(const Labels& match_labels, std::string_view topology_key) {
+  PodAffinityTerm t;
+  t.selector.match_labels = match_labels;
+  t.topology_key = std::string(topology_key);
+  return t;
+}
+
+// maxSkew 1 over `topology_key`, DoNotSchedule, selecting `match_labels`.
+TopologySpreadConstraint Spread(std::string_view topology_key, const Labels& match_labels) {
+  TopologySpreadConstraint c;
+  c.max_skew = 1;
+  c.topology_key = std::string(topology_key);
+  c.do_not_schedule = true;
+  c.selector.match_labels = match_labels;
+  return c;
+}
+
+NamespaceInfo Ns(const std::string& name, const json& labels) {
+  return NamespaceInfo::FromJson({{"metadata", {{"name", name}, {"labels", labels}}}});
+}
+
+TEST_CASE("Explainer: existing pods' required anti-affinity toward the VM's pod") {
+  TargetPod pod = Pod();
+  pod.labels = Labels{{"app", "web"}};
+  const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("za2", "a"),
+                                    ZoneNode("zb1", "b"), ZoneNode("none", "")};
+  const json zone_web = {{"labelSelector", {{"matchLabels", {{"app", "web"}}}}},
+                         {"topologyKey", kZone}};
+  auto with = [](json term, const json& patch) {
+    term.merge_patch(patch);
+    return term;
+  };
+  struct Row {
+    std::string what;
+    json term;
+    json pod_extra;  // merged over the blocking pod (on za1)
+    std::string pod_ns;
+    std::vector<NamespaceInfo> namespaces;
+    std::vector<bool> out;
+  };
+  const std::vector<bool> zone_a{true, true, false, false}, none(4, false);
+  auto row = GENERATE_REF(values<Row>({
+      {"selects the pod: its zone is out, a node without the key is not",
+       zone_web,
+       {},
+       "vms",
+       {},
+       zone_a},
+      {"hostname topology: only its node",
+       with(zone_web, {{"topologyKey", "kubernetes.io/hostname"}}),
+       {},
+       "vms",
+       {},
+       {true, false, false, false}},
+      {"selector does not match the pod",
+       with(zone_web, {{"labelSelector", {{"matchLabels", {{"app", "db"}}}}}}),
+       {},
+       "vms",
+       {},
+       none},
+      {"null labelSelector selects no pod",
+       with(zone_web, {{"labelSelector", nullptr}}),
+       {},
+       "vms",
+       {},
+       none},
+      {"no namespaces: the holder's own namespace only", zone_web, {}, "other", {}, none},
+      {"namespaces name the pod's",
+       with(zone_web, {{"namespaces", {"vms"}}}),
+       {},
+       "other",
+       {},
+       zone_a},
+      {"namespaces name others only", with(zone_web, {{"namespaces", {"x"}}}), {}, "vms", {}, none},
+      {"empty namespaceSelector: every namespace",
+       with(zone_web, {{"namespaceSelector", json::object()}}),
+       {},
+       "other",
+       {},
+       zone_a},
+      {"namespaceSelector matches the pod's namespace",
+       with(zone_web, {{"namespaceSelector", {{"matchLabels", {{"env", "prod"}}}}}}),
+       {},
+       "other",
+       {Ns("vms", {{"env", "prod"}})},
+       zone_a},
+      {"namespaceSelector does not match it",
+       with(zone_web, {{"namespaceSelector", {{"matchLabels", {{"env", "prod"}}}}}}),
+       {},
+       "other",
+       {Ns("vms", {{"env", "dev"}})},
+       none},
+      {"unknown namespace reads as unlabelled (NotIn matches)",
+       with(zone_web, {{"namespaceSelector",
+                        {{"matchExpressions",
+                          {{{"key", "env"}, {"operator", "NotIn"}, {"values", {"dev"}}}}}}}}),
+       {},
+       "other",
+       {},
+       zone_a},
+      {"terminal pods do not count",
+       zone_web,
+       {{"status", {{"phase", "Succeeded"}}}},
+       "vms",
+       {},
+       none},
+      {"pods being deleted still count",
+       zone_web,
+       {{"metadata", {{"deletionTimestamp", "2026-01-01T00:00:00Z"}}}},
+       "vms",
+       {},
+       zone_a},
+  }));
+  CAPTURE(row.what);
+  json extra = AntiAffinity(row.term);
+  if (row.pod_extra.is_object()) extra.merge_patch(row.pod_extra);
+  const std::vector<BoundPod> bound{Running("za1", "guard", {{"app", "guard"}}, extra, row.pod_ns),
+                                    Running("zb1", "plain", {{"app", "web"}})};
+  const Explainer e(pod, nullptr, "", nodes, bound, row.namespaces);
+  CHECK(Out(e, K::kExistingPodAntiAffinity) == row.out);
+  if (row.out[1]) {
+    CHECK(Only(e, Bit(K::kExistingPodAntiAffinity))[1] ==
+          std::vector<Reason>{{K::kExistingPodAntiAffinity,
+                               "pod " + row.pod_ns + "/guard's anti-affinity (topologyKey " +
+                                   row.term["topologyKey"].get<std::string>() + ") excludes it"}});
+  }
+}
+
+TEST_CASE("Explainer: the VM's own required pod affinity") {
+  TargetPod pod = Pod();
+  pod.labels = Labels{{"app", "web"}};
+  const PodAffinityTerm zone_db = Term({{"app", "db"}}, kZone);
+  const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("za2", "a"),
+                                    ZoneNode("zb1", "b"), ZoneNode("none", "")};
+  const std::string head =
+      "VM's own pod affinity (topologyKey topology.kubernetes.io/zone, selector app=db)";
+  const Reason no_pod{K::kOwnPodAffinity, head + " has no matching pod there"};
+  const Reason no_key{K::kOwnPodAffinity,
+                      head + ": the node has no topology.kubernetes.io/zone label"};
+
+  SECTION("no matching pod anywhere, the VM's pod does not match: every node is out") {
+    pod.pod_affinity = {zone_db};
+    const Explainer e(pod, nullptr, "", nodes,
+                      std::vector<BoundPod>{Running("za1", "web-1", {{"app", "web"}})});
+    CHECK(Only(e, Bit(K::kOwnPodAffinity)) ==
+          std::vector<std::vector<Reason>>{{no_pod}, {no_pod}, {no_pod}, {no_key}});
+  }
+  SECTION("a matching pod: its zone only, and the key is required") {
+    pod.pod_affinity = {zone_db};
+    const Explainer e(pod, nullptr, "", nodes,
+                      std::vector<BoundPod>{Running("zb1", "db-0", {{"app", "db"}})});
+    CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{true, true, false, true});
+  }
+  SECTION("the first of a group: no pod matches and the VM's pod matches its own terms") {
+    pod.pod_affinity = {zone_db};
+    pod.labels = Labels{{"app", "db"}};
+    const Explainer e(pod, nullptr, "", nodes, {});
+    CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{false, false, false, true});
+    // ... but not once some pod matches somewhere.
+    const Explainer e2(pod, nullptr, "", nodes,
+                       std::vector<BoundPod>{Running("zb1", "db-0", {{"app", "db"}})});
+    CHECK(Out(e2, K::kOwnPodAffinity) == std::vector<bool>{true, true, false, true});
+  }
+  SECTION("a matching pod on a node without the key is not counted (the special case holds)") {
+    pod.pod_affinity = {zone_db};
+    pod.labels = Labels{{"app", "db"}};
+    const Explainer e(pod, nullptr, "", nodes,
+                      std::vector<BoundPod>{Running("none", "db-0", {{"app", "db"}})});
+    CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{false, false, false, true});
+  }
+  SECTION("terms are ANDed: a pod counts only if it matches every term") {
+    const PodAffinityTerm host_cache = Term({{"tier", "cache"}}, "kubernetes.io/hostname");
+    pod.pod_affinity = {zone_db, host_cache};
+    const std::vector<BoundPod> halves{Running("za1", "db-0", {{"app", "db"}}),
+                                       Running("zb1", "cache-0", {{"tier", "cache"}})};
+    const Explainer e(pod, nullptr, "", nodes, halves);
+    CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{true, true, true, true});
+    CHECK(Only(e, Bit(K::kOwnPodAffinity))[0].size() == 2);
+    CHECK(Only(e, Bit(K::kOwnPodAffinity))[0][0].text ==
+          head + " has no matching pod there (a pod counts only if it matches all 2 terms)");
+    std::vector<BoundPod> both = halves;
+    both.push_back(Running("zb1", "db-cache", {{"app", "db"}, {"tier", "cache"}}));
+    const Explainer e2(pod, nullptr, "", nodes, both);
+    CHECK(Out(e2, K::kOwnPodAffinity) == std::vector<bool>{true, true, false, true});
+  }
+  SECTION("namespaces: the VM's own by default, else the term's or its namespaceSelector's") {
+    PodAffinityTerm t = zone_db;
+    pod.pod_affinity = {t};
+    const std::vector<BoundPod> elsewhere{
+        Running("zb1", "db-0", {{"app", "db"}}, json::object(), "data")};
+    CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere), K::kOwnPodAffinity) ==
+          std::vector<bool>{true, true, true, true});
+    pod.pod_affinity[0].namespaces = {"data"};
+    CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere), K::kOwnPodAffinity) ==
+          std::vector<bool>{true, true, false, true});
+    pod.pod_affinity[0].namespaces.clear();
+    pod.pod_affinity[0].namespace_selector = LabelSelector{{{"team", "x"}}, {}};
+    const std::vector<NamespaceInfo> team_x{Ns("data", {{"team", "x"}}), Ns("vms", json::object())};
+    CHECK(WantsNamespaces(pod, elsewhere));
+    CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere, team_x), K::kOwnPodAffinity) ==
+          std::vector<bool>{true, true, false, true});
+    // Without the namespaces no namespace is selected.
+    CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere), K::kOwnPodAffinity) ==
+          std::vector<bool>{true, true, true, true});
+  }
+  SECTION("terminal pods are not counted") {
+    pod.pod_affinity = {zone_db};
+    const Explainer e(pod, nullptr, "", nodes,
+                      std::vector<BoundPod>{Running("zb1", "db-0", {{"app", "db"}},
+                                                    {{"status", {{"phase", "Failed"}}}})});
+    CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{true, true, true, true});
+  }
+}
+
+TEST_CASE("Explainer: topology spread constraints (DoNotSchedule)") {
+  TargetPod pod = Pod();
+  pod.labels = Labels{{"app", "web"}};
+  const TopologySpreadConstraint zone = Spread(kZone, {{"app", "web"}});
+  const json web = {{"app", "web"}};
+  const std::string head = "topology spread (topology.kubernetes.io/zone, maxSkew 1): ";
+
+  SECTION("skew against the emptiest domain, the VM's pod counted if it matches") {
+    pod.topology_spread = {zone};
+    const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("za2", "a"),
+                                      ZoneNode("zb1", "b"), ZoneNode("zc1", "c"),
+                                      ZoneNode("none", "")};
+    const std::vector<BoundPod> bound{Running("za1", "w1", web), Running("za2", "w2", web),
+                                      Running("zb1", "w3", web), Running("none", "w4", web)};
+    const Explainer e(pod, nullptr, "", nodes, bound);
+    const Reason in_a{K::kTopologySpread,
+                      head + "2 matching pods there (3 with the VM's), 0 in the emptiest domain"};
+    CHECK(Only(e, Bit(K::kTopologySpread)) ==
+          std::vector<std::vector<Reason>>{
+              {in_a},
+              {in_a},
+              {{K::kTopologySpread,
+                head + "1 matching pod there (2 with the VM's), 0 in the emptiest domain"}},
+              {},
+              {{K::kTopologySpread, head + "the node has no topology.kubernetes.io/zone label"}}});
+    // The VM's pod outside the selector: a = 2 - 0 > 1, b = 1 fits.
+    pod.labels = Labels{{"app", "batch"}};
+    CHECK(Out(Explainer(pod, nullptr, "", nodes, bound), K::kTopologySpread) ==
+          std::vector<bool>{true, true, false, false, true});
+  }
+}
+
+TEST_CASE("Explainer: topology spread, who is counted where") {
+  TargetPod pod = Pod();
+  pod.labels = Labels{{"app", "web"}};
+  const TopologySpreadConstraint zone = Spread(kZone, {{"app", "web"}});
+  const json web = {{"app", "web"}};
+  const std::vector<NodeInfo> abc{ZoneNode("za1", "a"), ZoneNode("zb1", "b"), ZoneNode("zc1", "c")};
+  const std::vector<BoundPod> one_each_ab{Running("za1", "w1", web), Running("zb1", "w2", web)};
+  struct Row {
+    std::string what;
+    std::function<void(TopologySpreadConstraint&)> edit;
+    std::vector<NodeInfo> nodes;
+    std::vector<BoundPod> bound;
+    std::vector<bool> out;
+  };
+  // zc1 does not carry the VM's nodeSelector label kubevirt.io/schedulable=true, or is tainted.
+  const std::vector<NodeInfo> c_unselected{
+      ZoneNode("za1", "a"), ZoneNode("zb1", "b"),
+      ZoneNode("zc1", "c", {{"metadata", {{"labels", {{"kubevirt.io/schedulable", nullptr}}}}}})};
+  const std::vector<NodeInfo> c_tainted{
+      ZoneNode("za1", "a"), ZoneNode("zb1", "b"),
+      ZoneNode("zc1", "c", {{"spec", {{"taints", {{{"key", "k"}, {"effect", "NoSchedule"}}}}}}})};
+  auto keep = [](TopologySpreadConstraint&) {};
+  auto row = GENERATE_REF(values<Row>({
+      {"an empty zone c: min 0, a and b are at skew 2",
+       keep,
+       abc,
+       one_each_ab,
+       {true, true, false}},
+      {"nodeAffinityPolicy Honor: zone c outside the VM's nodeSelector is not counted",
+       keep,
+       c_unselected,
+       one_each_ab,
+       {false, false, false}},
+      {"nodeAffinityPolicy Ignore: it is",
+       [](TopologySpreadConstraint& c) { c.honor_node_affinity = false; },
+       c_unselected,
+       one_each_ab,
+       {true, true, false}},
+      {"nodeTaintsPolicy Ignore (default): the tainted zone c is counted",
+       keep,
+       c_tainted,
+       one_each_ab,
+       {true, true, false}},
+      {"nodeTaintsPolicy Honor: it is not",
+       [](TopologySpreadConstraint& c) { c.honor_node_taints = true; },
+       c_tainted,
+       one_each_ab,
+       {false, false, false}},
+      {"minDomains above the domains counted: min is 0",
+       [](TopologySpreadConstraint& c) { c.min_domains = 3; },
+       c_unselected,
+       one_each_ab,
+       {true, true, false}},
+      {"minDomains met",
+       [](TopologySpreadConstraint& c) { c.min_domains = 2; },
+       c_unselected,
+       one_each_ab,
+       {false, false, false}},
+      {"terminal, deleted and other-namespace pods are not counted",
+       keep,
+       abc,
+       {Running("za1", "done", web, {{"status", {{"phase", "Succeeded"}}}}),
+        Running("za1", "going", web,
+                {{"metadata", {{"deletionTimestamp", "2026-01-01T00:00:00Z"}}}}),
+        Running("za1", "there", web, json::object(), "other")},
+       {false, false, false}},
+      {"the VM's own source pod is counted like any other",
+       keep,
+       abc,
+       {Running("za1", "virt-launcher-src", {{"app", "web"}, {"kubevirt.io/created-by", kVmiUid}})},
+       {true, false, false}},
+      {"an empty selector counts no pod",
+       [](TopologySpreadConstraint& c) { c.selector = {}; },
+       abc,
+       one_each_ab,
+       {false, false, false}},
+      {"matchLabelKeys: the VM's own label value is ANDed in",
+       [](TopologySpreadConstraint& c) {
+         c.selector = {};
+         c.match_label_keys = {"app", "absent"};
+       },
+       abc,
+       {Running("za1", "w1", web), Running("zb1", "o1", {{"app", "other"}})},
+       {true, false, false}},
+      {"a null selector matches no pod, not even the VM's",
+       [](TopologySpreadConstraint& c) { c.selector_null = true; },
+       abc,
+       one_each_ab,
+       {false, false, false}},
+      {"ScheduleAnyway is scoring only",
+       [](TopologySpreadConstraint& c) { c.do_not_schedule = false; },
+       abc,
+       one_each_ab,
+       {false, false, false}},
+  }));
+  CAPTURE(row.what);
+  TopologySpreadConstraint c = zone;
+  row.edit(c);
+  pod.topology_spread = {c};
+  CHECK(Out(Explainer(pod, nullptr, "", row.nodes, row.bound), K::kTopologySpread) == row.out);
+}
+
+TEST_CASE("Explainer: topology spread counts only nodes the added term allows (Honor)") {
+  TargetPod pod = Pod();
+  pod.labels = Labels{{"app", "web"}};
+  pod.topology_spread = {Spread(kZone, {{"app", "web"}})};
+  pod.topology_spread[0].min_domains = 2;
+  const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("zb1", "b"),
+                                    ZoneNode("zc1", "c")};
+  const std::vector<BoundPod> bound{Running("za1", "w1", {{"app", "web"}}),
+                                    Running("zb1", "w2", {{"app", "web"}})};
+  const NodeSelectorTerm ab{{{std::string(kZone), "In", {"a", "b"}}}, {}};
+  const Explainer e(pod, &ab, "", nodes, bound);
+  CHECK(Out(e, K::kTopologySpread) == std::vector<bool>{false, false, false});
+  CHECK(Out(Explainer(pod, nullptr, "", nodes, bound), K::kTopologySpread) ==
+        std::vector<bool>{true, true, false});
+}
+
+TEST_CASE("WhyNeverFits: inter-pod reasons are never permanent") {
+  TargetPod pod = Pod();
+  pod.labels = Labels{{"app", "db"}};
+  pod.pod_affinity = {Term({{"app", "cache"}}, kZone)};
+  pod.topology_spread = {Spread(kZone, {{"app", "db"}})};
+  const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("zb1", "b"),
+                                    ZoneNode("none", "")};
+  const json guard = {{"labelSelector", {{"matchLabels", {{"app", "db"}}}}},
+                      {"topologyKey", "kubernetes.io/hostname"}};
+  const std::vector<BoundPod> bound{Running("za1", "guard", {{"app", "x"}}, AntiAffinity(guard)),
+                                    Running("zb1", "cache", {{"app", "cache"}}),
+                                    Running("zb1", "db-1", {{"app", "db"}})};
+  const NodeSelectorTerm all{{{"kubernetes.io/arch", "In", {"amd64"}}}, {}};
+  const Explainer e(pod, &all, "", nodes, bound);
+  // Every allowed node is out, each only for reasons other pods may change.
+  CHECK(e.Evaluate(0) == (Bit(K::kExistingPodAntiAffinity) | Bit(K::kOwnPodAffinity)));
+  CHECK(e.Evaluate(1) == Bit(K::kTopologySpread));
+  CHECK(e.Evaluate(2) == (Bit(K::kOwnPodAffinity) | Bit(K::kTopologySpread)));
+  CHECK_FALSE(e.WhyNeverFits().has_value());
+}
+
+TEST_CASE("WantsNamespaces: only a non-null namespaceSelector needs them") {
+  TargetPod pod = Pod();
+  std::vector<BoundPod> bound{Running("n", "p", json::object())};
+  CHECK_FALSE(WantsNamespaces(pod, bound));
+  bound.push_back(
+      Running("n", "q", json::object(),
+              AntiAffinity({{"topologyKey", "k"}, {"namespaceSelector", json::object()}})));
+  CHECK(WantsNamespaces(pod, bound));
+  bound.pop_back();
+  pod.anti_affinity[0].namespace_selector = LabelSelector{};
+  CHECK(WantsNamespaces(pod, bound));
 }
 
 }  // namespace

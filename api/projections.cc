@@ -1,6 +1,8 @@
 #include "api/projections.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "api/added_term.h"
 #include "api/names.h"
@@ -36,6 +38,35 @@ std::vector<NodeSelectorRequirement> LabelExpressions(const json& list) {
   return out;
 }
 
+LabelSelector Selector(const json& sel) {
+  LabelSelector out;
+  out.match_labels = Labels::FromJson(At(sel, "matchLabels"));
+  out.match_expressions = LabelExpressions(At(sel, "matchExpressions"));
+  return out;
+}
+
+std::vector<std::string> Strings(const json& list) {
+  std::vector<std::string> out;
+  if (!list.is_array()) return out;
+  for (const json& s : list) {
+    if (s.is_string()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+// An integer field, nullopt when absent or of another type.
+std::optional<int64_t> Int(const json& obj, std::string_view key) {
+  const json& v = At(obj, key);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_unsigned())
+    return static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX));
+  return std::nullopt;
+}
+
+int32_t Clamp32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+}
+
 std::vector<PodAffinityTerm> AffinityTerms(const json& list) {
   std::vector<PodAffinityTerm> out;
   if (!list.is_array()) return out;
@@ -43,16 +74,35 @@ std::vector<PodAffinityTerm> AffinityTerms(const json& list) {
     if (!t.is_object()) continue;
     PodAffinityTerm term;
     const json& sel = At(t, "labelSelector");
-    term.selector.match_labels = Labels::FromJson(At(sel, "matchLabels"));
-    term.selector.match_expressions = LabelExpressions(At(sel, "matchExpressions"));
+    term.selector_null = !sel.is_object();
+    term.selector = Selector(sel);
     term.topology_key = Str(t, "topologyKey");
-    const json& ns = At(t, "namespaces");
-    if (ns.is_array()) {
-      for (const json& n : ns) {
-        if (n.is_string()) term.namespaces.push_back(n.get<std::string>());
-      }
-    }
+    term.namespaces = Strings(At(t, "namespaces"));
+    const json& ns_sel = At(t, "namespaceSelector");
+    if (ns_sel.is_object()) term.namespace_selector = Selector(ns_sel);
     out.push_back(std::move(term));
+  }
+  out.shrink_to_fit();
+  return out;
+}
+
+std::vector<TopologySpreadConstraint> SpreadConstraints(const json& list) {
+  std::vector<TopologySpreadConstraint> out;
+  if (!list.is_array()) return out;
+  for (const json& c : list) {
+    if (!c.is_object()) continue;
+    TopologySpreadConstraint tsc;
+    tsc.max_skew = Clamp32(Int(c, "maxSkew").value_or(0));
+    tsc.topology_key = Str(c, "topologyKey");
+    tsc.do_not_schedule = Str(c, "whenUnsatisfiable") == "DoNotSchedule";
+    const json& sel = At(c, "labelSelector");
+    tsc.selector_null = !sel.is_object();
+    tsc.selector = Selector(sel);
+    tsc.match_label_keys = Strings(At(c, "matchLabelKeys"));
+    tsc.min_domains = Clamp32(Int(c, "minDomains").value_or(1));
+    tsc.honor_node_affinity = Str(c, "nodeAffinityPolicy") != "Ignore";
+    tsc.honor_node_taints = Str(c, "nodeTaintsPolicy") == "Honor";
+    out.push_back(std::move(tsc));
   }
   return out;
 }
@@ -254,6 +304,10 @@ TargetPod TargetPod::FromJson(const json& pod) {
   if (required.is_object()) p.required_affinity = NodeSelectorFromJsonLenient(required);
   p.anti_affinity = AffinityTerms(
       At(At(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
+  p.pod_affinity = AffinityTerms(
+      At(At(affinity, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
+  p.labels = Labels::FromJson(labels);
+  p.topology_spread = SpreadConstraints(At(spec, "topologySpreadConstraints"));
   p.requests = PodRequests(pod);
 
   const json& status = At(pod, "status");
@@ -283,11 +337,20 @@ BoundPod BoundPod::FromJson(const json& pod) {
   BoundPod b;
   const json& meta = At(pod, "metadata");
   b.ns = Str(meta, "namespace");
+  b.name = Str(meta, "name");
   b.labels = Labels::FromJson(At(meta, "labels"));
   b.node_name = Str(At(pod, "spec"), "nodeName");
+  b.anti_affinity = AffinityTerms(At(At(At(At(pod, "spec"), "affinity"), "podAntiAffinity"),
+                                     "requiredDuringSchedulingIgnoredDuringExecution"));
   b.requests = PodRequests(pod);
   b.terminal = IsTerminalPhase(Str(At(pod, "status"), "phase"));
+  b.deleting = At(meta, "deletionTimestamp").is_string();
   return b;
+}
+
+NamespaceInfo NamespaceInfo::FromJson(const json& ns) {
+  const json& meta = At(ns, "metadata");
+  return {Str(meta, "name"), Labels::FromJson(At(meta, "labels"))};
 }
 
 MigrationInfo MigrationInfo::FromJson(const json& vmim) {

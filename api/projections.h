@@ -89,12 +89,41 @@ struct LabelSelector {
   bool operator==(const LabelSelector&) const = default;
 };
 
-// One requiredDuringSchedulingIgnoredDuringExecution pod (anti-)affinity term.
+// One requiredDuringSchedulingIgnoredDuringExecution pod (anti-)affinity term. Whose pods it
+// selects (framework.AffinityTerm.Matches): a pod in one of `namespaces` or in a namespace
+// `namespace_selector` selects, whose labels `selector` matches. Both namespace fields empty
+// (namespaces empty, namespaceSelector null): the namespace of the pod holding the term.
 struct PodAffinityTerm {
   LabelSelector selector;
   std::string topology_key;
-  std::vector<std::string> namespaces;  // empty: the pod's own namespace
+  std::vector<std::string> namespaces;
+  // namespaceSelector: nullopt when null (selects no namespace); an empty selector ({})
+  // selects every namespace.
+  std::optional<LabelSelector> namespace_selector = std::nullopt;
+  bool selector_null = false;  // labelSelector null (or not an object): selects no pod
   bool operator==(const PodAffinityTerm&) const = default;
+};
+
+// One spec.topologySpreadConstraints entry (PodTopologySpread), defaults applied.
+struct TopologySpreadConstraint {
+  int32_t max_skew = 0;
+  std::string topology_key;
+  bool do_not_schedule = false;  // whenUnsatisfiable DoNotSchedule (ScheduleAnyway: scoring)
+  LabelSelector selector;
+  bool selector_null = false;                 // labelSelector null: selects no pod
+  std::vector<std::string> match_label_keys;  // ANDed from the pod's own labels
+  int32_t min_domains = 1;                    // minDomains (null: 1)
+  bool honor_node_affinity = true;            // nodeAffinityPolicy (null: Honor)
+  bool honor_node_taints = false;             // nodeTaintsPolicy (null: Ignore)
+  bool operator==(const TopologySpreadConstraint&) const = default;
+};
+
+// A namespace: what pod (anti-)affinity namespaceSelectors match.
+struct NamespaceInfo {
+  std::string name;
+  Labels labels;
+
+  static NamespaceInfo FromJson(const nlohmann::json& ns);
 };
 
 // A pod or migration phase that is never left: Succeeded or Failed.
@@ -112,9 +141,12 @@ struct TargetPod {
   ConditionStatus scheduled = ConditionStatus::kUnknown;
   std::string scheduled_reason, scheduled_message;
   std::vector<Toleration> tolerations;
-  Labels node_selector;                           // spec.nodeSelector
-  std::optional<NodeSelector> required_affinity;  // nodeAffinity.required…
-  std::vector<PodAffinityTerm> anti_affinity;     // podAntiAffinity.required…
+  Labels node_selector;                                   // spec.nodeSelector
+  std::optional<NodeSelector> required_affinity;          // nodeAffinity.required…
+  std::vector<PodAffinityTerm> anti_affinity;             // podAntiAffinity.required…
+  Labels labels;                                          // metadata.labels
+  std::vector<PodAffinityTerm> pod_affinity;              // podAffinity.required…
+  std::vector<TopologySpreadConstraint> topology_spread;  // spec.topologySpreadConstraints
   Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
   // While the pod has the gate: the JSON needed to compute the AND patch without another
   // read ({"metadata": {uid, resourceVersion}, "spec": {affinity, schedulingGates}}),
@@ -128,10 +160,13 @@ struct TargetPod {
 
 // A pod already bound to a node: what the explainer needs from it.
 struct BoundPod {
-  std::string node_name, ns;
+  std::string node_name, ns, name;
   Labels labels;
   Resources requests;
+  // podAntiAffinity.required… (empty for most pods: no allocation then).
+  std::vector<PodAffinityTerm> anti_affinity;
   bool terminal = false;  // Succeeded or Failed: the scheduler no longer counts it
+  bool deleting = false;  // metadata.deletionTimestamp set: topology spread skips it
 
   static BoundPod FromJson(const nlohmann::json& pod);
 };

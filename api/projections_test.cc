@@ -167,6 +167,125 @@ TEST_CASE("BoundPod") {
   CHECK(b.terminal);
 }
 
+TEST_CASE("Pod affinity terms: null, empty and set selectors") {
+  struct Row {
+    std::string what;
+    std::string term;  // JSON of one PodAffinityTerm
+    PodAffinityTerm want;
+  };
+  auto make = [](bool selector_null, std::optional<LabelSelector> ns_selector,
+                 std::vector<std::string> namespaces) {
+    PodAffinityTerm t;
+    t.topology_key = "zone";
+    t.selector_null = selector_null;
+    t.namespace_selector = std::move(ns_selector);
+    t.namespaces = std::move(namespaces);
+    return t;
+  };
+  auto row = GENERATE_REF(values<Row>({
+      {"no labelSelector: null", R"({"topologyKey": "zone"})", make(true, std::nullopt, {})},
+      {"empty labelSelector", R"({"topologyKey": "zone", "labelSelector": {}})",
+       make(false, std::nullopt, {})},
+      {"odd labelSelector reads as null", R"({"topologyKey": "zone", "labelSelector": 3})",
+       make(true, std::nullopt, {})},
+      {"empty namespaceSelector: every namespace",
+       R"({"topologyKey": "zone", "labelSelector": {}, "namespaceSelector": {}})",
+       make(false, LabelSelector{}, {})},
+      {"namespaceSelector null",
+       R"({"topologyKey": "zone", "labelSelector": {}, "namespaceSelector": null})",
+       make(false, std::nullopt, {})},
+      {"namespaces, odd entries skipped",
+       R"({"topologyKey": "zone", "labelSelector": {}, "namespaces": ["a", 1, "b"]})",
+       make(false, std::nullopt, {"a", "b"})},
+  }));
+  CAPTURE(row.what);
+  json pod = {
+      {"spec",
+       {{"affinity",
+         {{"podAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution", {json::parse(row.term)}}}}}}}}};
+  const TargetPod p = TargetPod::FromJson(pod);
+  REQUIRE(p.pod_affinity.size() == 1);
+  CHECK(p.pod_affinity[0] == row.want);
+}
+
+TEST_CASE("TargetPod keeps its labels, pod affinity and topology spread constraints") {
+  const TargetPod p = TargetPod::FromJson(json::parse(R"({
+      "metadata": {"namespace": "vms", "labels": {"app": "db", "kubevirt.io/created-by": "u1"}},
+      "spec": {
+        "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "cache"},
+                               "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]},
+             "topologyKey": "zone",
+             "namespaceSelector": {"matchLabels": {"team": "x"}}}]}},
+        "topologySpreadConstraints": [
+            {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": {"app": "db"}}, "matchLabelKeys": ["pod-template-hash"],
+             "minDomains": 3, "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor"},
+            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+             "whenUnsatisfiable": "ScheduleAnyway"},
+            {"maxSkew": "x", "topologyKey": "k", "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {}, "minDomains": "y", "nodeAffinityPolicy": 5},
+            7]}})"));
+  CHECK(p.labels.Sorted() == std::vector<std::pair<std::string, std::string>>{
+                                 {"app", "db"}, {"kubevirt.io/created-by", "u1"}});
+  REQUIRE(p.pod_affinity.size() == 1);
+  CHECK(p.pod_affinity[0].selector.match_labels.Sorted() ==
+        std::vector<std::pair<std::string, std::string>>{{"app", "cache"}});
+  CHECK(p.pod_affinity[0].selector.match_expressions ==
+        std::vector<NodeSelectorRequirement>{{"tier", "In", {"a"}}});
+  REQUIRE(p.pod_affinity[0].namespace_selector.has_value());
+  CHECK(*p.pod_affinity[0].namespace_selector->match_labels.Find("team") == "x");
+  REQUIRE(p.topology_spread.size() == 3);
+  const TopologySpreadConstraint& a = p.topology_spread[0];
+  CHECK(a.max_skew == 2);
+  CHECK(a.topology_key == "zone");
+  CHECK(a.do_not_schedule);
+  CHECK_FALSE(a.selector_null);
+  CHECK(*a.selector.match_labels.Find("app") == "db");
+  CHECK(a.match_label_keys == std::vector<std::string>{"pod-template-hash"});
+  CHECK(a.min_domains == 3);
+  CHECK_FALSE(a.honor_node_affinity);
+  CHECK(a.honor_node_taints);
+  const TopologySpreadConstraint& b = p.topology_spread[1];
+  CHECK_FALSE(b.do_not_schedule);
+  CHECK(b.selector_null);
+  // Defaults: minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore; odd types
+  // read as absent.
+  const TopologySpreadConstraint& c = p.topology_spread[2];
+  CHECK(c.max_skew == 0);
+  CHECK(c.min_domains == 1);
+  CHECK(c.honor_node_affinity);
+  CHECK_FALSE(c.honor_node_taints);
+}
+
+TEST_CASE("BoundPod keeps its name, required anti-affinity and deletion") {
+  const BoundPod b = BoundPod::FromJson(json::parse(R"({
+      "metadata": {"namespace": "vms", "name": "db-0", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+      "spec": {"nodeName": "n", "affinity": {"podAntiAffinity": {
+          "requiredDuringSchedulingIgnoredDuringExecution": [
+              {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}],
+          "preferredDuringSchedulingIgnoredDuringExecution": [
+              {"weight": 1, "podAffinityTerm": {"topologyKey": "x"}}]}}},
+      "status": {"phase": "Running"}})"));
+  CHECK(b.name == "db-0");
+  CHECK(b.deleting);
+  REQUIRE(b.anti_affinity.size() == 1);
+  CHECK(b.anti_affinity[0].topology_key == "zone");
+  const BoundPod plain = BoundPod::FromJson(json::parse(R"({"metadata": {"name": "p"}})"));
+  CHECK_FALSE(plain.deleting);
+  CHECK(plain.anti_affinity.empty());
+  CHECK(plain.anti_affinity.capacity() == 0);
+}
+
+TEST_CASE("NamespaceInfo") {
+  const NamespaceInfo n = NamespaceInfo::FromJson(
+      json::parse(R"({"metadata": {"name": "vms", "labels": {"env": "prod"}}})"));
+  CHECK(n.name == "vms");
+  CHECK(*n.labels.Find("env") == "prod");
+  CHECK(NamespaceInfo::FromJson(json::parse("[]")).name.empty());
+}
+
 TEST_CASE("Odd input never throws and leaves defaults") {
   auto text = GENERATE(
       as<std::string>{}, "null", "[]", "7", R"("x")",
@@ -192,6 +311,9 @@ TEST_CASE("Odd input never throws and leaves defaults") {
   CHECK(m.conditions.size() <= 1);  // the object is kept, its non-string status dropped
   for (const auto& c : m.conditions) CHECK((c.type == "Ready" && c.status.empty()));
   CHECK_NOTHROW(BoundPod::FromJson(j));
+  CHECK(p.pod_affinity.empty());
+  CHECK(p.topology_spread.empty());
+  CHECK_NOTHROW(NamespaceInfo::FromJson(j));
 }
 
 TEST_CASE("Resources arithmetic") {

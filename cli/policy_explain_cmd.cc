@@ -80,6 +80,9 @@ std::string WhyNone(const std::vector<api::NodeExplanation>& nodes,
       "the VM's own affinity",
       "the VM already runs there",
       "insufficient resources",
+      "another pod's anti-affinity",
+      "the VM's own pod affinity",
+      "topology spread",
   };
   size_t count[api::kReasonKindCount] = {};
   for (const auto& n : nodes) {
