@@ -29,8 +29,10 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
     }
     const std::vector<api::NodeInfo> nodes = ListNodeInfos(client);
     const std::vector<api::BoundPod> bound = ListBoundPods(client);
+    std::vector<api::NamespaceInfo> namespaces;
+    if (api::WantsNamespaces(*pod, bound)) namespaces = ListNamespaceInfos(client, io.err);
 
-    api::Explainer explainer(*pod, term ? &*term : nullptr, source_node, nodes, bound);
+    api::Explainer explainer(*pod, term ? &*term : nullptr, source_node, nodes, bound, namespaces);
     auto all = explainer.ExplainAll();
     size_t width = 4;
     size_t allowed = 0, fits = 0;

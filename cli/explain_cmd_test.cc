@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <utility>
 
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -92,6 +93,34 @@ TEST_CASE("explain without a request covers every node and exits 0 when one fits
   CHECK(out.str().find("w3     fits\n") != std::string::npos);
   CHECK(out.str().find("1 of 6 nodes would take virtualmachineinstance db-1.") !=
         std::string::npos);
+}
+
+TEST_CASE("explain names another pod whose anti-affinity keeps the VM off, namespaces read") {
+  // ops/guard on w3 keeps virt-launcher pods of namespaces labelled tier=vm off its node.
+  auto explain = [](const json& prod_labels) {
+    kube::FakeClient fake;
+    Seed(fake);
+    fake.Create(kube::kNamespaces, "", {{"metadata", {{"name", "prod"}, {"labels", prod_labels}}}});
+    fake.Create(kube::kPods, "ops", json::parse(R"({
+      "metadata": {"name": "guard", "namespace": "ops"},
+      "spec": {"nodeName": "w3", "containers": [],
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+          {"labelSelector": {"matchLabels": {"kubevirt.io": "virt-launcher"}},
+           "namespaceSelector": {"matchLabels": {"tier": "vm"}},
+           "topologyKey": "kubernetes.io/hostname"}]}}},
+      "status": {"phase": "Running"}})"));
+    std::ostringstream out, err;
+    const int rc = RunExplain("prod", "db-1", std::nullopt, fake, {out, err});
+    return std::pair(rc, out.str());
+  };
+  const auto [rc, o] = explain({{"tier", "vm"}});
+  CAPTURE(o);
+  CHECK(rc == 1);
+  CHECK(o.find("w3     pod ops/guard's anti-affinity (topologyKey kubernetes.io/hostname) "
+               "excludes it\n") != std::string::npos);
+  const auto [rc_other, o_other] = explain({{"tier", "batch"}});
+  CHECK(rc_other == 0);
+  CHECK(o_other.find("w3     fits\n") != std::string::npos);
 }
 
 TEST_CASE("explain reports a request no node matches, and a VMI that does not run") {

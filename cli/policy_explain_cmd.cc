@@ -128,6 +128,7 @@ void NamePolicyTerm(api::NodeExplanation& e, const api::MigrationTargetPolicy& p
 VmiVerdict Explain(const json& vmi, const std::string& node, const api::PolicySet& set,
                    bool descheduler, const json& namespace_object, const json& source_labels,
                    const std::vector<api::NodeInfo>& nodes, const std::vector<api::BoundPod>& bound,
+                   std::optional<std::vector<api::NamespaceInfo>>& namespaces,
                    kube::KubeClient& client, std::ostream& err) {
   VmiVerdict v;
   v.ns = kube::StringAt(vmi, {"metadata", "namespace"});
@@ -140,7 +141,12 @@ VmiVerdict Explain(const json& vmi, const std::string& node, const api::PolicySe
   if (!pod) {
     v.error = "no running virt-launcher pod to model the migration target on";
   } else {
-    const api::Explainer explainer(*pod, v.policy ? &v.policy->term : nullptr, node, nodes, bound);
+    // Read once, and only when some namespaceSelector needs them.
+    if (!namespaces && api::WantsNamespaces(*pod, bound))
+      namespaces = ListNamespaceInfos(client, err);
+    const api::Explainer explainer(*pod, v.policy ? &v.policy->term : nullptr, node, nodes, bound,
+                                   namespaces ? std::span<const api::NamespaceInfo>(*namespaces)
+                                              : std::span<const api::NamespaceInfo>());
     for (api::NodeExplanation& e : explainer.ExplainAll()) {
       if (e.node == node) continue;
       if (v.policy != nullptr) NamePolicyTerm(e, *v.policy);
@@ -255,6 +261,7 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
 
     std::vector<api::BoundPod> bound;
     if (!on_node.empty()) bound = ListBoundPods(client);
+    std::optional<std::vector<api::NamespaceInfo>> namespace_infos;  // read when first needed
     std::map<std::string, json> namespaces;  // read once each, only when a policy asks
     std::vector<VmiVerdict> verdicts;
     for (const json& vmi : on_node) {
@@ -272,7 +279,7 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
         namespace_object = it->second;
       }
       verdicts.push_back(Explain(vmi, node, set, origin == "Descheduler", namespace_object,
-                                 source_labels, nodes, bound, client, io.err));
+                                 source_labels, nodes, bound, namespace_infos, client, io.err));
     }
 
     if (output == "json") {

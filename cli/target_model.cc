@@ -3,6 +3,7 @@
 #include "api/added_term.h"
 #include "api/names.h"
 #include "api/term_and.h"
+#include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/reads.h"
 #include "kube/resources.h"
@@ -91,6 +92,20 @@ std::vector<api::BoundPod> ListBoundPods(kube::KubeClient& client) {
     if (!b.node_name.empty()) bound.push_back(std::move(b));
   }
   return bound;
+}
+
+std::vector<api::NamespaceInfo> ListNamespaceInfos(kube::KubeClient& client, std::ostream& err) {
+  std::vector<api::NamespaceInfo> out;
+  try {
+    for (const auto& n : ListItems(client, kube::kNamespaces, "")) {
+      out.push_back(api::NamespaceInfo::FromJson(n));
+    }
+  } catch (const kube::KubeError& e) {
+    if (e.kind() != kube::ErrorKind::kForbidden) throw;
+    err << "note: you may not list namespaces: pod affinity namespaceSelectors are judged "
+           "without their labels\n";
+  }
+  return out;
 }
 
 }  // namespace kmt::cli

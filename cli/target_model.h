@@ -1,7 +1,7 @@
 // cli/target_model.h — what the plugin reads to explain where a VMI's migration target pod
 // could go (api/explain.h): the pod modelled on the VM's running virt-launcher pod, the
-// nodes, and the pods bound to them. `explain` reads them for one VMI, `policy explain` for
-// every VMI on a node (nodes and bound pods once).
+// nodes, the pods bound to them, and the namespaces when a namespaceSelector needs them. `explain`
+// reads them for one VMI, `policy explain` for every VMI on a node (nodes and bound pods once).
 //
 // The target pod is rendered by KubeVirt from the same VMI as the running one, so it carries
 // the same requests, tolerations, nodeSelector and affinity, except for the added term of an
@@ -38,5 +38,10 @@ std::vector<api::NodeInfo> ListNodeInfos(kube::KubeClient& client);
 
 // Every pod bound to a node and not finished (what the scheduler counts), projected.
 std::vector<api::BoundPod> ListBoundPods(kube::KubeClient& client);
+
+// Every namespace, projected, for the namespaceSelectors of pod (anti-)affinity terms (read
+// only when api::WantsNamespaces). A user who may not list namespaces gets a note on `err`
+// and none: such a selector then matches only as the empty selector does.
+std::vector<api::NamespaceInfo> ListNamespaceInfos(kube::KubeClient& client, std::ostream& err);
 
 }  // namespace kmt::cli

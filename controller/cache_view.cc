@@ -86,4 +86,11 @@ std::vector<api::BoundPod> ApiView::BoundPods() {
   return out;
 }
 
+std::vector<api::NamespaceInfo> ApiView::Namespaces() {
+  std::vector<api::NamespaceInfo> out;
+  ListAll(client_, kube::kNamespaces, "", {},
+          [&](const nlohmann::json& n) { out.push_back(api::NamespaceInfo::FromJson(n)); });
+  return out;
+}
+
 }  // namespace kmt::controller

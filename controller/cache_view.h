@@ -30,6 +30,9 @@ class CacheView {
   // explainer's inputs. Only asked for when a target pod needs explaining.
   virtual std::vector<api::NodeInfo> Nodes() = 0;
   virtual std::vector<api::BoundPod> BoundPods() = 0;
+  // Every namespace (a LIST, not cached): only asked for when a pod (anti-)affinity term
+  // has a namespaceSelector (api::WantsNamespaces).
+  virtual std::vector<api::NamespaceInfo> Namespaces() = 0;
   // When the view first saw the target pod (for the gate-release latency), if known.
   virtual std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) = 0;
   // The target pods of every migration that names `policy` and is not final, except the
@@ -54,6 +57,7 @@ class ApiView : public CacheView {
                                          const std::string& vmim_uid) override;
   std::vector<api::NodeInfo> Nodes() override;
   std::vector<api::BoundPod> BoundPods() override;
+  std::vector<api::NamespaceInfo> Namespaces() override;
   std::optional<SteadyTime> TargetPodSeenAt(const std::string&) override { return std::nullopt; }
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "api/explain.h"
 #include "controller/reconcile.h"
 #include "kube/error.h"
 
@@ -183,9 +184,15 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
     // The explainer's inputs are large: read them only when the plan needs them.
     std::vector<api::NodeInfo> nodes;
     std::vector<api::BoundPod> bound;
+    std::vector<api::NamespaceInfo> namespaces;
     if (plan.needs_nodes) {
       nodes = view_.Nodes();
       bound = view_.BoundPods();
+      if (std::any_of(observed.target_pods.begin(), observed.target_pods.end(),
+                      [&](const api::TargetPod& p) { return api::WantsNamespaces(p, bound); })) {
+        namespaces = view_.Namespaces();
+      }
+      observed.namespaces = namespaces;
       observed.source_node = SourceNode(observed.vmim, observed.target_pods, bound);
       observed.nodes = nodes;
       observed.bound_pods = bound;

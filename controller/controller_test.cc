@@ -109,6 +109,45 @@ TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff r
       "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue_after\"} 2"));
 }
 
+TEST_CASE("Unschedulable: a pod affinity namespaceSelector is judged with the namespaces' labels") {
+  // The target pod wants a db pod on its node, in a namespace labelled team=x; node-3 (the
+  // only node the term allows, cordoned) runs one in namespace "data".
+  auto message = [](const json& data_labels) {
+    World w;
+    w.SeedNodes();
+    w.client.Create(kube::kNamespaces, "",
+                    {{"metadata", {{"name", "data"}, {"labels", data_labels}}}});
+    w.client.Create(
+        kPods, "data",
+        {{"metadata", {{"name", "db-0"}, {"namespace", "data"}, {"labels", {{"app", "db"}}}}},
+         {"spec", {{"nodeName", "node-3"}, {"containers", json::array()}}},
+         {"status", {{"phase", "Running"}}}});
+    w.SeedVmim({NodeTerm("node-3")});
+    w.SeedPod({.gated = false,
+               .affinity = json::parse(R"({
+                   "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                     {"nodeSelectorTerms": [{"matchFields": [
+                       {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}},
+                   "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                     {"labelSelector": {"matchLabels": {"app": "db"}},
+                      "namespaceSelector": {"matchLabels": {"team": "x"}},
+                      "topologyKey": "kubernetes.io/hostname"}]}})"),
+               .scheduled_reason = "Unschedulable",
+               .scheduled_message = "0/2 nodes are available."});
+    w.controller.Enqueue(kKey);
+    REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+    return w.Conditions()[1]["message"].get<std::string>();
+  };
+  const std::string head =
+      "Target pod vms/virt-launcher-vm-1-target is unschedulable: 0/2 nodes are available. Per "
+      "node the added term allows: node-3: cordoned";
+  CHECK(message({{"team", "x"}}) == head);
+  CHECK(message({{"team", "y"}}) ==
+        head +
+            ", VM's own pod affinity (topologyKey kubernetes.io/hostname, selector app=db) has "
+            "no matching pod there");
+}
+
 TEST_CASE("A conflict re-plans soon; a transient error retries with backoff") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

@@ -3,6 +3,7 @@
 
 #include "api/names.h"
 #include "controller/reconcile.h"
+#include "kube/paging.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -56,7 +57,8 @@ bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
 
 InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
                            const InformerViewOptions& options)
-    : clock_(clock),
+    : client_(client),
+      clock_(clock),
       vmims_(client,
              Options(kube::kVirtualMachineInstanceMigrations, "", "", options.vmim_resync, options),
              Projected<api::MigrationInfo>),
@@ -246,6 +248,17 @@ InformerView::NodeSnapshot InformerView::NodeList() {
 std::vector<api::BoundPod> InformerView::BoundPods() {
   std::vector<api::BoundPod> out;
   for (const auto& p : bound_.List()) out.push_back(*p);
+  return out;
+}
+
+std::vector<api::NamespaceInfo> InformerView::Namespaces() {
+  kube::ListOptions opts;
+  opts.omit_managed_fields = true;
+  const nlohmann::json list = kube::ListAll(client_, kube::kNamespaces, "", opts);
+  std::vector<api::NamespaceInfo> out;
+  const auto items = list.find("items");
+  if (items == list.end() || !items->is_array()) return out;
+  for (const auto& n : *items) out.push_back(api::NamespaceInfo::FromJson(n));
   return out;
 }
 

@@ -10,7 +10,9 @@
 // Memory (DESIGN.md §6): only projections are cached; label strings are
 // interned. Bound pods are every running pod of the cluster, as the
 // scheduler's own cache: the explainer needs them for resource accounting and
-// the VM's anti-affinity; a BoundPod keeps node, namespace, labels and requests.
+// the VM's anti-affinity; a BoundPod keeps node, namespace, name, labels, requests, its
+// required pod anti-affinity and whether it is being deleted. Namespaces are not cached:
+// they are listed only when a pod affinity term has a namespaceSelector.
 //
 // Handlers: a VMIM with a target constraint (term or spec.addedNodeSelector),
 // not in a final phase, enqueues itself (also on the periodic resync). A
@@ -74,6 +76,8 @@ class InformerView : public CacheView {
                                          const std::string& vmim_uid) override;
   std::vector<api::NodeInfo> Nodes() override;
   std::vector<api::BoundPod> BoundPods() override;
+  // Not cached: a LIST each call (rare: only for namespaceSelectors).
+  std::vector<api::NamespaceInfo> Namespaces() override;
   std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;
@@ -102,6 +106,7 @@ class InformerView : public CacheView {
  private:
   void TrackWaiting(const std::string& key, const kube::Informer<api::TargetPod>::Ptr& pod);
 
+  kube::KubeClient& client_;
   const Clock& clock_;
   kube::Informer<api::MigrationInfo> vmims_;
   kube::Informer<api::TargetPod> targets_;

@@ -98,7 +98,8 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
   // The nodes the pod could go to with the term, but for the limit: the explainer's verdict
   // (the term, its own affinity and node selector, taints, cordon, readiness, resources; not
   // the node it leaves). A node no pod of the VM can use is neither free nor full.
-  const api::Explainer explainer(pod, &term, in.source_node, in.nodes, in.bound_pods);
+  const api::Explainer explainer(pod, &term, in.source_node, in.nodes, in.bound_pods,
+                                 in.namespaces);
   for (size_t i = 0; i < in.nodes.size(); ++i) {
     if (explainer.Evaluate(i) != 0) continue;
     const api::NodeInfo& node = in.nodes[i];
@@ -399,7 +400,8 @@ Plan Reconcile(const Observed& in, WallTime now) {
   if (unschedulable) {
     api::TargetPod own = *unschedulable;
     if (term) own.required_affinity = api::WithoutTerm(own.required_affinity, *term);
-    api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods);
+    api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods,
+                             in.namespaces);
     if (std::optional<std::string> never = explainer.WhyNeverFits()) {
       PlanNeverFits(*unschedulable, *never, in, plan, now);
       return plan;

@@ -131,6 +131,9 @@ struct Observed {
   // unschedulable or bound without the term; may be empty otherwise.
   std::span<const api::NodeInfo> nodes;
   std::span<const api::BoundPod> bound_pods;
+  // Every namespace, loaded with the nodes only when some pod (anti-)affinity term of a
+  // target pod or bound pod has a namespaceSelector (api::WantsNamespaces); else empty.
+  std::span<const api::NamespaceInfo> namespaces;
   // False when nodes and bound_pods were not filled in (they are large); a
   // plan that needs them then says so (Plan::needs_nodes) and does nothing else.
   bool nodes_loaded = true;
