@@ -14,6 +14,7 @@ package tests
 // nodes compared, over clusters of 20–60 nodes.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -28,7 +29,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	virtv1 "kubevirt.io/api/core/v1"
 
@@ -44,18 +49,69 @@ const (
 	unreachableTaint  = "node.kubernetes.io/unreachable"
 	unschedulableKey  = "node.kubernetes.io/unschedulable"
 	schedulableLabel  = "kubevirt.io/schedulable"
+	fillerLabel       = "kmt-e2e/filler" // value: the pool; on every pod the test binds itself
+	probeLabel        = "kmt-e2e/probe"
 	oracleProbeWait   = 2 * time.Minute
+	oracleOneProbe    = time.Minute // one probe of a sequential run, from create to gone
 	oracleClusterMin  = 20
 	oracleClusterSpan = 41 // sizes 20..60
+	// After a bound probe is deleted, before the next one is created: kube-scheduler removes
+	// a deleted pod from its cache in one informer handler and queues a new pod in another;
+	// the pause keeps the next probe from being scheduled against the previous one.
+	oracleSettle = 100 * time.Millisecond
 )
+
+// oracleFeatures are the filters beyond the per-node ones the generator may exercise
+// (KMT_ORACLE_FEATURES).
+type oracleFeatures struct {
+	interPod bool // required pod (anti-)affinity: the VMI's and existing pods'
+}
+
+func (o oracleFeatures) any() bool { return o.interPod }
+
+func (o oracleFeatures) String() string {
+	var on []string
+	if o.interPod {
+		on = append(on, "interpod")
+	}
+	if len(on) == 0 {
+		return "basic"
+	}
+	return strings.Join(on, ",")
+}
+
+// oracleFeatureSet reads KMT_ORACLE_FEATURES: all (the default), basic (the per-node filters
+// only; replays seeds of the generator before the features existed) or a comma-separated
+// list of interpod.
+func oracleFeatureSet(t *testing.T) oracleFeatures {
+	s := strings.TrimSpace(os.Getenv("KMT_ORACLE_FEATURES"))
+	switch s {
+	case "", "all":
+		return oracleFeatures{interPod: true}
+	case "basic":
+		return oracleFeatures{}
+	}
+	var o oracleFeatures
+	for _, w := range strings.Split(s, ",") {
+		switch strings.TrimSpace(w) {
+		case "interpod":
+			o.interPod = true
+		default:
+			t.Fatalf("KMT_ORACLE_FEATURES=%q: want all, basic or a comma-separated list of interpod", s)
+		}
+	}
+	return o
+}
 
 func TestExplainAgreesWithScheduler(t *testing.T) {
 	f := fw(t)
 	seed := framework.EnvSeed(t, "KMT_ORACLE_SEED")
 	want := framework.EnvInt(t, "KMT_ORACLE_NODES", 200)
-	t.Logf("seed %d (replay with KMT_ORACLE_SEED=%d)", seed, seed)
+	feats := oracleFeatureSet(t)
+	t.Logf("seed %d (replay with KMT_ORACLE_SEED=%d), features %s", seed, seed, feats)
 	r := rand.New(rand.NewSource(seed))
 	compared, disagreements, fits := 0, 0, 0
+	start := time.Now()
 	for c := 0; compared < want; c++ {
 		size := oracleClusterMin + r.Intn(oracleClusterSpan)
 		if left := want - compared; left < size && left >= oracleClusterMin {
@@ -65,7 +121,7 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 		n := 0
 		t.Run(fmt.Sprintf("cluster-%d", c), func(t *testing.T) {
 			var d, fit int
-			n, d, fit = runOracleCluster(t, f, cs, c, size)
+			n, d, fit = runOracleCluster(t, f, feats, cs, c, size)
 			compared += n
 			disagreements += d
 			fits += fit
@@ -74,10 +130,10 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 			break // a setup failure, not a verdict: do not pile up more clusters
 		}
 	}
-	t.Logf("explainer vs kube-scheduler: %d nodes compared, %d fit, %d disagreements (seed %d)",
-		compared, fits, disagreements, seed)
+	t.Logf("explainer vs kube-scheduler: %d nodes compared, %d fit, %d disagreements in %s (seed %d, features %s)",
+		compared, fits, disagreements, time.Since(start).Round(time.Second), seed, feats)
 	if disagreements > 0 {
-		t.Errorf("%d disagreements between explain and kube-scheduler (seed %d)", disagreements, seed)
+		t.Errorf("%d disagreements between explain and kube-scheduler (seed %d, features %s)", disagreements, seed, feats)
 	}
 }
 
@@ -93,20 +149,100 @@ type oracleNode struct {
 	pods    int64
 	storage int64 // ephemeral-storage allocatable, 0: the base node's
 	fillers []k8sv1.ResourceList
+	// placed: every pod the test binds to the node itself (anchors, tags, pins, and the
+	// fillers once sized), in the order they are created.
+	placed []*oraclePod
 }
 
-func runOracleCluster(t *testing.T, f *framework.Framework, r *rand.Rand, index, size int) (compared, disagreements, fitting int) {
-	ns := f.Namespace(t)
-	scratch := f.BareNamespace(t)
-	pool := fmt.Sprintf("orc-%s-%d", framework.RandomSuffix(), index)
+// oraclePod is a pod the test binds to a node directly (as a kubelet's static or a
+// DaemonSet's pod would be): the scheduler and the explainer both count it.
+type oraclePod struct {
+	kind     string // "anchor" (before the VMI starts), "filler", "tag", "pin"
+	name, ns string
+	host     *oracleNode
+	requests k8sv1.ResourceList
+	labels   map[string]string
+	anti     []k8sv1.PodAffinityTerm // required pod anti-affinity
+	created  bool
+}
+
+func (p *oraclePod) String() string {
+	s := fmt.Sprintf("%s %s/%s labels %v", p.kind, p.ns, p.name, p.labels)
+	if len(p.requests) > 0 {
+		s += fmt.Sprintf(" requests %v", framework.ToJSON(p.requests))
+	}
+	if len(p.anti) > 0 {
+		s += " podAntiAffinity " + framework.ToJSON(p.anti)
+	}
+	return s
+}
+
+// oracleCluster: one generated cluster and the features it uses.
+type oracleCluster struct {
+	pool, ns, other, scratch string
+	interPod                 bool
+	// nsLabels: the labels of the namespaces pods of the cluster live in (namespaceSelector).
+	nsLabels map[string]map[string]string
+}
+
+// plan draws which of the enabled features this cluster uses; a few use none.
+func (c *oracleCluster) plan(r *rand.Rand, feats oracleFeatures) {
+	c.interPod = feats.interPod && r.Intn(4) > 0
+}
+
+func (c *oracleCluster) String() string {
+	var on []string
+	if c.interPod {
+		on = append(on, "interpod")
+	}
+	if len(on) == 0 {
+		return "basic"
+	}
+	return strings.Join(on, ",")
+}
+
+// probePlan: where probes go and how. Probes in a scratch namespace, all at once, are only
+// exact for per-node filters. Inter-pod affinity and spreading read the pod's namespace
+// and the pods already bound, so those clusters probe in the VMI's namespace one at a
+// time (create, bound or Unschedulable, delete, gone).
+type probePlan struct {
+	ns         string
+	sequential bool
+}
+
+func (c *oracleCluster) probePlan() probePlan {
+	if c.interPod {
+		return probePlan{ns: c.ns, sequential: true}
+	}
+	return probePlan{ns: c.scratch}
+}
+
+func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures, r *rand.Rand, index, size int) (compared, disagreements, fitting int) {
+	c := &oracleCluster{
+		ns:      f.Namespace(t),
+		scratch: f.BareNamespace(t),
+		pool:    fmt.Sprintf("orc-%s-%d", framework.RandomSuffix(), index),
+	}
+	ns, pool := c.ns, c.pool
 	octet := 90 + index%60
 
 	nodes := make([]*oracleNode, size)
 	for i := range nodes {
-		nodes[i] = genOracleNode(r, fmt.Sprintf("%s-%d", pool, i), i == 0)
+		nodes[i] = genOracleNode(r, feats, fmt.Sprintf("%s-%d", pool, i), i == 0)
 	}
 	source := nodes[0]
 	vmi := genOracleVMI(r, pool, source, nodes)
+	if feats.any() {
+		c.plan(r, feats)
+	}
+	if c.interPod {
+		c.other = f.BareNamespace(t)
+		labelOracleNamespaces(t, f, r, c)
+	}
+	anchors := genOracleExtras(r, c, vmi, source, nodes)
+	plan := c.probePlan()
+	t.Logf("cluster %s: %d nodes, features %s, probes in %s%s", pool, size, c, plan.ns,
+		map[bool]string{true: " one at a time", false: " all at once"}[plan.sequential])
 
 	// Nodes first (the VMI must run on the source), allocatable generous until the target
 	// pod's requests are known: the fillers are sized from them.
@@ -132,38 +268,52 @@ func runOracleCluster(t *testing.T, f *framework.Framework, r *rand.Rand, index,
 			}
 		})
 	}
+	// Anchors: the pods the VMI's required pod affinity needs in the source's domain, bound
+	// and seen before the VMI is scheduled.
+	if len(anchors) > 0 {
+		createPlaced(t, f, pool, nodes)
+		waitPlacedRunning(t, f, pool, nodes)
+	}
 	running := f.StartVMI(t, f.Admin, ns, vmi, source.name)
 
 	target := captureTargetPod(t, f, ns, running, source.name)
 	req := podRequests(target)
 	t.Logf("target pod requests: %v", req)
 
+	// Labelled pods (some with anti-affinity toward the VMI) and pins, after the VMI
+	// started: they may forbid the source itself.
+	genPlacedPods(r, c, vmi, nodes)
 	// Allocatable and the pods already there, around the target pod's requests: some nodes
 	// have exactly the room it needs, some one unit less.
 	for _, n := range nodes[1:] {
 		sizeOracleNode(r, n, req)
 		setAllocatable(t, f, n)
 	}
-	for _, n := range nodes {
-		for j, rl := range n.fillers {
-			createFiller(t, f, ns, fmt.Sprintf("fill-%s-%d", n.name, j), n.name, rl)
-		}
-	}
-	waitFillersRunning(t, f, ns, nodes)
+	placeFillers(r, c, vmi, nodes)
+	createPlaced(t, f, pool, nodes)
+	waitPlacedRunning(t, f, pool, nodes)
 
 	term := genAddedTerm(r, pool, nodes)
 	verdicts, out := explainVerdicts(t, ns, running.Name, term)
 
-	probes := make(map[string]*k8sv1.Pod, len(nodes))
-	for _, n := range nodes {
-		p := probePod(target, ns, scratch, n.name, term)
-		created, err := f.Admin.Kube.CoreV1().Pods(scratch).Create(framework.Ctx(t), p, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create probe for %s: %v\n%s", n.name, err, framework.ToJSON(p))
+	var oracle map[string]probeResult
+	if plan.sequential {
+		oracle = map[string]probeResult{}
+		for _, n := range nodes {
+			oracle[n.name] = probeOnce(t, f, probePod(target, ns, plan, n.name, term), n.name)
 		}
-		probes[n.name] = created
+	} else {
+		probes := make(map[string]*k8sv1.Pod, len(nodes))
+		for _, n := range nodes {
+			p := probePod(target, ns, plan, n.name, term)
+			created, err := f.Admin.Kube.CoreV1().Pods(plan.ns).Create(framework.Ctx(t), p, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create probe for %s: %v\n%s", n.name, err, framework.ToJSON(p))
+			}
+			probes[n.name] = created
+		}
+		oracle = waitProbes(t, f, plan.ns, probes)
 	}
-	oracle := waitProbes(t, f, scratch, probes)
 
 	for _, n := range nodes {
 		compared++
@@ -175,25 +325,41 @@ func runOracleCluster(t *testing.T, f *framework.Framework, r *rand.Rand, index,
 			continue
 		}
 		disagreements++
-		t.Errorf("node %s: explain says %q, kube-scheduler %s\n  node: %s\n  fillers: %v\n  term: %s\n  scheduler: %s",
-			n.name, verdicts[n.name], o.verdict(), describeOracleNode(n), n.fillers, framework.ToJSON(term), o.message)
+		t.Errorf("node %s: explain says %q, kube-scheduler %s\n  node: %s\n  pods there:%s\n  term: %s\n  scheduler: %s",
+			n.name, verdicts[n.name], o.verdict(), describeOracleNode(n), describePlaced(n), framework.ToJSON(term), o.message)
 	}
 	if disagreements > 0 {
-		t.Logf("VMI spec: %s\ntarget pod spec: %s\nexplain output:\n%s",
-			framework.ToJSON(vmi.Spec), framework.ToJSON(target.Spec), out)
+		t.Logf("to reproduce (seed above; cluster %s, features %s, probes in %s, sequential %t):\n%s\ntarget pod spec: %s\nexplain output:\n%s",
+			pool, c, plan.ns, plan.sequential, describeOracleCluster(c, vmi, nodes), framework.ToJSON(target.Spec), out)
 	}
-	deleteAll(t, f, scratch)
+	if c.interPod {
+		// Namespace selectors of the next cluster may reach these namespaces: leave no pod.
+		wipePods(t, f, c.ns, c.other, c.scratch)
+	} else {
+		deleteAll(t, f, plan.ns, probeLabel+"=true")
+	}
 	return compared, disagreements, fitting
 }
 
 // --- generation ---
 
 var (
-	oracleZones = []string{"a", "b", "c"}
-	oracleTiers = []string{"gold", "silver"}
+	oracleZones   = []string{"a", "b", "c"}
+	oracleRegions = map[string]string{"a": "r1", "b": "r1", "c": "r2"}
+	oracleTiers   = []string{"gold", "silver"}
+	oracleTeams   = []string{"red", "blue"}
+	// oraclePodLabels: the labels the VMI and the pods around it carry, and that pod
+	// (anti-)affinity terms and spread constraints select.
+	oraclePodLabels = []struct {
+		key    string
+		values []string
+	}{
+		{orcLabel + "app", []string{"web", "db", "cache"}},
+		{orcLabel + "team", oracleTeams},
+	}
 )
 
-func genOracleNode(r *rand.Rand, name string, source bool) *oracleNode {
+func genOracleNode(r *rand.Rand, feats oracleFeatures, name string, source bool) *oracleNode {
 	n := &oracleNode{name: name, ready: k8sv1.ConditionTrue, labels: map[string]string{
 		orcLabel + "zone":   oracleZones[r.Intn(len(oracleZones))],
 		schedulableLabel:    "true",
@@ -214,6 +380,17 @@ func genOracleNode(r *rand.Rand, name string, source bool) *oracleNode {
 	}
 	// Generous until sized from the target pod's requests.
 	n.cpu, n.mem, n.pods = 64000, 256<<30, 110
+	if feats.any() {
+		// The well-known topology labels (topology keys, VolumeZone), as cloud nodes carry
+		// them; a few nodes lack one. The source has both.
+		zone := n.labels[orcLabel+"zone"]
+		if source || r.Intn(8) > 0 {
+			n.labels[k8sv1.LabelTopologyZone] = zone
+		}
+		if source || r.Intn(8) > 0 {
+			n.labels[k8sv1.LabelTopologyRegion] = oracleRegions[zone]
+		}
+	}
 	if source {
 		return n // clean: the VMI must start there
 	}
@@ -261,9 +438,11 @@ func sizeOracleNode(r *rand.Rand, n *oracleNode, req map[k8sv1.ResourceName]int6
 	cpu, mem := req[k8sv1.ResourceCPU], req[k8sv1.ResourceMemory]
 	n.cpu, n.mem, n.pods = 8000, 16<<30, 110
 	fillers := r.Intn(4)
-	n.pods = int64(fillers) + 1 + int64(r.Intn(3)) // room for the probe, the VMI's pod stays on the source
+	// The pods bound before the fillers (anchors, tags, the pin) take pod slots too.
+	placed := int64(len(n.placed))
+	n.pods = placed + int64(fillers) + 1 + int64(r.Intn(3)) // room for the probe, the VMI's pod stays on the source
 	if r.Intn(8) == 0 {
-		n.pods = int64(fillers) // full
+		n.pods = placed + int64(fillers) // full
 	}
 	spareCPU, spareMem := int64(r.Intn(4000)), int64(r.Intn(8<<10))<<20
 	switch r.Intn(6) {
@@ -353,6 +532,328 @@ func genAddedTerm(r *rand.Rand, pool string, nodes []*oracleNode) k8sv1.NodeSele
 	return term
 }
 
+// --- generation: inter-pod affinity ---
+
+// genOracleExtras adds to the VMI what the cluster's features ask for (labels, required pod
+// affinity and anti-affinity) and returns the anchors: pods bound before the VMI starts so
+// that the source meets its required pod affinity.
+func genOracleExtras(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, source *oracleNode, nodes []*oracleNode) []*oraclePod {
+	if !c.interPod {
+		return nil
+	}
+	vmi.Labels = genPodLabels(r)
+	anchors := genVMIPodAffinity(r, c, vmi, source, nodes)
+	for i, a := range anchors {
+		a.name = fmt.Sprintf("anchor-%d", i)
+		a.host.placed = append(a.host.placed, a)
+	}
+	return anchors
+}
+
+// labelOracleNamespaces gives the VMI's and the other namespace a team (namespaceSelector).
+func labelOracleNamespaces(t *testing.T, f *framework.Framework, r *rand.Rand, c *oracleCluster) {
+	t.Helper()
+	c.nsLabels = map[string]map[string]string{}
+	for _, ns := range []string{c.ns, c.other, c.scratch} {
+		l := map[string]string{orcLabel + "pool": c.pool}
+		if ns != c.scratch {
+			l[orcLabel+"team"] = oracleTeams[r.Intn(len(oracleTeams))]
+		}
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": l}})
+		got, err := f.Admin.Kube.CoreV1().Namespaces().Patch(framework.Ctx(t), ns, types.MergePatchType, b, metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("label namespace %s: %v", ns, err)
+		}
+		c.nsLabels[ns] = got.Labels
+	}
+}
+
+func genPodLabels(r *rand.Rand) map[string]string {
+	l := map[string]string{}
+	if r.Intn(5) > 0 {
+		k := oraclePodLabels[0]
+		l[k.key] = k.values[r.Intn(len(k.values))]
+	}
+	if r.Intn(2) == 0 {
+		k := oraclePodLabels[1]
+		l[k.key] = k.values[r.Intn(len(k.values))]
+	}
+	return l
+}
+
+func copyLabels(l map[string]string) map[string]string {
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+// someOf: a random non-empty subset of values, in their order.
+func someOf(r *rand.Rand, values []string) []string {
+	var out []string
+	for _, v := range values {
+		if r.Intn(2) == 0 {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{values[r.Intn(len(values))]}
+	}
+	return out
+}
+
+// genPodSelector: a label selector over oraclePodLabels (matchLabels, In, NotIn, Exists,
+// DoesNotExist); when want is set it selects those labels. allowEmpty lets it be {} (every
+// pod) now and then.
+func genPodSelector(r *rand.Rand, want map[string]string, allowEmpty bool) *metav1.LabelSelector {
+	if want == nil && allowEmpty && r.Intn(10) == 0 {
+		return &metav1.LabelSelector{}
+	}
+	for try := 0; try < 50; try++ {
+		sel := &metav1.LabelSelector{}
+		for i := 1 + r.Intn(2); i > 0; i-- {
+			k := oraclePodLabels[r.Intn(len(oraclePodLabels))]
+			req := metav1.LabelSelectorRequirement{Key: k.key}
+			switch r.Intn(6) {
+			case 0, 1:
+				if sel.MatchLabels == nil {
+					sel.MatchLabels = map[string]string{}
+				}
+				sel.MatchLabels[k.key] = k.values[r.Intn(len(k.values))]
+				continue
+			case 2:
+				req.Operator, req.Values = metav1.LabelSelectorOpIn, someOf(r, k.values)
+			case 3:
+				req.Operator, req.Values = metav1.LabelSelectorOpNotIn, someOf(r, k.values)
+			case 4:
+				req.Operator = metav1.LabelSelectorOpExists
+			default:
+				req.Operator = metav1.LabelSelectorOpDoesNotExist
+			}
+			sel.MatchExpressions = append(sel.MatchExpressions, req)
+		}
+		if want == nil || selectorMatches(sel, want) {
+			return sel
+		}
+	}
+	if len(want) == 0 {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: oraclePodLabels[0].key, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	}
+	return &metav1.LabelSelector{MatchLabels: copyLabels(want)}
+}
+
+// selectorMatches decides only for the generator, with apimachinery's own selector.
+func selectorMatches(sel *metav1.LabelSelector, l map[string]string) bool {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(labels.Set(l))
+}
+
+// genNamespaces: a pod affinity term's namespaces: none (the pod's own), a list, a team
+// selector, both, or {} (every namespace).
+func genNamespaces(r *rand.Rand, c *oracleCluster) ([]string, *metav1.LabelSelector) {
+	team := func() *metav1.LabelSelector {
+		if r.Intn(2) == 0 {
+			return &metav1.LabelSelector{MatchLabels: map[string]string{orcLabel + "team": oracleTeams[r.Intn(len(oracleTeams))]}}
+		}
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: orcLabel + "team", Operator: metav1.LabelSelectorOpIn, Values: someOf(r, oracleTeams)}}}
+	}
+	switch r.Intn(10) {
+	case 0, 1, 2, 3, 4:
+		return nil, nil
+	case 5, 6:
+		names := [][]string{{c.ns}, {c.other}, {c.ns, c.other}}[r.Intn(3)]
+		if r.Intn(4) == 0 {
+			return names, team()
+		}
+		return names, nil
+	case 7, 8:
+		return nil, team()
+	default:
+		return nil, &metav1.LabelSelector{}
+	}
+}
+
+// covers: whether a term of a pod in owner with these namespaces reaches namespace ns.
+func (c *oracleCluster) covers(owner string, names []string, sel *metav1.LabelSelector, ns string) bool {
+	if len(names) == 0 && sel == nil {
+		return ns == owner
+	}
+	for _, n := range names {
+		if n == ns {
+			return true
+		}
+	}
+	return sel != nil && selectorMatches(sel, c.nsLabels[ns])
+}
+
+// genTopologyKey: the hostname, the generator's zone label or the well-known zone label
+// (absent on a few nodes).
+func genTopologyKey(r *rand.Rand) string {
+	switch r.Intn(5) {
+	case 0, 1:
+		return k8sv1.LabelHostname
+	case 2, 3:
+		return orcLabel + "zone"
+	default:
+		return k8sv1.LabelTopologyZone
+	}
+}
+
+// sameDomain: both nodes have the topology key, with the same value.
+func sameDomain(key string, a, b *oracleNode) bool {
+	va, oka := a.labels[key]
+	vb, okb := b.labels[key]
+	return oka && okb && va == vb
+}
+
+// blocksSource: one of pods (already bound when the VMI is scheduled) would fail the
+// VMI's required anti-affinity term on the source.
+func blocksSource(c *oracleCluster, term k8sv1.PodAffinityTerm, source *oracleNode, pods []*oraclePod) bool {
+	for _, p := range pods {
+		if sameDomain(term.TopologyKey, p.host, source) && c.covers(c.ns, term.Namespaces, term.NamespaceSelector, p.ns) &&
+			selectorMatches(term.LabelSelector, p.labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// genVMIPodAffinity: 0–2 required podAffinity terms, each with an anchor in the source's
+// domain (the VMI's own labels or others; the pod's own, listed or selected namespaces;
+// any topology key), 0–2 required podAntiAffinity terms no anchor violates on the source,
+// and now and then a preferred term (scoring only, which the oracle ignores; it matches no
+// anchor so it cannot pull the VMI off the source).
+func genVMIPodAffinity(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, source *oracleNode, nodes []*oracleNode) []*oraclePod {
+	var anchors []*oraclePod
+	aff, anti := &k8sv1.PodAffinity{}, &k8sv1.PodAntiAffinity{}
+	for i := r.Intn(3); i > 0; i-- {
+		want := vmi.Labels
+		if r.Intn(3) > 0 {
+			want = genPodLabels(r)
+		}
+		term := k8sv1.PodAffinityTerm{LabelSelector: genPodSelector(r, want, false), TopologyKey: genTopologyKey(r)}
+		var reach []string
+		for len(reach) == 0 {
+			term.Namespaces, term.NamespaceSelector = genNamespaces(r, c)
+			for _, ns := range []string{c.ns, c.other} {
+				if c.covers(c.ns, term.Namespaces, term.NamespaceSelector, ns) {
+					reach = append(reach, ns)
+				}
+			}
+		}
+		var hosts []*oracleNode // the source's domain; the source has every topology key
+		for _, n := range nodes {
+			if sameDomain(term.TopologyKey, n, source) {
+				hosts = append(hosts, n)
+			}
+		}
+		anchors = append(anchors, &oraclePod{kind: "anchor", ns: reach[r.Intn(len(reach))],
+			host: hosts[r.Intn(len(hosts))], labels: copyLabels(want)})
+		aff.RequiredDuringSchedulingIgnoredDuringExecution = append(aff.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	}
+	for i := r.Intn(3); i > 0; i-- {
+		var want map[string]string
+		if r.Intn(2) == 0 {
+			want = vmi.Labels
+		}
+		term := k8sv1.PodAffinityTerm{TopologyKey: genTopologyKey(r)}
+		term.Namespaces, term.NamespaceSelector = genNamespaces(r, c)
+		term.LabelSelector = genPodSelector(r, want, term.NamespaceSelector == nil)
+		if blocksSource(c, term, source, anchors) {
+			continue
+		}
+		anti.RequiredDuringSchedulingIgnoredDuringExecution = append(anti.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	}
+	if r.Intn(4) == 0 {
+		sel := genPodSelector(r, nil, false)
+		matches := false
+		for _, a := range anchors {
+			matches = matches || selectorMatches(sel, a.labels)
+		}
+		if !matches {
+			w := k8sv1.WeightedPodAffinityTerm{Weight: int32(1 + r.Intn(100)),
+				PodAffinityTerm: k8sv1.PodAffinityTerm{LabelSelector: sel, TopologyKey: genTopologyKey(r)}}
+			if r.Intn(2) == 0 {
+				aff.PreferredDuringSchedulingIgnoredDuringExecution = append(aff.PreferredDuringSchedulingIgnoredDuringExecution, w)
+			} else {
+				anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution, w)
+			}
+		}
+	}
+	if len(aff.RequiredDuringSchedulingIgnoredDuringExecution)+len(aff.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		ensureAffinity(vmi).PodAffinity = aff
+	}
+	if len(anti.RequiredDuringSchedulingIgnoredDuringExecution)+len(anti.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		ensureAffinity(vmi).PodAntiAffinity = anti
+	}
+	return anchors
+}
+
+func ensureAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.Affinity {
+	if vmi.Spec.Affinity == nil {
+		vmi.Spec.Affinity = &k8sv1.Affinity{}
+	}
+	return vmi.Spec.Affinity
+}
+
+// genPlacedPods, after the VMI started: 0–2 tags per node (labels the VMI's terms select
+// or others, in the VMI's namespace or the other one; a third with a required
+// anti-affinity term, mostly toward the VMI's labels).
+func genPlacedPods(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) {
+	if !c.interPod {
+		return
+	}
+	for _, n := range nodes {
+		for j := r.Intn(3); j > 0; j-- {
+			p := &oraclePod{kind: "tag", name: fmt.Sprintf("tag-%s-%d", n.name, j), ns: c.ns, host: n}
+			if r.Intn(4) == 0 {
+				p.ns = c.other
+			}
+			if r.Intn(2) == 0 {
+				p.labels = copyLabels(vmi.Labels)
+			} else {
+				p.labels = genPodLabels(r)
+			}
+			if r.Intn(3) == 0 {
+				var want map[string]string
+				if r.Intn(5) < 3 {
+					want = vmi.Labels
+				}
+				term := k8sv1.PodAffinityTerm{TopologyKey: genTopologyKey(r)}
+				term.Namespaces, term.NamespaceSelector = genNamespaces(r, c)
+				term.LabelSelector = genPodSelector(r, want, term.NamespaceSelector == nil)
+				p.anti = []k8sv1.PodAffinityTerm{term}
+			}
+			n.placed = append(n.placed, p)
+		}
+	}
+}
+
+// placeFillers turns the sized fillers into placed pods; with inter-pod features some get
+// labels and some live in the other namespace.
+func placeFillers(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) {
+	for _, n := range nodes {
+		for j, rl := range n.fillers {
+			p := &oraclePod{kind: "filler", name: fmt.Sprintf("fill-%s-%d", n.name, j), ns: c.ns, host: n, requests: rl}
+			if c.interPod {
+				switch r.Intn(4) {
+				case 0:
+					p.labels = copyLabels(vmi.Labels)
+				case 1:
+					p.labels = genPodLabels(r)
+				}
+				if r.Intn(4) == 0 {
+					p.ns = c.other
+				}
+			}
+			n.placed = append(n.placed, p)
+		}
+	}
+}
+
 // genTerm: n requirements; when `holds` is set each one is true on that node.
 func genTerm(r *rand.Rand, holds *oracleNode, nodes []*oracleNode, n int) k8sv1.NodeSelectorTerm {
 	var term k8sv1.NodeSelectorTerm
@@ -430,7 +931,7 @@ func labelRequirementHolds(req k8sv1.NodeSelectorRequirement, labels map[string]
 func describeOracleNode(n *oracleNode) string {
 	keys := make([]string, 0, len(n.labels))
 	for k, v := range n.labels {
-		if strings.HasPrefix(k, orcLabel) || k == schedulableLabel {
+		if strings.HasPrefix(k, orcLabel) || strings.HasPrefix(k, "topology.kubernetes.io/") || k == schedulableLabel {
 			keys = append(keys, k+"="+v)
 		}
 	}
@@ -441,6 +942,30 @@ func describeOracleNode(n *oracleNode) string {
 	}
 	return fmt.Sprintf("labels %v taints %v cordoned %t Ready %s allocatable cpu %dm memory %d pods %d ephemeral-storage %d",
 		keys, taints, n.cordon, n.ready, n.cpu, n.mem, n.pods, n.storage)
+}
+
+// describePlaced: the pods the test bound to the node, one a line.
+func describePlaced(n *oracleNode) string {
+	if len(n.placed) == 0 {
+		return " none"
+	}
+	var b strings.Builder
+	for _, p := range n.placed {
+		b.WriteString("\n    " + p.String())
+	}
+	return b.String()
+}
+
+// describeOracleCluster: everything a replay needs to read beside the seed: the VMI, the
+// namespaces' labels, every node with its pods.
+func describeOracleCluster(c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VMI %s/%s labels %v spec: %s\n", c.ns, vmi.Name, vmi.Labels, framework.ToJSON(vmi.Spec))
+	fmt.Fprintf(&b, "namespaces: VMI %s, other %q, scratch %s; labels %v\n", c.ns, c.other, c.scratch, c.nsLabels)
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "node %s: %s; pods:%s\n", n.name, describeOracleNode(n), describePlaced(n))
+	}
+	return b.String()
 }
 
 // --- cluster writes ---
@@ -470,34 +995,53 @@ func setAllocatable(t *testing.T, f *framework.Framework, n *oracleNode) {
 	}
 }
 
-// createFiller binds a pod to the node directly (as a kubelet's static or a DaemonSet's
-// pod would be): the scheduler and the explainer both count it.
-func createFiller(t *testing.T, f *framework.Framework, ns, name, node string, requests k8sv1.ResourceList) {
+// createPlaced creates every placed pod not created yet, bound to its node.
+func createPlaced(t *testing.T, f *framework.Framework, pool string, nodes []*oracleNode) {
 	t.Helper()
-	p := &k8sv1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kmt-e2e/filler": "true"}},
-		Spec: k8sv1.PodSpec{
-			NodeName:                      node,
-			TerminationGracePeriodSeconds: ptrTo(int64(0)),
-			Containers: []k8sv1.Container{{Name: "filler", Image: "kmt-e2e/filler:none",
-				Resources: k8sv1.ResourceRequirements{Requests: requests}}},
-		},
-	}
-	if _, err := f.Admin.Kube.CoreV1().Pods(ns).Create(framework.Ctx(t), p, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create filler %s on %s: %v", name, node, err)
+	for _, n := range nodes {
+		for _, p := range n.placed {
+			if p.created {
+				continue
+			}
+			l := copyLabels(p.labels)
+			l[fillerLabel] = pool
+			pod := &k8sv1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: l},
+				Spec: k8sv1.PodSpec{
+					NodeName:                      n.name,
+					TerminationGracePeriodSeconds: ptrTo(int64(0)),
+					Containers: []k8sv1.Container{{Name: "filler", Image: "kmt-e2e/filler:none",
+						Resources: k8sv1.ResourceRequirements{Requests: p.requests}}},
+				},
+			}
+			if len(p.anti) > 0 {
+				pod.Spec.Affinity = &k8sv1.Affinity{PodAntiAffinity: &k8sv1.PodAntiAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: p.anti}}
+			}
+			if _, err := f.Admin.Kube.CoreV1().Pods(p.ns).Create(framework.Ctx(t), pod, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create %s on %s: %v", p, n.name, err)
+			}
+			p.created = true
+		}
 	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
 
-func waitFillersRunning(t *testing.T, f *framework.Framework, ns string, nodes []*oracleNode) {
+// waitPlacedRunning waits until every pod created by createPlaced runs (the fake kubelet
+// saw it, so kube-scheduler's cache has it too).
+func waitPlacedRunning(t *testing.T, f *framework.Framework, pool string, nodes []*oracleNode) {
 	t.Helper()
 	want := 0
 	for _, n := range nodes {
-		want += len(n.fillers)
+		for _, p := range n.placed {
+			if p.created {
+				want++
+			}
+		}
 	}
-	framework.Eventually(t, time.Minute, "fillers Running", func() (bool, string) {
-		list, err := f.Admin.Kube.CoreV1().Pods(ns).List(framework.Ctx(t), metav1.ListOptions{LabelSelector: "kmt-e2e/filler=true"})
+	framework.Eventually(t, time.Minute, "placed pods Running", func() (bool, string) {
+		list, err := f.Admin.Kube.CoreV1().Pods(k8sv1.NamespaceAll).List(framework.Ctx(t), metav1.ListOptions{LabelSelector: fillerLabel + "=" + pool})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -573,11 +1117,13 @@ func podRequests(p *k8sv1.Pod) map[k8sv1.ResourceName]int64 {
 	return out
 }
 
-// probePod: the target pod, pinned to one node, in the scratch namespace. Only what cannot
-// change a filter's verdict is changed: name, namespace, owner, KubeVirt's labels (so
-// neither virt-controller, the operator's webhook nor the fake agent take it for a VM's
-// pod), the gates; pod (anti-)affinity terms that named no namespace get the VMI's.
-func probePod(target *k8sv1.Pod, vmiNS, scratch, node string, term k8sv1.NodeSelectorTerm) *k8sv1.Pod {
+// probePod: the target pod, pinned to one node, in plan.ns. Only what cannot change a
+// filter's verdict is changed: name, namespace, owner, KubeVirt's labels (so neither
+// virt-controller, the operator's webhook nor the fake agent take it for a VM's pod; no
+// generated selector reads a kubevirt.io label), the gates; in another namespace than the
+// VMI's, pod (anti-)affinity terms that named no namespace get the VMI's. The VMI's labels
+// stay: the pods' terms and the VMI's own select them.
+func probePod(target *k8sv1.Pod, vmiNS string, plan probePlan, node string, term k8sv1.NodeSelectorTerm) *k8sv1.Pod {
 	spec := target.Spec.DeepCopy()
 	spec.NodeName = ""
 	spec.SchedulingGates = nil
@@ -587,41 +1133,44 @@ func probePod(target *k8sv1.Pod, vmiNS, scratch, node string, term k8sv1.NodeSel
 	if spec.Affinity.NodeAffinity == nil {
 		spec.Affinity.NodeAffinity = &k8sv1.NodeAffinity{}
 	}
-	pin := k8sv1.NodeSelectorRequirement{Key: "metadata.name", Operator: k8sv1.NodeSelectorOpIn, Values: []string{node}}
 	req := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	if req == nil || len(req.NodeSelectorTerms) == 0 {
 		req = &k8sv1.NodeSelector{NodeSelectorTerms: []k8sv1.NodeSelectorTerm{{}}}
 	}
+	pin := k8sv1.NodeSelectorRequirement{Key: "metadata.name", Operator: k8sv1.NodeSelectorOpIn, Values: []string{node}}
 	for i := range req.NodeSelectorTerms {
 		t := &req.NodeSelectorTerms[i]
 		t.MatchExpressions = append(t.MatchExpressions, term.MatchExpressions...)
 		t.MatchFields = append(append(t.MatchFields, term.MatchFields...), pin)
 	}
 	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = req
-	fill := func(terms []k8sv1.PodAffinityTerm) {
-		for i := range terms {
-			if len(terms[i].Namespaces) == 0 && terms[i].NamespaceSelector == nil {
-				terms[i].Namespaces = []string{vmiNS}
+	if plan.ns != vmiNS {
+		fill := func(terms []k8sv1.PodAffinityTerm) {
+			for i := range terms {
+				if len(terms[i].Namespaces) == 0 && terms[i].NamespaceSelector == nil {
+					terms[i].Namespaces = []string{vmiNS}
+				}
 			}
 		}
+		if a := spec.Affinity.PodAntiAffinity; a != nil {
+			fill(a.RequiredDuringSchedulingIgnoredDuringExecution)
+		}
+		if a := spec.Affinity.PodAffinity; a != nil {
+			fill(a.RequiredDuringSchedulingIgnoredDuringExecution)
+		}
 	}
-	if a := spec.Affinity.PodAntiAffinity; a != nil {
-		fill(a.RequiredDuringSchedulingIgnoredDuringExecution)
-	}
-	if a := spec.Affinity.PodAffinity; a != nil {
-		fill(a.RequiredDuringSchedulingIgnoredDuringExecution)
-	}
-	labels := map[string]string{"kmt-e2e/probe": "true"}
+	labels := map[string]string{probeLabel: "true"}
 	for k, v := range target.Labels {
 		if !strings.HasPrefix(k, "kubevirt.io") {
 			labels[k] = v
 		}
 	}
-	return &k8sv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + node, Namespace: scratch, Labels: labels}, Spec: *spec}
+	return &k8sv1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + node, Namespace: plan.ns, Labels: labels}, Spec: *spec}
 }
 
 type probeResult struct {
 	fits    bool
+	boundTo string
 	message string
 }
 
@@ -632,12 +1181,30 @@ func (p probeResult) verdict() string {
 	return "finds it unschedulable"
 }
 
+// probeDecided: bound, or PodScheduled=False as kube-scheduler writes it after a failed
+// attempt (Unschedulable; SchedulerError when a plugin failed, kept in the message).
+func probeDecided(p *k8sv1.Pod) (probeResult, bool) {
+	if p.Spec.NodeName != "" {
+		return probeResult{fits: true, boundTo: p.Spec.NodeName}, true
+	}
+	c := framework.PodCondition(p, k8sv1.PodScheduled)
+	if c != nil && c.Status == k8sv1.ConditionFalse &&
+		(c.Reason == k8sv1.PodReasonUnschedulable || c.Reason == k8sv1.PodReasonSchedulerError) {
+		msg := c.Message
+		if c.Reason != k8sv1.PodReasonUnschedulable {
+			msg = c.Reason + ": " + msg
+		}
+		return probeResult{message: msg}, true
+	}
+	return probeResult{}, false
+}
+
 // waitProbes waits until every probe is bound or marked Unschedulable.
-func waitProbes(t *testing.T, f *framework.Framework, scratch string, probes map[string]*k8sv1.Pod) map[string]probeResult {
+func waitProbes(t *testing.T, f *framework.Framework, ns string, probes map[string]*k8sv1.Pod) map[string]probeResult {
 	t.Helper()
 	out := map[string]probeResult{}
 	framework.Eventually(t, oracleProbeWait, "every probe bound or Unschedulable", func() (bool, string) {
-		list, err := f.Admin.Kube.CoreV1().Pods(scratch).List(framework.Ctx(t), metav1.ListOptions{LabelSelector: "kmt-e2e/probe=true"})
+		list, err := f.Admin.Kube.CoreV1().Pods(ns).List(framework.Ctx(t), metav1.ListOptions{LabelSelector: probeLabel + "=true"})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -645,31 +1212,124 @@ func waitProbes(t *testing.T, f *framework.Framework, scratch string, probes map
 		for i := range list.Items {
 			p := &list.Items[i]
 			node := strings.TrimPrefix(p.Name, "probe-")
-			switch {
-			case p.Spec.NodeName != "":
-				if p.Spec.NodeName != node {
-					t.Fatalf("probe %s bound to %s, not its node", p.Name, p.Spec.NodeName)
-				}
-				out[node] = probeResult{fits: true}
-			case framework.IsUnschedulable(p):
-				c := framework.PodCondition(p, k8sv1.PodScheduled)
-				out[node] = probeResult{message: c.Message}
-			default:
+			res, ok := probeDecided(p)
+			if !ok {
 				pending = append(pending, p.Name)
+				continue
 			}
+			if res.fits && res.boundTo != node {
+				t.Fatalf("probe %s bound to %s, not its node", p.Name, res.boundTo)
+			}
+			out[node] = res
 		}
 		return len(pending) == 0 && len(out) == len(probes), fmt.Sprintf("undecided: %v", pending)
 	})
 	return out
 }
 
-func deleteAll(t *testing.T, f *framework.Framework, ns string) {
+// probeOnce creates the probe, waits (watching it) until it is bound or Unschedulable,
+// deletes it and waits until it is gone: the next probe is scheduled as if it had never
+// been there.
+func probeOnce(t *testing.T, f *framework.Framework, p *k8sv1.Pod, node string) probeResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), oracleOneProbe)
+	defer cancel()
+	pods := f.Admin.Kube.CoreV1().Pods(p.Namespace)
+	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create probe for %s: %v\n%s", node, err, framework.ToJSON(p))
+	}
+	res, err := awaitProbe(ctx, pods, created)
+	if err != nil {
+		t.Fatalf("probe %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	if res.fits && res.boundTo != node {
+		t.Fatalf("probe %s bound to %s, not its node", p.Name, res.boundTo)
+	}
+	err = pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0)),
+		Preconditions: &metav1.Preconditions{UID: &created.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete probe %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	framework.Eventually(t, 30*time.Second, "probe "+p.Name+" gone", func() (bool, string) {
+		_, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, "still there"
+	})
+	if res.fits {
+		time.Sleep(oracleSettle)
+	}
+	return res
+}
+
+// awaitProbe watches the probe from its creation until probeDecided; a watch that ends
+// early is picked up again from a fresh read.
+func awaitProbe(ctx context.Context, pods corev1client.PodInterface, created *k8sv1.Pod) (probeResult, error) {
+	p := created
+	for {
+		if res, ok := probeDecided(p); ok {
+			return res, nil
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", p.Name).String(),
+			ResourceVersion: p.ResourceVersion,
+		})
+		if err != nil {
+			return probeResult{}, err
+		}
+		for ev := range w.ResultChan() {
+			if q, ok := ev.Object.(*k8sv1.Pod); ok && ev.Type != watch.Deleted {
+				if res, ok := probeDecided(q); ok {
+					w.Stop()
+					return res, nil
+				}
+			}
+		}
+		w.Stop()
+		if err := ctx.Err(); err != nil {
+			return probeResult{}, fmt.Errorf("neither bound nor Unschedulable within %s: %w", oracleOneProbe, err)
+		}
+		if p, err = pods.Get(ctx, created.Name, metav1.GetOptions{}); err != nil {
+			return probeResult{}, err
+		}
+	}
+}
+
+// deleteAll deletes the pods in ns that the label selector selects.
+func deleteAll(t *testing.T, f *framework.Framework, ns, selector string) {
 	t.Helper()
 	err := f.Admin.Kube.CoreV1().Pods(ns).DeleteCollection(framework.Ctx(t),
-		metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}, metav1.ListOptions{})
+		metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		t.Logf("delete probes in %s: %v", ns, err)
+		t.Logf("delete pods %q in %s: %v", selector, ns, err)
 	}
+}
+
+// wipePods deletes every pod in the namespaces (the VMI's launcher pod too) and waits until
+// they are gone.
+func wipePods(t *testing.T, f *framework.Framework, namespaces ...string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		deleteAll(t, f, ns, "")
+	}
+	framework.Eventually(t, time.Minute, "pods of the cluster gone", func() (bool, string) {
+		var left []string
+		for _, ns := range namespaces {
+			list, err := f.Admin.Kube.CoreV1().Pods(ns).List(framework.Ctx(t), metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, p := range list.Items {
+				left = append(left, ns+"/"+p.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("left: %v", left)
+	})
 }
 
 // explainVerdicts runs `kubectl migrate explain` with the term and returns each listed
