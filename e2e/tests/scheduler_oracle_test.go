@@ -51,6 +51,7 @@ const (
 	schedulableLabel  = "kubevirt.io/schedulable"
 	fillerLabel       = "kmt-e2e/filler" // value: the pool; on every pod the test binds itself
 	probeLabel        = "kmt-e2e/probe"
+	pinLabel          = "kmt-orc-pin/node" // on the pin pods: value the node's name
 	oracleProbeWait   = 2 * time.Minute
 	oracleOneProbe    = time.Minute // one probe of a sequential run, from create to gone
 	oracleClusterMin  = 20
@@ -65,14 +66,18 @@ const (
 // (KMT_ORACLE_FEATURES).
 type oracleFeatures struct {
 	interPod bool // required pod (anti-)affinity: the VMI's and existing pods'
+	spread   bool // the VMI's topology spread constraints
 }
 
-func (o oracleFeatures) any() bool { return o.interPod }
+func (o oracleFeatures) any() bool { return o.interPod || o.spread }
 
 func (o oracleFeatures) String() string {
 	var on []string
 	if o.interPod {
 		on = append(on, "interpod")
+	}
+	if o.spread {
+		on = append(on, "spread")
 	}
 	if len(on) == 0 {
 		return "basic"
@@ -82,12 +87,12 @@ func (o oracleFeatures) String() string {
 
 // oracleFeatureSet reads KMT_ORACLE_FEATURES: all (the default), basic (the per-node filters
 // only; replays seeds of the generator before the features existed) or a comma-separated
-// list of interpod.
+// list of interpod, spread.
 func oracleFeatureSet(t *testing.T) oracleFeatures {
 	s := strings.TrimSpace(os.Getenv("KMT_ORACLE_FEATURES"))
 	switch s {
 	case "", "all":
-		return oracleFeatures{interPod: true}
+		return oracleFeatures{interPod: true, spread: true}
 	case "basic":
 		return oracleFeatures{}
 	}
@@ -96,8 +101,10 @@ func oracleFeatureSet(t *testing.T) oracleFeatures {
 		switch strings.TrimSpace(w) {
 		case "interpod":
 			o.interPod = true
+		case "spread":
+			o.spread = true
 		default:
-			t.Fatalf("KMT_ORACLE_FEATURES=%q: want all, basic or a comma-separated list of interpod", s)
+			t.Fatalf("KMT_ORACLE_FEATURES=%q: want all, basic or a comma-separated list of interpod, spread", s)
 		}
 	}
 	return o
@@ -157,7 +164,7 @@ type oracleNode struct {
 // oraclePod is a pod the test binds to a node directly (as a kubelet's static or a
 // DaemonSet's pod would be): the scheduler and the explainer both count it.
 type oraclePod struct {
-	kind     string // "anchor" (before the VMI starts), "filler", "tag", "pin"
+	kind     string // "anchor" (before the VMI starts), "filler", "tag", "pin" (probes' target)
 	name, ns string
 	host     *oracleNode
 	requests k8sv1.ResourceList
@@ -180,7 +187,7 @@ func (p *oraclePod) String() string {
 // oracleCluster: one generated cluster and the features it uses.
 type oracleCluster struct {
 	pool, ns, other, scratch string
-	interPod                 bool
+	interPod, spread         bool
 	// nsLabels: the labels of the namespaces pods of the cluster live in (namespaceSelector).
 	nsLabels map[string]map[string]string
 }
@@ -188,12 +195,19 @@ type oracleCluster struct {
 // plan draws which of the enabled features this cluster uses; a few use none.
 func (c *oracleCluster) plan(r *rand.Rand, feats oracleFeatures) {
 	c.interPod = feats.interPod && r.Intn(4) > 0
+	c.spread = feats.spread && r.Intn(2) == 0
 }
+
+// labelled: the cluster's pods carry labels that terms or constraints select.
+func (c *oracleCluster) labelled() bool { return c.interPod || c.spread }
 
 func (c *oracleCluster) String() string {
 	var on []string
 	if c.interPod {
 		on = append(on, "interpod")
+	}
+	if c.spread {
+		on = append(on, "spread")
 	}
 	if len(on) == 0 {
 		return "basic"
@@ -204,15 +218,21 @@ func (c *oracleCluster) String() string {
 // probePlan: where probes go and how. Probes in a scratch namespace, all at once, are only
 // exact for per-node filters. Inter-pod affinity and spreading read the pod's namespace
 // and the pods already bound, so those clusters probe in the VMI's namespace one at a
-// time (create, bound or Unschedulable, delete, gone).
+// time (create, bound or Unschedulable, delete, gone). With spread constraints a
+// `metadata.name In [node]` pin would change the verdict (nodeAffinityPolicy Honor counts
+// only the domains of nodes the pod's node affinity allows), so those probes are pinned by
+// a required podAffinity term (hostname) toward the node's pin pod instead; that term
+// changes nothing else (see probePod).
 type probePlan struct {
 	ns         string
 	sequential bool
+	pinByPod   bool
+	pinNS      string // the pin pods' namespace
 }
 
 func (c *oracleCluster) probePlan() probePlan {
-	if c.interPod {
-		return probePlan{ns: c.ns, sequential: true}
+	if c.labelled() {
+		return probePlan{ns: c.ns, sequential: true, pinByPod: c.spread, pinNS: c.scratch}
 	}
 	return probePlan{ns: c.scratch}
 }
@@ -235,7 +255,7 @@ func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures
 	if feats.any() {
 		c.plan(r, feats)
 	}
-	if c.interPod {
+	if c.labelled() {
 		c.other = f.BareNamespace(t)
 		labelOracleNamespaces(t, f, r, c)
 	}
@@ -332,7 +352,7 @@ func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures
 		t.Logf("to reproduce (seed above; cluster %s, features %s, probes in %s, sequential %t):\n%s\ntarget pod spec: %s\nexplain output:\n%s",
 			pool, c, plan.ns, plan.sequential, describeOracleCluster(c, vmi, nodes), framework.ToJSON(target.Spec), out)
 	}
-	if c.interPod {
+	if c.labelled() {
 		// Namespace selectors of the next cluster may reach these namespaces: leave no pod.
 		wipePods(t, f, c.ns, c.other, c.scratch)
 	} else {
@@ -532,17 +552,23 @@ func genAddedTerm(r *rand.Rand, pool string, nodes []*oracleNode) k8sv1.NodeSele
 	return term
 }
 
-// --- generation: inter-pod affinity ---
+// --- generation: inter-pod affinity, spreading ---
 
 // genOracleExtras adds to the VMI what the cluster's features ask for (labels, required pod
-// affinity and anti-affinity) and returns the anchors: pods bound before the VMI starts so
-// that the source meets its required pod affinity.
+// affinity and anti-affinity, spread constraints) and returns the anchors: pods bound
+// before the VMI starts so that the source meets its required pod affinity.
 func genOracleExtras(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, source *oracleNode, nodes []*oracleNode) []*oraclePod {
-	if !c.interPod {
+	if !c.labelled() {
 		return nil
 	}
 	vmi.Labels = genPodLabels(r)
-	anchors := genVMIPodAffinity(r, c, vmi, source, nodes)
+	var anchors []*oraclePod
+	if c.interPod {
+		anchors = genVMIPodAffinity(r, c, vmi, source, nodes)
+	}
+	if c.spread {
+		genVMISpread(r, c, vmi, source, anchors)
+	}
 	for i, a := range anchors {
 		a.name = fmt.Sprintf("anchor-%d", i)
 		a.host.placed = append(a.host.placed, a)
@@ -792,6 +818,67 @@ func genVMIPodAffinity(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachin
 	return anchors
 }
 
+// genVMISpread: 1–2 topology spread constraints: DoNotSchedule (now and then
+// ScheduleAnyway, which filters nothing), maxSkew 1–2, any topology key, a selector mostly
+// of the VMI's own labels, sometimes minDomains, each inclusion policy unset, Honor or
+// Ignore. One the source would fail (anchors counted) is dropped.
+func genVMISpread(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, source *oracleNode, anchors []*oraclePod) {
+	policy := func() *k8sv1.NodeInclusionPolicy {
+		switch r.Intn(3) {
+		case 0:
+			return nil
+		case 1:
+			return ptrTo(k8sv1.NodeInclusionPolicyHonor)
+		default:
+			return ptrTo(k8sv1.NodeInclusionPolicyIgnore)
+		}
+	}
+	seen := map[string]bool{} // (topologyKey, whenUnsatisfiable) is unique
+	for i := 1 + r.Intn(2); i > 0; i-- {
+		when := k8sv1.DoNotSchedule
+		if r.Intn(5) == 0 {
+			when = k8sv1.ScheduleAnyway
+		}
+		var want map[string]string
+		if r.Intn(4) > 0 {
+			want = vmi.Labels
+		}
+		tsc := k8sv1.TopologySpreadConstraint{MaxSkew: int32(1 + r.Intn(2)), TopologyKey: genTopologyKey(r),
+			WhenUnsatisfiable: when, LabelSelector: genPodSelector(r, want, false)}
+		if when == k8sv1.DoNotSchedule && r.Intn(3) == 0 {
+			tsc.MinDomains = ptrTo(int32(1 + r.Intn(5)))
+		}
+		tsc.NodeAffinityPolicy, tsc.NodeTaintsPolicy = policy(), policy()
+		key := tsc.TopologyKey + "/" + string(when)
+		if seen[key] || !spreadAllowsSource(c, tsc, vmi, source, anchors) {
+			continue
+		}
+		seen[key] = true
+		vmi.Spec.TopologySpreadConstraints = append(vmi.Spec.TopologySpreadConstraints, tsc)
+	}
+}
+
+// spreadAllowsSource: with the anchors the only pods bound in the VMI's namespace when the
+// VMI is scheduled, the source's skew (its domain's count, plus one when the VMI matches,
+// minus a minimum that is at least 0) stays within maxSkew. A ScheduleAnyway constraint
+// only scores; it may select no anchor, so that it cannot pull the VMI off the source.
+func spreadAllowsSource(c *oracleCluster, tsc k8sv1.TopologySpreadConstraint, vmi *virtv1.VirtualMachineInstance, source *oracleNode, anchors []*oraclePod) bool {
+	count := 0
+	for _, a := range anchors {
+		if a.ns == c.ns && selectorMatches(tsc.LabelSelector, a.labels) &&
+			(tsc.WhenUnsatisfiable == k8sv1.ScheduleAnyway || sameDomain(tsc.TopologyKey, a.host, source)) {
+			count++
+		}
+	}
+	if tsc.WhenUnsatisfiable == k8sv1.ScheduleAnyway {
+		return count == 0
+	}
+	if selectorMatches(tsc.LabelSelector, vmi.Labels) {
+		count++
+	}
+	return count <= int(tsc.MaxSkew)
+}
+
 func ensureAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.Affinity {
 	if vmi.Spec.Affinity == nil {
 		vmi.Spec.Affinity = &k8sv1.Affinity{}
@@ -799,14 +886,19 @@ func ensureAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.Affinity {
 	return vmi.Spec.Affinity
 }
 
-// genPlacedPods, after the VMI started: 0–2 tags per node (labels the VMI's terms select
-// or others, in the VMI's namespace or the other one; a third with a required
-// anti-affinity term, mostly toward the VMI's labels).
+// genPlacedPods, after the VMI started: 0–2 tags per node (labels the VMI's terms and
+// constraints select or others, in the VMI's namespace or the other one; with inter-pod
+// features a third with a required anti-affinity term, mostly toward the VMI's labels),
+// and with spread constraints a pin per node (probePlan).
 func genPlacedPods(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) {
-	if !c.interPod {
+	if !c.labelled() {
 		return
 	}
 	for _, n := range nodes {
+		if c.spread {
+			n.placed = append(n.placed, &oraclePod{kind: "pin", name: "pin-" + n.name, ns: c.scratch, host: n,
+				labels: map[string]string{pinLabel: n.name}})
+		}
 		for j := r.Intn(3); j > 0; j-- {
 			p := &oraclePod{kind: "tag", name: fmt.Sprintf("tag-%s-%d", n.name, j), ns: c.ns, host: n}
 			if r.Intn(4) == 0 {
@@ -817,7 +909,7 @@ func genPlacedPods(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineIns
 			} else {
 				p.labels = genPodLabels(r)
 			}
-			if r.Intn(3) == 0 {
+			if c.interPod && r.Intn(3) == 0 {
 				var want map[string]string
 				if r.Intn(5) < 3 {
 					want = vmi.Labels
@@ -832,13 +924,13 @@ func genPlacedPods(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineIns
 	}
 }
 
-// placeFillers turns the sized fillers into placed pods; with inter-pod features some get
+// placeFillers turns the sized fillers into placed pods; in labelled clusters some get
 // labels and some live in the other namespace.
 func placeFillers(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) {
 	for _, n := range nodes {
 		for j, rl := range n.fillers {
 			p := &oraclePod{kind: "filler", name: fmt.Sprintf("fill-%s-%d", n.name, j), ns: c.ns, host: n, requests: rl}
-			if c.interPod {
+			if c.labelled() {
 				switch r.Intn(4) {
 				case 0:
 					p.labels = copyLabels(vmi.Labels)
@@ -961,7 +1053,7 @@ func describePlaced(n *oracleNode) string {
 func describeOracleCluster(c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "VMI %s/%s labels %v spec: %s\n", c.ns, vmi.Name, vmi.Labels, framework.ToJSON(vmi.Spec))
-	fmt.Fprintf(&b, "namespaces: VMI %s, other %q, scratch %s; labels %v\n", c.ns, c.other, c.scratch, c.nsLabels)
+	fmt.Fprintf(&b, "namespaces: VMI %s, other %q, scratch %s (pins %t); labels %v\n", c.ns, c.other, c.scratch, c.spread, c.nsLabels)
 	for _, n := range nodes {
 		fmt.Fprintf(&b, "node %s: %s; pods:%s\n", n.name, describeOracleNode(n), describePlaced(n))
 	}
@@ -1123,6 +1215,14 @@ func podRequests(p *k8sv1.Pod) map[k8sv1.ResourceName]int64 {
 // generated selector reads a kubevirt.io label), the gates; in another namespace than the
 // VMI's, pod (anti-)affinity terms that named no namespace get the VMI's. The VMI's labels
 // stay: the pods' terms and the VMI's own select them.
+//
+// plan.pinByPod pins with a required podAffinity term toward the node's pin pod instead
+// of matchFields. It changes no other verdict: spreading ignores pod affinity; the pins
+// carry no label a generated term selects beside NotIn/DoesNotExist ones, which see them as
+// what they are, bound pods; and the escape for a pod that is the first of its kind
+// (satisfyPodAffinity: no pod matches any term, the pod matches all its own) never applies
+// to the target pod anyway, since the source's launcher pod carries the same labels in the
+// same namespace on a node with every topology key.
 func probePod(target *k8sv1.Pod, vmiNS string, plan probePlan, node string, term k8sv1.NodeSelectorTerm) *k8sv1.Pod {
 	spec := target.Spec.DeepCopy()
 	spec.NodeName = ""
@@ -1141,9 +1241,24 @@ func probePod(target *k8sv1.Pod, vmiNS string, plan probePlan, node string, term
 	for i := range req.NodeSelectorTerms {
 		t := &req.NodeSelectorTerms[i]
 		t.MatchExpressions = append(t.MatchExpressions, term.MatchExpressions...)
-		t.MatchFields = append(append(t.MatchFields, term.MatchFields...), pin)
+		t.MatchFields = append(t.MatchFields, term.MatchFields...)
+		if !plan.pinByPod {
+			t.MatchFields = append(t.MatchFields, pin)
+		}
 	}
 	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = req
+	if plan.pinByPod {
+		if spec.Affinity.PodAffinity == nil {
+			spec.Affinity.PodAffinity = &k8sv1.PodAffinity{}
+		}
+		pa := spec.Affinity.PodAffinity
+		pa.RequiredDuringSchedulingIgnoredDuringExecution = append(pa.RequiredDuringSchedulingIgnoredDuringExecution,
+			k8sv1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{pinLabel: node}},
+				Namespaces:    []string{plan.pinNS},
+				TopologyKey:   k8sv1.LabelHostname,
+			})
+	}
 	if plan.ns != vmiNS {
 		fill := func(terms []k8sv1.PodAffinityTerm) {
 			for i := range terms {
