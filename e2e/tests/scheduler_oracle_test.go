@@ -52,6 +52,7 @@ const (
 	fillerLabel       = "kmt-e2e/filler" // value: the pool; on every pod the test binds itself
 	probeLabel        = "kmt-e2e/probe"
 	pinLabel          = "kmt-orc-pin/node" // on the pin pods: value the node's name
+	bindCompletedAnn  = "pv.kubernetes.io/bind-completed"
 	oracleProbeWait   = 2 * time.Minute
 	oracleOneProbe    = time.Minute // one probe of a sequential run, from create to gone
 	oracleClusterMin  = 20
@@ -67,9 +68,10 @@ const (
 type oracleFeatures struct {
 	interPod bool // required pod (anti-)affinity: the VMI's and existing pods'
 	spread   bool // the VMI's topology spread constraints
+	volumes  bool // PVC volumes: PV node affinity, PV zone labels, missing or unbound claims
 }
 
-func (o oracleFeatures) any() bool { return o.interPod || o.spread }
+func (o oracleFeatures) any() bool { return o.interPod || o.spread || o.volumes }
 
 func (o oracleFeatures) String() string {
 	var on []string
@@ -79,6 +81,9 @@ func (o oracleFeatures) String() string {
 	if o.spread {
 		on = append(on, "spread")
 	}
+	if o.volumes {
+		on = append(on, "volumes")
+	}
 	if len(on) == 0 {
 		return "basic"
 	}
@@ -87,12 +92,12 @@ func (o oracleFeatures) String() string {
 
 // oracleFeatureSet reads KMT_ORACLE_FEATURES: all (the default), basic (the per-node filters
 // only; replays seeds of the generator before the features existed) or a comma-separated
-// list of interpod, spread.
+// list of interpod, spread, volumes.
 func oracleFeatureSet(t *testing.T) oracleFeatures {
 	s := strings.TrimSpace(os.Getenv("KMT_ORACLE_FEATURES"))
 	switch s {
 	case "", "all":
-		return oracleFeatures{interPod: true, spread: true}
+		return oracleFeatures{interPod: true, spread: true, volumes: true}
 	case "basic":
 		return oracleFeatures{}
 	}
@@ -103,8 +108,10 @@ func oracleFeatureSet(t *testing.T) oracleFeatures {
 			o.interPod = true
 		case "spread":
 			o.spread = true
+		case "volumes":
+			o.volumes = true
 		default:
-			t.Fatalf("KMT_ORACLE_FEATURES=%q: want all, basic or a comma-separated list of interpod, spread", s)
+			t.Fatalf("KMT_ORACLE_FEATURES=%q: want all, basic or a comma-separated list of interpod, spread, volumes", s)
 		}
 	}
 	return o
@@ -188,6 +195,7 @@ func (p *oraclePod) String() string {
 type oracleCluster struct {
 	pool, ns, other, scratch string
 	interPod, spread         bool
+	volumes                  bool
 	// nsLabels: the labels of the namespaces pods of the cluster live in (namespaceSelector).
 	nsLabels map[string]map[string]string
 }
@@ -196,6 +204,7 @@ type oracleCluster struct {
 func (c *oracleCluster) plan(r *rand.Rand, feats oracleFeatures) {
 	c.interPod = feats.interPod && r.Intn(4) > 0
 	c.spread = feats.spread && r.Intn(2) == 0
+	c.volumes = feats.volumes && r.Intn(2) == 0
 }
 
 // labelled: the cluster's pods carry labels that terms or constraints select.
@@ -209,6 +218,9 @@ func (c *oracleCluster) String() string {
 	if c.spread {
 		on = append(on, "spread")
 	}
+	if c.volumes {
+		on = append(on, "volumes")
+	}
 	if len(on) == 0 {
 		return "basic"
 	}
@@ -218,7 +230,9 @@ func (c *oracleCluster) String() string {
 // probePlan: where probes go and how. Probes in a scratch namespace, all at once, are only
 // exact for per-node filters. Inter-pod affinity and spreading read the pod's namespace
 // and the pods already bound, so those clusters probe in the VMI's namespace one at a
-// time (create, bound or Unschedulable, delete, gone). With spread constraints a
+// time (create, bound or Unschedulable, delete, gone). Claims are looked up in the pod's
+// namespace: clusters with volumes only probe in the VMI's namespace, all at once (each
+// probe is pinned to its own node; the claims are ReadWriteMany). With spread constraints a
 // `metadata.name In [node]` pin would change the verdict (nodeAffinityPolicy Honor counts
 // only the domains of nodes the pod's node affinity allows), so those probes are pinned by
 // a required podAffinity term (hostname) toward the node's pin pod instead; that term
@@ -233,6 +247,9 @@ type probePlan struct {
 func (c *oracleCluster) probePlan() probePlan {
 	if c.labelled() {
 		return probePlan{ns: c.ns, sequential: true, pinByPod: c.spread, pinNS: c.scratch}
+	}
+	if c.volumes {
+		return probePlan{ns: c.ns}
 	}
 	return probePlan{ns: c.scratch}
 }
@@ -260,6 +277,10 @@ func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures
 		labelOracleNamespaces(t, f, r, c)
 	}
 	anchors := genOracleExtras(r, c, vmi, source, nodes)
+	var vols []*oracleVolume
+	if c.volumes {
+		vols = genOracleVolumes(r, c, vmi, source, nodes)
+	}
 	plan := c.probePlan()
 	t.Logf("cluster %s: %d nodes, features %s, probes in %s%s", pool, size, c, plan.ns,
 		map[bool]string{true: " one at a time", false: " all at once"}[plan.sequential])
@@ -288,6 +309,9 @@ func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures
 			}
 		})
 	}
+	for _, v := range vols {
+		createOracleVolume(t, f, ns, v)
+	}
 	// Anchors: the pods the VMI's required pod affinity needs in the source's domain, bound
 	// and seen before the VMI is scheduled.
 	if len(anchors) > 0 {
@@ -299,6 +323,10 @@ func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures
 	target := captureTargetPod(t, f, ns, running, source.name)
 	req := podRequests(target)
 	t.Logf("target pod requests: %v", req)
+	// Claims go missing or unbound only now (the VMI had to start), seconds before the probes.
+	for _, v := range vols {
+		breakOracleVolume(t, f, ns, v)
+	}
 
 	// Labelled pods (some with anti-affinity toward the VMI) and pins, after the VMI
 	// started: they may forbid the source itself.
@@ -350,7 +378,7 @@ func runOracleCluster(t *testing.T, f *framework.Framework, feats oracleFeatures
 	}
 	if disagreements > 0 {
 		t.Logf("to reproduce (seed above; cluster %s, features %s, probes in %s, sequential %t):\n%s\ntarget pod spec: %s\nexplain output:\n%s",
-			pool, c, plan.ns, plan.sequential, describeOracleCluster(c, vmi, nodes), framework.ToJSON(target.Spec), out)
+			pool, c, plan.ns, plan.sequential, describeOracleCluster(c, vmi, nodes, vols), framework.ToJSON(target.Spec), out)
 	}
 	if c.labelled() {
 		// Namespace selectors of the next cluster may reach these namespaces: leave no pod.
@@ -946,6 +974,145 @@ func placeFillers(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInst
 	}
 }
 
+// --- generation: volumes ---
+
+// oracleVolume: a ReadWriteMany claim of the VMI, bound both ways to its PV (what the PV
+// controller would write: claimRef, volumeName, bind-completed, phases Bound; there is no
+// kube-controller-manager PV controller here), and what breaks it once the VMI runs.
+type oracleVolume struct {
+	pvc   *k8sv1.PersistentVolumeClaim
+	pv    *k8sv1.PersistentVolume
+	fault string // "", "claim-missing", "claim-unbound" (recreated without a volume), "pv-missing"
+}
+
+func (v *oracleVolume) describeFault() string {
+	if v.fault == "" {
+		return "bound"
+	}
+	return v.fault
+}
+
+// genOracleVolumes: 1–2 PVC volumes (a virtio disk each). Each PV has, mostly, a required
+// node affinity (zone In, hostname In, both ORed or ANDed with a hostname NotIn) and
+// sometimes zone/region labels (VolumeZone; the beta zone label too), all of which the
+// source meets. One claim in ten breaks after the VMI started.
+func genOracleVolumes(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, source *oracleNode, nodes []*oracleNode) []*oracleVolume {
+	var vols []*oracleVolume
+	size := resource.MustParse("1Gi")
+	for i, n := 0, 1+r.Intn(2); i < n; i++ {
+		claim, pvName := fmt.Sprintf("data-%d", i), fmt.Sprintf("%s-pv-%d", c.pool, i)
+		rwx := []k8sv1.PersistentVolumeAccessMode{k8sv1.ReadWriteMany}
+		v := &oracleVolume{
+			pvc: &k8sv1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: claim, Annotations: map[string]string{bindCompletedAnn: "yes"}},
+				Spec: k8sv1.PersistentVolumeClaimSpec{
+					AccessModes:      rwx,
+					Resources:        k8sv1.VolumeResourceRequirements{Requests: k8sv1.ResourceList{k8sv1.ResourceStorage: size}},
+					StorageClassName: ptrTo(""),
+					VolumeName:       pvName,
+					VolumeMode:       ptrTo(k8sv1.PersistentVolumeFilesystem),
+				},
+			},
+			pv: &k8sv1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"kmt-e2e/pool": c.pool}},
+				Spec: k8sv1.PersistentVolumeSpec{
+					Capacity:                      k8sv1.ResourceList{k8sv1.ResourceStorage: size},
+					AccessModes:                   rwx,
+					PersistentVolumeReclaimPolicy: k8sv1.PersistentVolumeReclaimRetain,
+					StorageClassName:              "",
+					VolumeMode:                    ptrTo(k8sv1.PersistentVolumeFilesystem),
+					PersistentVolumeSource: k8sv1.PersistentVolumeSource{NFS: &k8sv1.NFSVolumeSource{
+						Server: "192.0.2.1", Path: "/export/" + pvName}}, // never mounted: no kubelet
+					ClaimRef:     &k8sv1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: c.ns, Name: claim},
+					NodeAffinity: genPVNodeAffinity(r, source, nodes),
+				},
+			},
+		}
+		addPVZoneLabels(r, v.pv, source)
+		if r.Intn(10) == 0 {
+			v.fault = []string{"claim-missing", "claim-unbound", "pv-missing"}[r.Intn(3)]
+		}
+		vols = append(vols, v)
+		disk := fmt.Sprintf("data%d", i)
+		vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, virtv1.Disk{Name: disk,
+			DiskDevice: virtv1.DiskDevice{Disk: &virtv1.DiskTarget{Bus: virtv1.DiskBusVirtio}}})
+		vmi.Spec.Volumes = append(vmi.Spec.Volumes, virtv1.Volume{Name: disk, VolumeSource: virtv1.VolumeSource{
+			PersistentVolumeClaim: &virtv1.PersistentVolumeClaimVolumeSource{
+				PersistentVolumeClaimVolumeSource: k8sv1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}})
+	}
+	return vols
+}
+
+// genPVNodeAffinity: nil, or terms of which one holds on the source.
+func genPVNodeAffinity(r *rand.Rand, source *oracleNode, nodes []*oracleNode) *k8sv1.VolumeNodeAffinity {
+	zoneIn := func(holds bool) k8sv1.NodeSelectorRequirement {
+		key := []string{orcLabel + "zone", k8sv1.LabelTopologyZone}[r.Intn(2)]
+		var values []string
+		for _, z := range oracleZones {
+			if (holds && z == source.labels[key]) || r.Intn(2) == 0 {
+				values = append(values, z)
+			}
+		}
+		if len(values) == 0 {
+			values = []string{oracleZones[r.Intn(len(oracleZones))]}
+		}
+		return k8sv1.NodeSelectorRequirement{Key: key, Operator: k8sv1.NodeSelectorOpIn, Values: values}
+	}
+	hostnames := func(withSource bool) []string {
+		var names []string
+		for _, n := range nodes {
+			if (withSource && n == source) || (n != source && r.Intn(3) == 0) {
+				names = append(names, n.name)
+			}
+		}
+		return names
+	}
+	var terms []k8sv1.NodeSelectorTerm
+	switch r.Intn(7) {
+	case 0:
+		return nil
+	case 1, 2:
+		terms = []k8sv1.NodeSelectorTerm{{MatchExpressions: []k8sv1.NodeSelectorRequirement{zoneIn(true)}}}
+	case 3, 4:
+		terms = []k8sv1.NodeSelectorTerm{framework.HostnameTerm(hostnames(true)...)}
+	case 5: // ORed: the hostname term holds on the source
+		terms = []k8sv1.NodeSelectorTerm{{MatchExpressions: []k8sv1.NodeSelectorRequirement{zoneIn(false)}},
+			framework.HostnameTerm(hostnames(true)...)}
+	default: // ANDed
+		t := k8sv1.NodeSelectorTerm{MatchExpressions: []k8sv1.NodeSelectorRequirement{zoneIn(true)}}
+		if others := hostnames(false); len(others) > 0 {
+			t.MatchExpressions = append(t.MatchExpressions, k8sv1.NodeSelectorRequirement{
+				Key: k8sv1.LabelHostname, Operator: k8sv1.NodeSelectorOpNotIn, Values: others})
+		}
+		terms = []k8sv1.NodeSelectorTerm{t}
+	}
+	return &k8sv1.VolumeNodeAffinity{Required: &k8sv1.NodeSelector{NodeSelectorTerms: terms}}
+}
+
+// addPVZoneLabels: sometimes the zone label (a set "a__c" now and then, as multi-zone
+// volumes carry it), the beta zone label, or zone and region; always with the source's
+// values among them.
+func addPVZoneLabels(r *rand.Rand, pv *k8sv1.PersistentVolume, source *oracleNode) {
+	zones := func() string {
+		var set []string
+		for _, z := range oracleZones {
+			if z == source.labels[k8sv1.LabelTopologyZone] || r.Intn(3) == 0 {
+				set = append(set, z)
+			}
+		}
+		return strings.Join(set, "__")
+	}
+	switch r.Intn(6) {
+	case 0, 1:
+		pv.Labels[k8sv1.LabelTopologyZone] = zones()
+	case 2:
+		pv.Labels[k8sv1.LabelFailureDomainBetaZone] = zones()
+	case 3:
+		pv.Labels[k8sv1.LabelTopologyZone] = zones()
+		pv.Labels[k8sv1.LabelTopologyRegion] = source.labels[k8sv1.LabelTopologyRegion]
+	}
+}
+
 // genTerm: n requirements; when `holds` is set each one is true on that node.
 func genTerm(r *rand.Rand, holds *oracleNode, nodes []*oracleNode, n int) k8sv1.NodeSelectorTerm {
 	var term k8sv1.NodeSelectorTerm
@@ -1050,8 +1217,13 @@ func describePlaced(n *oracleNode) string {
 
 // describeOracleCluster: everything a replay needs to read beside the seed: the VMI, the
 // namespaces' labels, every node with its pods.
-func describeOracleCluster(c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) string {
+func describeOracleCluster(c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode, vols []*oracleVolume) string {
 	var b strings.Builder
+	for _, v := range vols {
+		fmt.Fprintf(&b, "claim %s (%s): %s\nPV %s: labels %v spec %s status %s\n", v.pvc.Name, v.describeFault(),
+			framework.ToJSON(map[string]any{"annotations": v.pvc.Annotations, "spec": v.pvc.Spec, "status": v.pvc.Status}),
+			v.pv.Name, v.pv.Labels, framework.ToJSON(v.pv.Spec), framework.ToJSON(v.pv.Status))
+	}
 	fmt.Fprintf(&b, "VMI %s/%s labels %v spec: %s\n", c.ns, vmi.Name, vmi.Labels, framework.ToJSON(vmi.Spec))
 	fmt.Fprintf(&b, "namespaces: VMI %s, other %q, scratch %s (pins %t); labels %v\n", c.ns, c.other, c.scratch, c.spread, c.nsLabels)
 	for _, n := range nodes {
@@ -1145,6 +1317,108 @@ func waitPlacedRunning(t *testing.T, f *framework.Framework, pool string, nodes 
 		}
 		return running == want, fmt.Sprintf("%d of %d Running", running, want)
 	})
+}
+
+// createOracleVolume creates the claim and its PV bound both ways, with the statuses the
+// PV controller would write. The admission plugin StorageObjectInUseProtection adds
+// finalizers nothing here removes: the cleanups drop them before deleting.
+func createOracleVolume(t *testing.T, f *framework.Framework, ns string, v *oracleVolume) {
+	t.Helper()
+	ctx := framework.Ctx(t)
+	core := f.Admin.Kube.CoreV1()
+	pvc, err := core.PersistentVolumeClaims(ns).Create(ctx, v.pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create claim %s: %v", v.pvc.Name, err)
+	}
+	name := pvc.Name
+	t.Cleanup(func() {
+		if err := removeObject[*k8sv1.PersistentVolumeClaim](t, core.PersistentVolumeClaims(ns), name); err != nil {
+			t.Logf("cleanup: claim %v", err)
+		}
+	})
+	pvc.Status = k8sv1.PersistentVolumeClaimStatus{Phase: k8sv1.ClaimBound, AccessModes: pvc.Spec.AccessModes,
+		Capacity: k8sv1.ResourceList{k8sv1.ResourceStorage: pvc.Spec.Resources.Requests[k8sv1.ResourceStorage]}}
+	if v.pvc, err = core.PersistentVolumeClaims(ns).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("bind claim %s: %v", name, err)
+	}
+	v.pv.Spec.ClaimRef.UID = v.pvc.UID
+	pv, err := core.PersistentVolumes().Create(ctx, v.pv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create PV %s: %v", v.pv.Name, err)
+	}
+	pvName := pv.Name
+	t.Cleanup(func() {
+		if err := removeObject[*k8sv1.PersistentVolume](t, core.PersistentVolumes(), pvName); err != nil {
+			t.Logf("cleanup: PV %v", err)
+		}
+	})
+	pv.Status.Phase = k8sv1.VolumeBound
+	if v.pv, err = core.PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("bind PV %s: %v", pvName, err)
+	}
+}
+
+// breakOracleVolume applies the volume's fault: the claim deleted, the claim recreated
+// unbound (no volumeName, phase Pending), or the PV deleted.
+func breakOracleVolume(t *testing.T, f *framework.Framework, ns string, v *oracleVolume) {
+	t.Helper()
+	core := f.Admin.Kube.CoreV1()
+	var err error
+	switch v.fault {
+	case "claim-missing":
+		err = removeObject[*k8sv1.PersistentVolumeClaim](t, core.PersistentVolumeClaims(ns), v.pvc.Name)
+	case "pv-missing":
+		err = removeObject[*k8sv1.PersistentVolume](t, core.PersistentVolumes(), v.pv.Name)
+	case "claim-unbound":
+		if err = removeObject[*k8sv1.PersistentVolumeClaim](t, core.PersistentVolumeClaims(ns), v.pvc.Name); err != nil {
+			break
+		}
+		pvc := &k8sv1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: v.pvc.Name}, Spec: *v.pvc.Spec.DeepCopy()}
+		pvc.Spec.VolumeName = ""
+		created, err := core.PersistentVolumeClaims(ns).Create(framework.Ctx(t), pvc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("recreate claim %s unbound: %v", pvc.Name, err)
+		}
+		v.pvc = created
+	}
+	if err != nil {
+		t.Fatalf("break volume (%s): %v", v.fault, err)
+	}
+}
+
+// removable: the typed clients of PVCs and PVs, as removeObject uses them.
+type removable[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// removeObject drops the object's finalizers (no controller here would), deletes it and
+// waits until it is gone; absent already is fine.
+func removeObject[T any](t *testing.T, c removable[T], name string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("drop finalizers of %s: %w", name, err)
+	}
+	if err := c.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	for {
+		_, err := c.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s still there: %v", name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // captureTargetPod creates a placed VMIM whose term allows only the source node (so the
