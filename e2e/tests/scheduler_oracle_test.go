@@ -1,17 +1,34 @@
 package tests
 
 // Issue 18 §3: `kubectl migrate explain` against the real kube-scheduler. Random clusters
-// of fake nodes (labels, taints, cordons, Ready/NotReady/Unknown, allocatable cpu, memory,
-// pods and ephemeral storage, pods already bound there) and a VMI with random required and
-// preferred node affinity, nodeSelector, tolerations and requests run on one of them; a
-// random added term is asked about. For every node of the cluster the explainer's verdict
-// ("fits" or not) must be the scheduler's: a probe pod identical to KubeVirt's own target
-// pod (captured as it was created, before the operator changed it) with the term and
-// `matchFields metadata.name In [node]` ANDed into every required term, created in a
-// scratch namespace and either bound or marked Unschedulable by kube-scheduler.
+// of fake nodes (labels, topology labels, taints, cordons, Ready/NotReady/Unknown,
+// allocatable cpu, memory, pods and ephemeral storage, pods already bound there) and a VMI
+// with random required and preferred node affinity, nodeSelector, tolerations and
+// requests run on one of them; a random added term is asked about. For every node of the
+// cluster the explainer's verdict ("fits" or not) must be the scheduler's: a probe pod
+// identical to KubeVirt's own target pod (captured as it was created, before the operator
+// changed it) with the term ANDed into every required term and pinned to the node, either
+// bound or marked Unschedulable by kube-scheduler.
 //
-// KMT_ORACLE_SEED replays a run; KMT_ORACLE_NODES (default 200) is the least number of
-// nodes compared, over clusters of 20–60 nodes.
+// Beyond the per-node filters, a cluster may use (KMT_ORACLE_FEATURES):
+//   - interpod: the VMI's labels and required podAffinity/podAntiAffinity terms (hostname
+//     or zone topology keys; the pod's own namespace, a list, a namespaceSelector, {});
+//     anchors bound before the VMI starts so the source meets its affinity; pods with
+//     labels, some with required anti-affinity toward the VMI, in its namespace and another.
+//   - spread: the VMI's topology spread constraints (maxSkew, minDomains, both node
+//     inclusion policies, DoNotSchedule and ScheduleAnyway).
+//   - volumes: ReadWriteMany PVCs bound to PVs with required node affinity and zone/region
+//     labels; now and then a claim deleted, recreated unbound, or its PV deleted.
+// Probes go where and how the filters stay exact (probePlan): per-node filters only, in a
+// scratch namespace all at once; volumes, in the VMI's namespace all at once; inter-pod
+// affinity or spreading, in the VMI's namespace one at a time, and with spreading pinned by
+// pod affinity to a pin pod rather than by matchFields.
+//
+// KMT_ORACLE_SEED replays a run (with the same KMT_ORACLE_FEATURES); KMT_ORACLE_NODES
+// (default 200) is the least number of nodes compared, over clusters of 20–60 nodes;
+// KMT_ORACLE_FEATURES is all (default), basic (the per-node filters only, as before the
+// features existed: replays such seeds) or a comma-separated subset of interpod, spread,
+// volumes.
 
 import (
 	"context"
