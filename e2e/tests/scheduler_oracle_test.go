@@ -253,7 +253,8 @@ func (c *oracleCluster) String() string {
 // `metadata.name In [node]` pin would change the verdict (nodeAffinityPolicy Honor counts
 // only the domains of nodes the pod's node affinity allows), so those probes are pinned by
 // a required podAffinity term (hostname) toward the node's pin pod instead; that term
-// changes nothing else (see probePod).
+// changes nothing else (see probePod) as long as the VMI has no required podAffinity of its
+// own, which spread clusters therefore never generate (genVMIPodAffinity).
 type probePlan struct {
 	ns         string
 	sequential bool
@@ -800,7 +801,15 @@ func blocksSource(c *oracleCluster, term k8sv1.PodAffinityTerm, source *oracleNo
 func genVMIPodAffinity(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, source *oracleNode, nodes []*oracleNode) []*oraclePod {
 	var anchors []*oraclePod
 	aff, anti := &k8sv1.PodAffinity{}, &k8sv1.PodAntiAffinity{}
-	for i := r.Intn(3); i > 0; i-- {
+	affinityTerms := r.Intn(3)
+	if c.spread {
+		// Spread probes are pinned by a required podAffinity term (probePlan), and the
+		// scheduler counts an existing pod toward the affinity terms only when it matches
+		// every one of them (interpodaffinity updateWithAffinityTerms): with the pin among
+		// them no pod would count, and the VMI's own terms would change verdict.
+		affinityTerms = 0
+	}
+	for i := affinityTerms; i > 0; i-- {
 		want := vmi.Labels
 		if r.Intn(3) > 0 {
 			want = genPodLabels(r)
