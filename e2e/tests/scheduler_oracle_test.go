@@ -809,21 +809,36 @@ func genVMIPodAffinity(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachin
 		// them no pod would count, and the VMI's own terms would change verdict.
 		affinityTerms = 0
 	}
+	// The scheduler counts an existing pod toward the VMI's affinity only when it matches
+	// every required term (interpodaffinity updateWithAffinityTerms), so the anchors all
+	// carry one label set every term selects, in a namespace every term covers.
+	want := vmi.Labels
+	if r.Intn(3) > 0 {
+		want = genPodLabels(r)
+	}
+	var terms []k8sv1.PodAffinityTerm
 	for i := affinityTerms; i > 0; i-- {
-		want := vmi.Labels
-		if r.Intn(3) > 0 {
-			want = genPodLabels(r)
-		}
-		term := k8sv1.PodAffinityTerm{LabelSelector: genPodSelector(r, want, false), TopologyKey: genTopologyKey(r)}
-		var reach []string
-		for len(reach) == 0 {
-			term.Namespaces, term.NamespaceSelector = genNamespaces(r, c)
-			for _, ns := range []string{c.ns, c.other} {
-				if c.covers(c.ns, term.Namespaces, term.NamespaceSelector, ns) {
-					reach = append(reach, ns)
-				}
+		terms = append(terms, k8sv1.PodAffinityTerm{LabelSelector: genPodSelector(r, want, false), TopologyKey: genTopologyKey(r)})
+	}
+	var reach []string // the namespaces every term covers
+	for try := 0; len(terms) > 0 && len(reach) == 0; try++ {
+		for i := range terms {
+			terms[i].Namespaces, terms[i].NamespaceSelector = nil, nil
+			if try < 50 {
+				terms[i].Namespaces, terms[i].NamespaceSelector = genNamespaces(r, c)
 			}
 		}
+		for _, ns := range []string{c.ns, c.other} {
+			all := true
+			for _, term := range terms {
+				all = all && c.covers(c.ns, term.Namespaces, term.NamespaceSelector, ns)
+			}
+			if all {
+				reach = append(reach, ns)
+			}
+		}
+	}
+	for _, term := range terms {
 		var hosts []*oracleNode // the source's domain; the source has every topology key
 		for _, n := range nodes {
 			if sameDomain(term.TopologyKey, n, source) {
