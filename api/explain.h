@@ -4,9 +4,13 @@
 // target pod off it: the admin's added term, cordon, readiness, untolerated
 // NoSchedule/NoExecute taints, the VM's own nodeSelector and required node affinity, the
 // VM already running there (source node, or KubeVirt's anti-affinity to the source
-// virt-launcher pod), and allocatable cpu/memory/pods/extended resources after the pods
-// already bound there. It mirrors the filters of kube-scheduler (NodeUnschedulable,
-// TaintToleration, NodeAffinity, InterPodAffinity, NodeResourcesFit), not its scoring.
+// virt-launcher pod), allocatable cpu/memory/pods/extended resources after the pods
+// already bound there, and the VM's volumes: a claim the scheduler refuses outright
+// (missing, not bound, being deleted, Lost, or bound to a missing PV: every node), a bound
+// PV's required node affinity, and its zone/region labels (api/pod_volumes.h; only the
+// claims the caller resolved in TargetPod::claims are checked). It mirrors the filters of
+// kube-scheduler (NodeUnschedulable, TaintToleration, NodeAffinity, InterPodAffinity,
+// NodeResourcesFit, VolumeBinding, VolumeZone), not its scoring.
 //
 // Cost: the constructor does the per-pod work once (interning keys, summing bound pods
 // per node); Evaluate() then allocates nothing, so a cluster of thousands of nodes is
@@ -36,8 +40,11 @@ enum class ReasonKind : uint8_t {
   kOwnAffinityExcludes,   // the VM's own required node affinity
   kAlreadyRunsThere,      // source node or anti-affinity to the source pod
   kInsufficientResource,  // cpu, memory, pods or an extended resource
+  kVolumeClaim,           // a claim the scheduler refuses on every node (api/pod_volumes.h)
+  kVolumeNodeAffinity,    // a bound PV's required node affinity
+  kVolumeZone,            // a bound PV's zone/region labels
 };
-inline constexpr int kReasonKindCount = 8;
+inline constexpr int kReasonKindCount = 11;
 
 // Bit (1u << kind) per reason present; 0 means the node fits.
 using ReasonMask = uint32_t;
@@ -80,10 +87,12 @@ class Explainer {
   // Why no node the added term allows can ever take the pod during this migration, or
   // nullopt when one might (or there is no added term). Permanent only: the term names
   // nodes by metadata.name and none of them exists, or every node it allows is the one
-  // the VM runs on (or in its own hostname anti-affinity) or is excluded by the VM's own
-  // required node affinity. Cordons, taints, readiness, resources, the nodeSelector
-  // (kubevirt.io/schedulable follows virt-handler) and other pods' placement can change
-  // by themselves, so a node excluded only by them keeps the answer nullopt.
+  // the VM runs on (or in its own hostname anti-affinity), or is excluded by the VM's own
+  // required node affinity or by a bound PV's node affinity (immutable, and the VM's
+  // volumes do not change during a migration). Cordons, taints, readiness, resources, the
+  // nodeSelector (kubevirt.io/schedulable follows virt-handler), other pods' placement,
+  // claims not (yet) bound or found, and PV zone labels (editable) can change, so a node
+  // excluded only by them keeps the answer nullopt.
   std::optional<std::string> WhyNeverFits(size_t max_nodes = 10) const;
 
  private:

@@ -255,6 +255,7 @@ TargetPod TargetPod::FromJson(const json& pod) {
   p.anti_affinity = AffinityTerms(
       At(At(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
   p.requests = PodRequests(pod);
+  p.claims = PodClaimsFromJson(pod);
 
   const json& status = At(pod, "status");
   p.phase = Str(status, "phase");

@@ -15,6 +15,7 @@
 
 #include "api/labels.h"
 #include "api/node_selector.h"
+#include "api/pod_volumes.h"
 
 namespace kmt::api {
 
@@ -116,6 +117,9 @@ struct TargetPod {
   std::optional<NodeSelector> required_affinity;  // nodeAffinity.required…
   std::vector<PodAffinityTerm> anti_affinity;     // podAntiAffinity.required…
   Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
+  // spec.volumes[].persistentVolumeClaim, names only: the caller resolves them from the API
+  // (api/pod_volumes.h) before explaining; unresolved ones are not checked.
+  std::vector<PodClaim> claims;
   // While the pod has the gate: the JSON needed to compute the AND patch without another
   // read ({"metadata": {uid, resourceVersion}, "spec": {affinity, schedulingGates}}),
   // compactly serialised. Empty once the gate is gone.

@@ -80,6 +80,9 @@ std::string WhyNone(const std::vector<api::NodeExplanation>& nodes,
       "the VM's own affinity",
       "the VM already runs there",
       "insufficient resources",
+      "an unusable volume claim",
+      "a PersistentVolume's node affinity",
+      "a PersistentVolume's zone",
   };
   size_t count[api::kReasonKindCount] = {};
   for (const auto& n : nodes) {
