@@ -559,7 +559,8 @@ NodeExplanation Explainer::Explain(size_t i) const {
   }
   for (const auto& text : m.claim_texts) add(ReasonKind::kVolumeClaim, text);
   if (mask & Bit(ReasonKind::kVolumeNodeAffinity)) {
-    for (auto& text : m.VolumeAffinityTexts(n)) add(ReasonKind::kVolumeNodeAffinity, text);
+    for (auto& text : m.VolumeAffinityTexts(n))
+      add(ReasonKind::kVolumeNodeAffinity, std::move(text));
   }
   if (mask & Bit(ReasonKind::kVolumeZone)) {
     for (const auto& v : m.volumes) {
