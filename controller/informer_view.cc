@@ -56,7 +56,8 @@ bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
 
 InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
                            const InformerViewOptions& options)
-    : clock_(clock),
+    : client_(client),
+      clock_(clock),
       vmims_(client,
              Options(kube::kVirtualMachineInstanceMigrations, "", "", options.vmim_resync, options),
              Projected<api::MigrationInfo>),
@@ -260,6 +261,8 @@ std::vector<api::TargetPod> InformerView::PolicyTargetPods(const std::string& po
   }
   return out;
 }
+
+void InformerView::ResolveClaims(api::TargetPod& pod) { ResolveClaimsFromApi(client_, pod); }
 
 std::optional<SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(seen_mu_);

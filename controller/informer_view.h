@@ -77,6 +77,8 @@ class InformerView : public CacheView {
   std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;
+  // Not cached: GETs through the client (ResolveClaimsFromApi).
+  void ResolveClaims(api::TargetPod& pod) override;
 
   // The cached nodes as one shared, immutable list (for the webhook's placement warnings):
   // null until the node cache has synced. Rebuilt (pointer copies, no projection copies)
@@ -102,6 +104,7 @@ class InformerView : public CacheView {
  private:
   void TrackWaiting(const std::string& key, const kube::Informer<api::TargetPod>::Ptr& pod);
 
+  kube::KubeClient& client_;
   const Clock& clock_;
   kube::Informer<api::MigrationInfo> vmims_;
   kube::Informer<api::TargetPod> targets_;
