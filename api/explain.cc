@@ -1,6 +1,7 @@
 #include "api/explain.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <unordered_map>
 
@@ -9,6 +10,7 @@
 #include "api/names.h"
 #include "api/node_match.h"
 #include "api/pod_rules.h"
+#include "api/pod_volumes.h"
 #include "api/quantity.h"
 
 namespace kmt::api {
@@ -25,9 +27,16 @@ constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
 struct CompiledTerm {
   const NodeSelectorTerm* source;
   std::vector<CompiledExpr> exprs;
+  // False for a PV's node affinity: CheckNodeAffinity matches a node built from the labels
+  // alone, so matchFields see a node without a name (api/node_match.h).
+  bool by_name = true;
 
-  explicit CompiledTerm(const NodeSelectorTerm& t) : source(&t) {
+  explicit CompiledTerm(const NodeSelectorTerm& t, bool by_name = true)
+      : source(&t), by_name(by_name) {
     for (const auto& r : t.match_expressions) exprs.emplace_back(r);
+  }
+  std::string_view Name(const NodeInfo& node) const {
+    return by_name ? std::string_view(node.name) : std::string_view();
   }
   bool Matches(const NodeInfo& node) const {
     if (source->empty()) return false;
@@ -35,7 +44,7 @@ struct CompiledTerm {
       if (!e.Matches(node.labels)) return false;
     }
     for (const auto& f : source->match_fields) {
-      if (!FieldRequirementMatchesNode(f, node.name)) return false;
+      if (!FieldRequirementMatchesNode(f, Name(node))) return false;
     }
     return true;
   }
@@ -49,7 +58,7 @@ struct CompiledTerm {
       s += ToString(source->match_expressions[i]);
     }
     for (const auto& f : source->match_fields) {
-      if (FieldRequirementMatchesNode(f, node.name)) continue;
+      if (FieldRequirementMatchesNode(f, Name(node))) continue;
       if (!s.empty()) s += ", ";
       s += ToString(f);
     }
@@ -82,6 +91,68 @@ struct AntiAffinity {
   bool is_vm;                     // selects the VM's own pods (created-by)
 };
 
+// A bound claim's PV, compiled (api/pod_volumes.h).
+struct CompiledVolume {
+  std::string ref;                                    // "PersistentVolume pv-1 (claim ns/c)"
+  std::optional<std::vector<CompiledTerm>> affinity;  // nullopt: no required node affinity
+  struct Zone {
+    const ZoneLabel* label;
+    InternId key, ga_key;  // ga_key: the node is also looked up by the GA key (== key if GA)
+    std::vector<InternId> values;
+  };
+  std::vector<Zone> zones;
+
+  bool AffinityExcludes(const NodeInfo& n) const {
+    if (!affinity) return false;
+    for (const auto& t : *affinity) {
+      if (t.Matches(n)) return false;
+    }
+    return true;
+  }
+  // VolumeZone: the node's value for the key (else the GA key) is one of the PV's.
+  static InternId NodeValue(const Zone& z, const NodeInfo& n) {
+    const InternId v = n.labels.FindId(z.key);
+    return v != kNoIntern ? v : n.labels.FindId(z.ga_key);
+  }
+  static bool ZoneExcludes(const Zone& z, const NodeInfo& n) {
+    const InternId v = NodeValue(z, n);
+    return v == kNoIntern || std::find(z.values.begin(), z.values.end(), v) == z.values.end();
+  }
+};
+
+std::string ClaimRef(const TargetPod& pod, const PodClaim& c) { return pod.ns + "/" + c.name; }
+
+// The text of a claim the scheduler refuses on every node, or "" for one it checks per node
+// (or not at all).
+std::string ClaimText(const TargetPod& pod, const PodClaim& c) {
+  const std::string claim = "claim " + ClaimRef(pod, c);
+  switch (c.resolution.state) {
+    case ClaimState::kMissing:
+      return claim + " not found";
+    case ClaimState::kLost:
+      return c.resolution.volume.empty()
+                 ? claim + " is Lost"
+                 : claim + " lost its PersistentVolume " + c.resolution.volume;
+    case ClaimState::kDeleting:
+      return claim + " is being deleted";
+    case ClaimState::kNotBound:
+      return claim + " is not bound";
+    case ClaimState::kVolumeMissing:
+      return "PersistentVolume " + c.resolution.volume + " (" + claim + ") not found";
+    case ClaimState::kNotLookedUp:
+    case ClaimState::kWaitForFirstConsumer:
+    case ClaimState::kBound:
+      break;
+  }
+  return "";
+}
+
+std::string JoinValues(const std::vector<std::string>& values) {
+  std::string s;
+  for (const auto& v : values) s += (s.empty() ? "" : ", ") + v;
+  return s;
+}
+
 bool IsByteResource(std::string_view name) {
   return name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0;
 }
@@ -110,6 +181,11 @@ struct Explainer::Impl {
   std::vector<int64_t> used;
   size_t stride = 0;
   std::optional<PodRules> rules;  // inter-pod affinity and topology spread
+  // Volumes: the texts of claims refused on every node, and the bound claims' PVs.
+  std::vector<std::string> claim_texts;
+  std::vector<CompiledVolume> volumes;
+  bool any_zone = false;                                    // some PV has zone labels
+  InternId topology_keys[std::size(kTopologyLabels)] = {};  // VolumeZone's four keys
 
   bool Tolerated(const std::string* key, const std::string* value, TaintEffect effect) const {
     for (const auto& t : tolerations) {
@@ -170,6 +246,44 @@ struct Explainer::Impl {
   bool AlreadyThere(const NodeInfo& n) const {
     return IsSource(n) || std::any_of(anti.begin(), anti.end(),
                                       [&](const AntiAffinity& a) { return InDomain(a, n); });
+  }
+  // VolumeZone passes a node without any of the four topology labels.
+  bool HasTopology(const NodeInfo& n) const {
+    for (InternId k : topology_keys) {
+      if (n.labels.FindId(k) != kNoIntern) return true;
+    }
+    return false;
+  }
+  bool VolumeAffinityExcludes(const NodeInfo& n) const {
+    return std::any_of(volumes.begin(), volumes.end(),
+                       [&](const CompiledVolume& v) { return v.AffinityExcludes(n); });
+  }
+  bool VolumeZoneExcludes(const NodeInfo& n) const {
+    if (!any_zone || !HasTopology(n)) return false;
+    for (const auto& v : volumes) {
+      for (const auto& z : v.zones) {
+        if (CompiledVolume::ZoneExcludes(z, n)) return true;
+      }
+    }
+    return false;
+  }
+  // The texts of kVolumeNodeAffinity for node n, one per PV that excludes it.
+  std::vector<std::string> VolumeAffinityTexts(const NodeInfo& n) const {
+    std::vector<std::string> out;
+    for (const auto& v : volumes) {
+      if (!v.AffinityExcludes(n)) continue;
+      if (v.affinity->empty()) {
+        out.push_back(v.ref + " node affinity has no terms");
+        continue;
+      }
+      std::string text;
+      for (const auto& t : *v.affinity) {
+        if (!text.empty()) text += " or ";
+        text += "`" + t.Failing(n) + "`";
+      }
+      out.push_back(v.ref + " node affinity " + text + " excludes it");
+    }
+    return out;
   }
   // The text of kOwnAffinityExcludes for node n (which it excludes).
   std::string OwnAffinityText(const NodeInfo& n) const {
@@ -248,6 +362,30 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     impl->anti.push_back(std::move(a));
   }
 
+  for (const PodClaim& c : pod.claims) {
+    if (std::string text = ClaimText(pod, c); !text.empty()) {
+      impl->claim_texts.push_back(std::move(text));
+      continue;
+    }
+    if (c.resolution.state != ClaimState::kBound) continue;  // not checked
+    CompiledVolume v;
+    v.ref = "PersistentVolume " + c.resolution.volume + " (claim " + ClaimRef(pod, c) + ")";
+    if (c.resolution.node_affinity) {
+      v.affinity.emplace();
+      for (const auto& t : c.resolution.node_affinity->terms) v.affinity->emplace_back(t, false);
+    }
+    for (const ZoneLabel& z : c.resolution.zones) {
+      CompiledVolume::Zone cz{&z, FindInternId(z.key), FindInternId(GaTopologyKey(z.key)), {}};
+      for (const auto& value : z.values) cz.values.push_back(FindInternId(value));
+      v.zones.push_back(std::move(cz));
+    }
+    impl->any_zone = impl->any_zone || !v.zones.empty();
+    impl->volumes.push_back(std::move(v));
+  }
+  for (size_t k = 0; k < std::size(kTopologyLabels); ++k) {
+    impl->topology_keys[k] = FindInternId(kTopologyLabels[k]);
+  }
+
   for (const auto& [name, amount] : pod.requests.scalar) {
     if (amount > 0) impl->scalars.emplace_back(name.get(), amount);
   }
@@ -308,6 +446,9 @@ ReasonMask Explainer::Evaluate(size_t i) const {
   if (rules & PodRules::kOthersAntiAffinity) mask |= Bit(ReasonKind::kExistingPodAntiAffinity);
   if (rules & PodRules::kOwnPodAffinity) mask |= Bit(ReasonKind::kOwnPodAffinity);
   if (rules & PodRules::kTopologySpread) mask |= Bit(ReasonKind::kTopologySpread);
+  if (!m.claim_texts.empty()) mask |= Bit(ReasonKind::kVolumeClaim);
+  if (m.VolumeAffinityExcludes(n)) mask |= Bit(ReasonKind::kVolumeNodeAffinity);
+  if (m.VolumeZoneExcludes(n)) mask |= Bit(ReasonKind::kVolumeZone);
   return mask;
 }
 
@@ -403,6 +544,22 @@ NodeExplanation Explainer::Explain(size_t i) const {
   if (mask & Bit(ReasonKind::kTopologySpread)) {
     for (auto& t : m.rules->TopologySpreadTexts(i)) add(ReasonKind::kTopologySpread, std::move(t));
   }
+  for (const auto& text : m.claim_texts) add(ReasonKind::kVolumeClaim, text);
+  if (mask & Bit(ReasonKind::kVolumeNodeAffinity)) {
+    for (auto& text : m.VolumeAffinityTexts(n))
+      add(ReasonKind::kVolumeNodeAffinity, std::move(text));
+  }
+  if (mask & Bit(ReasonKind::kVolumeZone)) {
+    for (const auto& v : m.volumes) {
+      for (const auto& z : v.zones) {
+        if (!CompiledVolume::ZoneExcludes(z, n)) continue;
+        const InternId value = CompiledVolume::NodeValue(z, n);
+        add(ReasonKind::kVolumeZone,
+            v.ref + " is in " + z.label->key + " [" + JoinValues(z.label->values) + "], the node " +
+                (value == kNoIntern ? "has no such label" : "in " + InternText(value)));
+      }
+    }
+  }
   return out;
 }
 
@@ -485,7 +642,8 @@ std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
     if (mask & Bit(ReasonKind::kExcludedByAddedTerm)) continue;
     const NodeInfo& n = nodes_[i];
     const bool own_affinity = (mask & Bit(ReasonKind::kOwnAffinityExcludes)) != 0;
-    if (!own_affinity && !m.VmThere(n)) return std::nullopt;  // might fit one day
+    const bool volume = (mask & Bit(ReasonKind::kVolumeNodeAffinity)) != 0;
+    if (!own_affinity && !volume && !m.VmThere(n)) return std::nullopt;  // might fit one day
     allowed.push_back(i);
   }
   if (allowed.empty()) {
@@ -513,6 +671,8 @@ std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
       e.reasons.push_back({ReasonKind::kOwnAffinityExcludes, m.OwnAffinityText(n)});
     if (m.VmThere(n))
       e.reasons.push_back({ReasonKind::kAlreadyRunsThere, std::string(kVmRunsThere)});
+    for (auto& text : m.VolumeAffinityTexts(n))
+      e.reasons.push_back({ReasonKind::kVolumeNodeAffinity, std::move(text)});
     kept.push_back(std::move(e));
   }
   std::vector<const NodeExplanation*> shown;

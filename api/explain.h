@@ -6,10 +6,14 @@
 // VM already running there (source node, or KubeVirt's anti-affinity to the source
 // virt-launcher pod) or its own pod anti-affinity, allocatable cpu/memory/pods/extended
 // resources after the pods already bound there, other pods' required anti-affinity toward
-// the pod, the VM's own required pod affinity, and its DoNotSchedule topology spread
-// constraints (api/pod_rules.h has the exact rules). It mirrors the filters of
-// kube-scheduler v1.34 (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit,
-// InterPodAffinity, PodTopologySpread), not its scoring.
+// the pod, the VM's own required pod affinity, its DoNotSchedule topology spread
+// constraints (api/pod_rules.h has the exact rules), and the VM's volumes: a claim the
+// scheduler refuses outright (missing, not bound, being deleted, Lost, or bound to a
+// missing PV: every node), a bound PV's required node affinity, and its zone/region labels
+// (api/pod_volumes.h; only the claims the caller resolved in TargetPod::claims are
+// checked). It mirrors the filters of kube-scheduler v1.34 (NodeUnschedulable,
+// TaintToleration, NodeAffinity, NodeResourcesFit, InterPodAffinity, PodTopologySpread,
+// VolumeBinding, VolumeZone), not its scoring.
 //
 // The pod as the scheduler sees it has the added term ANDed into its required node
 // affinity: topology spread's nodeAffinityPolicy Honor counts only nodes the term allows.
@@ -46,8 +50,11 @@ enum class ReasonKind : uint8_t {
   kExistingPodAntiAffinity,  // a bound pod's required anti-affinity selects the VM's pod
   kOwnPodAffinity,           // the VM's own required pod affinity has no pod there
   kTopologySpread,           // a DoNotSchedule topology spread constraint
+  kVolumeClaim,              // a claim the scheduler refuses on every node (api/pod_volumes.h)
+  kVolumeNodeAffinity,       // a bound PV's required node affinity
+  kVolumeZone,               // a bound PV's zone/region labels
 };
-inline constexpr int kReasonKindCount = 11;
+inline constexpr int kReasonKindCount = 14;
 
 // Bit (1u << kind) per reason present; 0 means the node fits.
 using ReasonMask = uint32_t;
@@ -93,11 +100,13 @@ class Explainer {
   // Why no node the added term allows can ever take the pod during this migration, or
   // nullopt when one might (or there is no added term). Permanent only: the term names
   // nodes by metadata.name and none of them exists, or every node it allows is the one
-  // the VM runs on (or in its own hostname anti-affinity) or is excluded by the VM's own
-  // required node affinity. Cordons, taints, readiness, resources, the nodeSelector
-  // (kubevirt.io/schedulable follows virt-handler) and other pods' placement (other pods'
-  // anti-affinity, the VM's pod affinity, topology spread) can change by themselves, so a
-  // node excluded only by them keeps the answer nullopt.
+  // the VM runs on (or in its own hostname anti-affinity), or is excluded by the VM's own
+  // required node affinity or by a bound PV's node affinity (immutable, and the VM's
+  // volumes do not change during a migration). Cordons, taints, readiness, resources, the
+  // nodeSelector (kubevirt.io/schedulable follows virt-handler), other pods' placement
+  // (other pods' anti-affinity, the VM's pod affinity, topology spread), claims not (yet)
+  // bound or found, and PV zone labels (editable) can change, so a node excluded only by
+  // them keeps the answer nullopt.
   std::optional<std::string> WhyNeverFits(size_t max_nodes = 10) const;
 
  private:

@@ -309,6 +309,7 @@ TargetPod TargetPod::FromJson(const json& pod) {
   p.labels = Labels::FromJson(labels);
   p.topology_spread = SpreadConstraints(At(spec, "topologySpreadConstraints"));
   p.requests = PodRequests(pod);
+  p.claims = PodClaimsFromJson(pod);
 
   const json& status = At(pod, "status");
   p.phase = Str(status, "phase");

@@ -15,6 +15,7 @@
 
 #include "api/labels.h"
 #include "api/node_selector.h"
+#include "api/pod_volumes.h"
 
 namespace kmt::api {
 
@@ -148,6 +149,9 @@ struct TargetPod {
   std::vector<PodAffinityTerm> pod_affinity;              // podAffinity.required…
   std::vector<TopologySpreadConstraint> topology_spread;  // spec.topologySpreadConstraints
   Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
+  // spec.volumes[].persistentVolumeClaim, names only: the caller resolves them from the API
+  // (api/pod_volumes.h) before explaining; unresolved ones are not checked.
+  std::vector<PodClaim> claims;
   // While the pod has the gate: the JSON needed to compute the AND patch without another
   // read ({"metadata": {uid, resourceVersion}, "spec": {affinity, schedulingGates}}),
   // compactly serialised. Empty once the gate is gone.

@@ -122,6 +122,17 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   }
 }
 
+TEST_CASE("TargetPod keeps its claim names, unresolved (api/pod_volumes.h)") {
+  json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  CHECK(TargetPod::FromJson(pod).claims.empty());
+  pod["spec"]["volumes"].push_back(
+      {{"name", "rootdisk"}, {"persistentVolumeClaim", {{"claimName", "vm-root"}}}});
+  const TargetPod p = TargetPod::FromJson(pod);
+  REQUIRE(p.claims.size() == 1);
+  CHECK(p.claims[0].name == "vm-root");
+  CHECK(p.claims[0].resolution.state == ClaimState::kNotLookedUp);
+}
+
 TEST_CASE("MigrationInfo keeps the request, KubeVirt's selector, conditions and nodes") {
   const MigrationInfo m = MigrationInfo::FromJson(ReadJson("api/testdata/vmim.json"));
   CHECK(m.ns == "vms");

@@ -137,6 +137,65 @@ TEST_CASE("explain reports a request no node matches, and a VMI that does not ru
   CHECK(err2.str().rfind("Error from server (NotFound): ", 0) == 0);
 }
 
+// The VM's pod mounts claim `claim` (created by the caller, or not).
+void MountClaim(kube::FakeClient& fake, const std::string& claim) {
+  json pod = fake.Get(kube::kPods, "prod", "virt-launcher-db-1-abcde");
+  pod["spec"]["volumes"] = {{{"name", "disk"}, {"persistentVolumeClaim", {{"claimName", claim}}}}};
+  fake.Update(kube::kPods, "prod", pod);
+}
+
+TEST_CASE("explain reads the VM's claims and PVs: a PV pinned to a zone, an unbound claim") {
+  kube::FakeClient fake;
+  Seed(fake);
+  SECTION("a bound PV's node affinity") {
+    fake.Create(
+        kube::kPersistentVolumeClaims, "prod",
+        {{"metadata",
+          {{"name", "data"}, {"annotations", {{"pv.kubernetes.io/bind-completed", "yes"}}}}},
+         {"spec", {{"volumeName", "pv-data"}}}});
+    fake.Create(kube::kPersistentVolumes, "",
+                json::parse(R"({"metadata": {"name": "pv-data"}, "spec": {"nodeAffinity":
+                  {"required": {"nodeSelectorTerms": [{"matchExpressions":
+                    [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["w1", "w6"]}]}]}}}})"));
+    MountClaim(fake, "data");
+    std::ostringstream out, err;
+    CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 1);
+    CAPTURE(out.str(), err.str());
+    CHECK(out.str().find("w3     PersistentVolume pv-data (claim prod/data) node affinity "
+                         "`kubernetes.io/hostname In [w1, w6]` excludes it\n") !=
+          std::string::npos);
+    CHECK(out.str().find("0 of 6 nodes would take") != std::string::npos);
+  }
+  SECTION("a claim that does not exist keeps it off every node") {
+    MountClaim(fake, "gone");
+    std::ostringstream out, err;
+    CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 1);
+    CHECK(out.str().find("w3     claim prod/gone not found\n") != std::string::npos);
+  }
+  SECTION("WaitForFirstConsumer: not checked, and said so") {
+    fake.Create(kube::kPersistentVolumeClaims, "prod",
+                {{"metadata", {{"name", "late"}}}, {"spec", {{"storageClassName", "local"}}}});
+    fake.Create(kube::kStorageClasses, "",
+                {{"metadata", {{"name", "local"}}}, {"volumeBindingMode", "WaitForFirstConsumer"}});
+    MountClaim(fake, "late");
+    std::ostringstream out, err;
+    CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
+    CHECK(out.str().find("w3     fits\n") != std::string::npos);
+    CHECK(err.str() ==
+          "note: claim prod/late is not bound and waits for its first consumer "
+          "(WaitForFirstConsumer); where it can be provisioned is not checked\n");
+  }
+  SECTION("volumes the user may not read are not checked, with a note") {
+    MountClaim(fake, "data");
+    fake.FailNext(kube::Verb::kGet, 1, kube::ErrorKind::kForbidden, "persistentvolumeclaims");
+    std::ostringstream out, err;
+    CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
+    CHECK(out.str().find("w3     fits\n") != std::string::npos);
+    CHECK(err.str().rfind("note: cannot read the volumes of prod/virt-launcher-db-1-abcde (", 0) ==
+          0);
+  }
+}
+
 // The VM now runs in the target pod of migration m1, whose request was
 // `metadata.name In [w1]`: the VMIM exists, and the running pod carries m1's markings
 // and `required` as its required node affinity (what m1's AND left there).

@@ -1,6 +1,7 @@
 #include "cli/policy_explain_cmd.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -71,7 +72,7 @@ std::vector<json> ListVmis(kube::KubeClient& client, const std::optional<std::st
 // p, 1 cordoned".
 std::string WhyNone(const std::vector<api::NodeExplanation>& nodes,
                     const api::MigrationTargetPolicy* policy) {
-  static constexpr const char* kLabel[api::kReasonKindCount] = {
+  static constexpr const char* kLabel[] = {
       "excluded by the term",
       "cordoned",
       "not Ready",
@@ -83,7 +84,11 @@ std::string WhyNone(const std::vector<api::NodeExplanation>& nodes,
       "another pod's anti-affinity",
       "the VM's own pod affinity",
       "topology spread",
+      "an unusable volume claim",
+      "a PersistentVolume's node affinity",
+      "a PersistentVolume's zone",
   };
+  static_assert(std::size(kLabel) == api::kReasonKindCount, "one label per ReasonKind");
   size_t count[api::kReasonKindCount] = {};
   for (const auto& n : nodes) {
     api::ReasonMask seen = 0;

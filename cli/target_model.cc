@@ -2,11 +2,13 @@
 
 #include "api/added_term.h"
 #include "api/names.h"
+#include "api/pod_volumes.h"
 #include "api/term_and.h"
 #include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/reads.h"
 #include "kube/resources.h"
+#include "kube/volume_reads.h"
 
 namespace kmt::cli {
 namespace {
@@ -41,6 +43,22 @@ std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::Kub
 
 }  // namespace
 
+void ResolveTargetClaims(kube::KubeClient& client, api::TargetPod& pod, std::ostream& err) {
+  try {
+    api::ResolveClaims(pod.claims, kube::VolumeReads(client, pod.ns));
+  } catch (const kube::KubeError& e) {
+    if (e.kind() != kube::ErrorKind::kForbidden) throw;
+    err << "note: cannot read the volumes of " << pod.ns << "/" << pod.name << " (" << e.what()
+        << "); volumes not read are not checked\n";
+  }
+  for (const api::PodClaim& c : pod.claims) {
+    if (c.resolution.state != api::ClaimState::kWaitForFirstConsumer) continue;
+    err << "note: claim " << pod.ns << "/" << c.name
+        << " is not bound and waits for its first consumer (WaitForFirstConsumer); where it "
+           "can be provisioned is not checked\n";
+  }
+}
+
 std::vector<json> ListItems(kube::KubeClient& client, const kube::Resource& r,
                             const std::string& ns, kube::ListOptions opts) {
   opts.omit_managed_fields = true;                 // projected for the explainer: never read
@@ -70,6 +88,7 @@ std::optional<api::TargetPod> ModelTargetPod(kube::KubeClient& client, const std
     if (auto earlier = EarlierAddedTerm(p, client, ns, err)) {
       pod.required_affinity = api::WithoutTerm(pod.required_affinity, *earlier);
     }
+    ResolveTargetClaims(client, pod, err);
     return pod;
   }
   return std::nullopt;

@@ -29,9 +29,15 @@ std::vector<nlohmann::json> ListItems(kube::KubeClient& client, const kube::Reso
 // runs on status.nodeName (not Succeeded or Failed). When that pod is itself the target pod of
 // a placed migration, that migration's term is taken out of its required node affinity (the
 // next target pod will not carry it); if that migration is gone, a note says so on `err`.
-// Nullopt when the VMI has no such pod.
+// Its claims are resolved (ResolveTargetClaims). Nullopt when the VMI has no such pod.
 std::optional<api::TargetPod> ModelTargetPod(kube::KubeClient& client, const std::string& ns,
                                              const nlohmann::json& vmi, std::ostream& err);
+
+// Resolves `pod.claims` (api/pod_volumes.h) with GETs of each PVC and its StorageClass or
+// PV. The target pod uses the VM's running pod's claims: the same PVCs. A read the user is
+// forbidden leaves the claims not read yet unchecked, with a note on `err`; a claim waiting
+// for its first consumer is noted as not checked.
+void ResolveTargetClaims(kube::KubeClient& client, api::TargetPod& pod, std::ostream& err);
 
 // Every node, projected.
 std::vector<api::NodeInfo> ListNodeInfos(kube::KubeClient& client);

@@ -2,10 +2,12 @@
 #include "controller/cache_view.h"
 
 #include "api/names.h"
+#include "api/pod_volumes.h"
 #include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/reads.h"
 #include "kube/resources.h"
+#include "kube/volume_reads.h"
 
 namespace kmt::controller {
 
@@ -23,6 +25,10 @@ std::string SourceNode(const api::MigrationInfo& vmim, const std::vector<api::Ta
     }
   }
   return "";
+}
+
+void ResolveClaimsFromApi(kube::KubeClient& client, api::TargetPod& pod) {
+  api::ResolveClaims(pod.claims, kube::VolumeReads(client, pod.ns));
 }
 
 namespace {

@@ -39,7 +39,15 @@ class CacheView {
   // VMIM `except_uid`'s (for its maxInboundPerNode).
   virtual std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                        const std::string& except_uid) = 0;
+  // Resolves `pod.claims` (api/pod_volumes.h): GETs of each PVC, then its StorageClass or
+  // PV as needed, straight from the API (the operator caches no volumes: only the pods
+  // being explained need them). Only asked for a target pod the explainer will judge.
+  // Throws kube::KubeError on a failed read (404 is an answer, not a failure).
+  virtual void ResolveClaims(api::TargetPod& pod) = 0;
 };
+
+// CacheView::ResolveClaims through `client`, for both views.
+void ResolveClaimsFromApi(kube::KubeClient& client, api::TargetPod& pod);
 
 // The node the VMI runs on now: the VMIM's status.migrationState.sourceNode,
 // else the node of the VMI's running virt-launcher pod (same
@@ -61,6 +69,7 @@ class ApiView : public CacheView {
   std::optional<SteadyTime> TargetPodSeenAt(const std::string&) override { return std::nullopt; }
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;
+  void ResolveClaims(api::TargetPod& pod) override { ResolveClaimsFromApi(client_, pod); }
 
  private:
   kube::KubeClient& client_;

@@ -193,6 +193,10 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
         namespaces = view_.Namespaces();
       }
       observed.namespaces = namespaces;
+      // The pods the explainer judges are those not bound yet; their volumes are read here.
+      for (api::TargetPod& p : observed.target_pods) {
+        if (p.node_name.empty() && !api::IsTerminalPhase(p.phase)) view_.ResolveClaims(p);
+      }
       observed.source_node = SourceNode(observed.vmim, observed.target_pods, bound);
       observed.nodes = nodes;
       observed.bound_pods = bound;

@@ -148,6 +148,68 @@ TEST_CASE("Unschedulable: a pod affinity namespaceSelector is judged with the na
             "no matching pod there");
 }
 
+TEST_CASE(
+    "Unschedulable: the target pod's PersistentVolume is named; pinned elsewhere, permanent") {
+  World w;
+  w.SeedNodes();  // node-1, node-3 (cordoned)
+  const std::string term =
+      R"({"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"In","values":["node-1","node-3"]}]})";
+  auto pv_on = [&](const std::string& node) {
+    w.client.Create(kube::kPersistentVolumes, "",
+                    {{"metadata", {{"name", "pv-1"}}},
+                     {"spec",
+                      {{"nodeAffinity",
+                        {{"required",
+                          {{"nodeSelectorTerms",
+                            {{{"matchExpressions",
+                               {{{"key", "kubernetes.io/hostname"},
+                                 {"operator", "In"},
+                                 {"values", {node}}}}}}}}}}}}}}});
+  };
+  w.client.Create(
+      kube::kPersistentVolumeClaims, kNs,
+      {{"metadata",
+        {{"name", "disk-a"}, {"annotations", {{"pv.kubernetes.io/bind-completed", "yes"}}}}},
+       {"spec", {{"volumeName", "pv-1"}}}});
+  w.SeedVmim({term});
+  w.SeedPod({.gated = false,
+             .affinity = {{"nodeAffinity",
+                           {{"requiredDuringSchedulingIgnoredDuringExecution",
+                             {{"nodeSelectorTerms", {json::parse(term)}}}}}}},
+             .scheduled_reason = "Unschedulable",
+             .scheduled_message = "0/2 nodes are available.",
+             .claims = {"disk-a"}});
+  w.controller.Enqueue(kKey);
+
+  SECTION("the PV keeps it off node-1, a cordon off node-3: reported, not permanent") {
+    pv_on("node-3");
+    REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+    json cond = w.Conditions()[1];
+    CHECK(cond["reason"] == "Unschedulable");
+    CHECK(cond["message"] ==
+          "Target pod vms/virt-launcher-vm-1-target is unschedulable: 0/2 nodes are available. "
+          "Per node the added term allows: node-1: PersistentVolume pv-1 (claim vms/disk-a) "
+          "node affinity `kubernetes.io/hostname In [node-3]` excludes it; node-3: cordoned");
+  }
+  SECTION("the PV is on the node the VM leaves: no node the term allows can ever take it") {
+    pv_on("node-src");
+    REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+    json cond = w.Conditions()[1];
+    CHECK(cond["reason"] == "PermanentlyUnschedulable");
+    CHECK(cond["message"].get<std::string>().find(
+              "every node the added term allows is out for good: node-1: PersistentVolume pv-1 "
+              "(claim vms/disk-a) node affinity `kubernetes.io/hostname In [node-src]` excludes "
+              "it; node-3: PersistentVolume pv-1") != std::string::npos);
+  }
+  SECTION("a failed read of the volumes retries the key") {
+    pv_on("node-3");
+    w.client.FailNext(kube::Verb::kGet, 1, kube::ErrorKind::kUnavailable, "persistentvolumeclaims");
+    REQUIRE(w.controller.ProcessNext() == ReconcileResult::kError);
+    CHECK(w.Conditions().empty());  // nothing written before the read succeeds
+    CHECK(w.controller.queue().NumRequeues(kKey) == 1);
+  }
+}
+
 TEST_CASE("A conflict re-plans soon; a transient error retries with backoff") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

@@ -274,6 +274,8 @@ std::vector<api::TargetPod> InformerView::PolicyTargetPods(const std::string& po
   return out;
 }
 
+void InformerView::ResolveClaims(api::TargetPod& pod) { ResolveClaimsFromApi(client_, pod); }
+
 std::optional<SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(seen_mu_);
   auto it = seen_.find(pod_uid);

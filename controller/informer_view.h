@@ -81,6 +81,8 @@ class InformerView : public CacheView {
   std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;
+  // Not cached: GETs through the client (ResolveClaimsFromApi).
+  void ResolveClaims(api::TargetPod& pod) override;
 
   // The cached nodes as one shared, immutable list (for the webhook's placement warnings):
   // null until the node cache has synced. Rebuilt (pointer copies, no projection copies)

@@ -90,6 +90,27 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   controller.Stop();
 }
 
+TEST_CASE("ResolveClaims reads the target pod's volumes from the API, not from a cache") {
+  FakeClock clock;
+  kube::FakeClient client;
+  client.Create(
+      kube::kPersistentVolumeClaims, kNs,
+      {{"metadata",
+        {{"name", "disk-a"}, {"annotations", {{"pv.kubernetes.io/bind-completed", "yes"}}}}},
+       {"spec", {{"volumeName", "pv-1"}}}});
+  client.Create(
+      kube::kPersistentVolumes, "",
+      {{"metadata", {{"name", "pv-1"}, {"labels", {{"topology.kubernetes.io/zone", "a"}}}}}});
+  InformerView view(client, clock);  // not started: nothing cached
+  api::TargetPod pod = api::TargetPod::FromJson(Pod({.claims = {"disk-a", "disk-b"}}));
+  view.ResolveClaims(pod);
+  REQUIRE(pod.claims.size() == 2);
+  CHECK(pod.claims[0].resolution.state == api::ClaimState::kBound);
+  CHECK(pod.claims[0].resolution.zones ==
+        std::vector<api::ZoneLabel>{{"topology.kubernetes.io/zone", {"a"}}});
+  CHECK(pod.claims[1].resolution.state == api::ClaimState::kMissing);
+}
+
 TEST_CASE("Only node changes that matter to scheduling count") {
   api::NodeInfo base = api::NodeInfo::FromJson(Node({"node-1", {{"zone", "a"}}}));
   struct Row {

@@ -10,6 +10,12 @@ inline const Resource kPods{"", "v1", "pods", true, "Pod"};
 inline const Resource kNodes{"", "v1", "nodes", false, "Node"};
 inline const Resource kEvents{"", "v1", "events", true, "Event"};
 inline const Resource kNamespaces{"", "v1", "namespaces", false, "Namespace"};
+// The target pod's volumes, read one by one when it is explained (api/pod_volumes.h).
+inline const Resource kPersistentVolumeClaims{"", "v1", "persistentvolumeclaims", true,
+                                              "PersistentVolumeClaim"};
+inline const Resource kPersistentVolumes{"", "v1", "persistentvolumes", false, "PersistentVolume"};
+inline const Resource kStorageClasses{"storage.k8s.io", "v1", "storageclasses", false,
+                                      "StorageClass"};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", true, "Lease"};
 inline const Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
                                             false, "SubjectAccessReview"};

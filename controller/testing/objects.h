@@ -59,6 +59,7 @@ struct PodSpec {
   // True when bound, absent otherwise).
   std::string scheduled_reason;
   std::string scheduled_message;
+  std::vector<std::string> claims;  // spec.volumes[].persistentVolumeClaim.claimName
 };
 
 inline json Pod(const PodSpec& s) {
@@ -92,6 +93,9 @@ inline json Pod(const PodSpec& s) {
   if (!s.affinity.is_null()) p["spec"]["affinity"] = s.affinity;
   if (!s.node_selector.is_null()) p["spec"]["nodeSelector"] = s.node_selector;
   if (!s.node.empty()) p["spec"]["nodeName"] = s.node;
+  for (const auto& c : s.claims) {
+    p["spec"]["volumes"].push_back({{"name", c}, {"persistentVolumeClaim", {{"claimName", c}}}});
+  }
   json cond;
   if (!s.scheduled_reason.empty()) {
     cond = {{"type", "PodScheduled"},

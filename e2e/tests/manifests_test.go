@@ -70,6 +70,9 @@ func TestManifestsOperatorServiceAccountLeastPrivilege(t *testing.T) {
 		{true, []string{"create", "tokenreviews.authentication.k8s.io"}},
 		{true, []string{"create", "events", "-A"}},
 		{true, []string{"update", "leases.coordination.k8s.io", "-n", ns}},
+		{true, []string{"get", "persistentvolumeclaims", "-A"}},
+		{true, []string{"get", "persistentvolumes"}},
+		{true, []string{"get", "storageclasses.storage.k8s.io"}},
 
 		{false, []string{"update", "virtualmachineinstances.kubevirt.io", "-A"}},
 		{false, []string{"patch", "virtualmachineinstances.kubevirt.io", "-A"}},
@@ -78,6 +81,8 @@ func TestManifestsOperatorServiceAccountLeastPrivilege(t *testing.T) {
 		{false, []string{"update", "pods", "-A"}},
 		{false, []string{"create", "pods", "-A"}},
 		{false, []string{"patch", "nodes"}},
+		{false, []string{"list", "persistentvolumeclaims", "-A"}},
+		{false, []string{"watch", "persistentvolumes"}},
 		{false, []string{"get", "secrets", "-n", "kube-system"}},
 		{false, []string{"list", "secrets", "-A"}},
 		{false, []string{"get", "secrets/some-other-secret", "-n", ns}},
