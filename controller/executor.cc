@@ -116,6 +116,28 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     log_.Info("Released gate", {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}});
   }
 
+  if (!plan.pod_deletions.empty() && plan.conditions_changed) {
+    // A deletion is answered by KubeVirt failing the VMIM within milliseconds, and a re-plan
+    // of a final VMIM reports nothing: so the conditions that say why must be writable once
+    // the pod is gone. They are not when the plan came from a stale VMIM (the informer not
+    // yet showing our last status write), so check the basis before deleting.
+    try {
+      const api::MigrationInfo fresh = api::MigrationInfo::FromJson(
+          client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name));
+      if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
+        ExecResult r;
+        r.outcome = ExecOutcome::kReplan;
+        r.error = "the VMIM changed since it was read; not deleting its target pod on that basis";
+        r.released_pods = result.released_pods;
+        return r;
+      }
+    } catch (const kube::KubeError& e) {
+      ExecResult r = Failed(e, /*absent_is_replan=*/true);
+      r.released_pods = result.released_pods;
+      return r;
+    }
+  }
+
   for (const PodDeletion& d : plan.pod_deletions) {
     kube::DeleteOptions opts;
     opts.precondition_uid = d.uid;

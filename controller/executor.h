@@ -9,7 +9,10 @@
 //      is applied then.
 //   2. Pod deletions with a uid precondition (a replacement pod of the same
 //      name is never deleted by mistake). 404 is success; a precondition
-//      conflict means re-plan.
+//      conflict means re-plan. When the plan also changes the conditions, the
+//      VMIM is read first and its uid and conditions must be the plan's basis
+//      (else re-plan, nothing deleted): KubeVirt fails the VMIM as soon as the
+//      pod is gone, and the conditions saying why must still be writable then.
 //   3. Status, only when the conditions changed: the VMIM is read fresh; if its
 //      conditions differ from those the plan was computed from, re-plan.
 //      Otherwise a JSON Patch on the /status subresource: `test` that

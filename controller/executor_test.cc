@@ -354,6 +354,38 @@ TEST_CASE("An escaped pod is deleted by uid; a replacement of the same name is n
   }
 }
 
+TEST_CASE("A deletion planned from a stale VMIM is not made: re-plan, then delete and report") {
+  // The informer has not yet shown the operator's own last status write (the gate's
+  // release): deleting on that basis would leave the report unwritable, since KubeVirt fails
+  // the VMIM as soon as the pod is gone.
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({.gated = false});
+  Observed stale = w.Observe();
+  Plan plan = Reconcile(stale, w.clock.WallNow());
+  REQUIRE(plan.pod_deletions.size() == 1);
+  json vmim = w.GetVmim();
+  vmim["status"]["conditions"] = json::array({{{"type", "addedNodeSelectorTermApplied"},
+                                               {"status", "True"},
+                                               {"reason", "TermApplied"},
+                                               {"message", "written before"},
+                                               {"lastProbeTime", nullptr},
+                                               {"lastTransitionTime", nullptr}}});
+  w.client.Update(kVirtualMachineInstanceMigrations, kNs, vmim, "status");
+
+  ExecResult r = w.executor.Apply(stale.vmim, plan);
+  CHECK(r.outcome == ExecOutcome::kReplan);
+  CHECK_NOTHROW(w.GetPod());  // not deleted
+  CHECK(w.Events().empty());
+
+  REQUIRE(w.ReconcileOnce().outcome == ExecOutcome::kDone);
+  CHECK_THROWS_AS(w.GetPod(), kube::KubeError);
+  json cond = w.GetVmim()["status"]["conditions"][0];
+  CHECK(cond["reason"] == "TargetPodEscapedGate");
+  REQUIRE(w.Events().size() == 1);
+  CHECK(w.Events()[0]["type"] == "Warning");
+}
+
 TEST_CASE("API failures map to retry, re-plan or terminal, as kube::DispositionOf says") {
   auto [kind, outcome] = GENERATE(table<kube::ErrorKind, ExecOutcome>({
       {kube::ErrorKind::kUnavailable, ExecOutcome::kRetry},

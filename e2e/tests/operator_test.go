@@ -173,6 +173,50 @@ func TestOperatorSaysNeverSchedulable(t *testing.T) {
 	}
 }
 
+// The same permanent case with --fail-fast-unschedulable: the operator deletes the target
+// pod, KubeVirt fails the migration at once ("target pod was removed") instead of after its
+// 5-minute unschedulable timeout, the VM keeps running where it was, and the Failed VMIM
+// still says why (the condition and one Warning Event). Not parallel: it restarts replica 0
+// with the flag, and puts the default operator back afterwards.
+func TestOperatorFailFastUnschedulable(t *testing.T) {
+	f := fw(t)
+	framework.RestoreDefaultOperator(t)
+	framework.StopOperator(t, "0", "TERM")
+	framework.StartOperator(t, "0", 0, "--fail-fast-unschedulable")
+	ns := f.Namespace(t)
+	source := f.Nodes[0]
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
+	start := time.Now()
+	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("mig", "vmi", framework.WithTerm(framework.NodeNameTerm(source))))
+	m := f.WaitMigrationPhase(t, ns, "mig", virtv1.MigrationFailed, 2*time.Minute)
+	t.Logf("VMIM Failed %s after its create (KubeVirt's own unschedulable timeout: 5m)", time.Since(start).Round(time.Millisecond))
+	framework.Eventually(t, 30*time.Second, "the Failed VMIM's targetPodUnschedulable=True/"+framework.ReasonNeverSchedulable, func() (bool, string) {
+		var err error
+		m, err = f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Get(framework.Ctx(t), "mig", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := framework.MigrationCondition(m, framework.ConditionTargetUnsched)
+		return c != nil && c.Status == "True" && string(c.Reason) == framework.ReasonNeverSchedulable, framework.ToJSON(m.Status.Conditions)
+	})
+	msg := framework.MigrationCondition(m, framework.ConditionTargetUnsched).Message
+	for _, want := range []string{
+		"can never be scheduled while this migration lasts",
+		source + ": the VM already runs there",
+		"deleted it so that KubeVirt fails the migration now (--fail-fast-unschedulable)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("condition message %q lacks %q", msg, want)
+		}
+	}
+	if ev := waitEvents(t, f, ns, "mig", framework.ReasonNeverSchedulable, true); len(ev) != 1 || ev[0].Type != k8sv1.EventTypeWarning {
+		t.Errorf("%s Events %s, want exactly one Warning", framework.ReasonNeverSchedulable, framework.EventSummary(ev))
+	}
+	if vmi := f.WaitVMIRunning(t, ns, "vmi", source); vmi.Status.NodeName != source {
+		t.Errorf("VMI on %s after the failed migration, want %s", vmi.Status.NodeName, source)
+	}
+}
+
 func TestOperatorExplainsUnschedulableTarget(t *testing.T) {
 	t.Parallel()
 	f := fw(t)
