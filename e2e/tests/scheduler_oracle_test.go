@@ -460,6 +460,11 @@ func genOracleNode(r *rand.Rand, feats oracleFeatures, name string, source bool)
 	if source {
 		return n // clean: the VMI must start there
 	}
+	// A third of the nodes are clean too (schedulable, Ready, untainted), so that enough
+	// nodes fit for the "fits" verdicts to be checked, not only the reasons against.
+	if r.Intn(3) == 0 {
+		return n
+	}
 	if r.Intn(10) == 0 {
 		n.labels[schedulableLabel] = "" // virt-handler not there: KubeVirt's nodeSelector fails
 	}
@@ -570,7 +575,7 @@ func genOracleVMI(r *rand.Rand, pool string, source *oracleNode, nodes []*oracle
 			framework.WithToleration(tol)(vmi)
 		}
 	}
-	if r.Intn(4) > 0 {
+	if r.Intn(2) == 0 { // required node affinity for half the VMIs
 		// Term 0 holds on the source; the others are random.
 		terms := []k8sv1.NodeSelectorTerm{genTerm(r, source, nodes, 1+r.Intn(3))}
 		for i := r.Intn(3); i > 0; i-- {
@@ -587,10 +592,11 @@ func genOracleVMI(r *rand.Rand, pool string, source *oracleNode, nodes []*oracle
 	return vmi
 }
 
-// genAddedTerm: the admin's request, kept inside the pool.
+// genAddedTerm: the admin's request, kept inside the pool; half the time the pool alone
+// (the other filters then decide), so that enough nodes fit.
 func genAddedTerm(r *rand.Rand, pool string, nodes []*oracleNode) k8sv1.NodeSelectorTerm {
 	term := k8sv1.NodeSelectorTerm{}
-	if r.Intn(5) > 0 {
+	if r.Intn(2) > 0 {
 		term = genTerm(r, nil, nodes, 1+r.Intn(2))
 	}
 	term.MatchExpressions = append(term.MatchExpressions, k8sv1.NodeSelectorRequirement{
@@ -957,8 +963,8 @@ func ensureAffinity(vmi *virtv1.VirtualMachineInstance) *k8sv1.Affinity {
 
 // genPlacedPods, after the VMI started: 0–2 tags per node (labels the VMI's terms and
 // constraints select or others, in the VMI's namespace or the other one; with inter-pod
-// features a third with a required anti-affinity term, mostly toward the VMI's labels),
-// and with spread constraints a pin per node (probePlan).
+// features about three per cluster with a required anti-affinity term, mostly toward the
+// VMI's labels), and with spread constraints a pin per node (probePlan).
 func genPlacedPods(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineInstance, nodes []*oracleNode) {
 	if !c.labelled() {
 		return
@@ -978,7 +984,9 @@ func genPlacedPods(r *rand.Rand, c *oracleCluster, vmi *virtv1.VirtualMachineIns
 			} else {
 				p.labels = genPodLabels(r)
 			}
-			if c.interPod && r.Intn(3) == 0 {
+			// About three per cluster: each one toward the VMI with a zone key rules out a
+			// whole zone, and a third of all tags left no node to fit in most clusters.
+			if c.interPod && r.Intn(len(nodes)) < 3 {
 				var want map[string]string
 				if r.Intn(5) < 3 {
 					want = vmi.Labels
