@@ -63,6 +63,18 @@ bool MayHaveTakenEffect(const kube::KubeError& e) {
   return e.kind() == kube::ErrorKind::kTransport || e.kind() == kube::ErrorKind::kTimeout;
 }
 
+// Why a plan computed from `planned` must be made again now that the VMIM reads as `fresh`
+// (replaced, or its conditions changed: the plan's conditions were derived from the old
+// ones), or nullopt while the plan still holds.
+std::optional<std::string> StaleBasis(const api::MigrationInfo& fresh,
+                                      const api::MigrationInfo& planned) {
+  if (fresh.uid != planned.uid) return "the VMIM was replaced since it was read";
+  if (fresh.conditions != planned.conditions) {
+    return "the VMIM's conditions changed since they were read";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Executor::Executor(kube::KubeClient& client, EventRecorder& events, Logger& log)
@@ -124,10 +136,10 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     try {
       const api::MigrationInfo fresh = api::MigrationInfo::FromJson(
           client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name));
-      if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
+      if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
         ExecResult r;
         r.outcome = ExecOutcome::kReplan;
-        r.error = "the VMIM changed since it was read; not deleting its target pod on that basis";
+        r.error = *stale + "; its target pod is not deleted on the old basis";
         r.released_pods = result.released_pods;
         return r;
       }
@@ -180,11 +192,10 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
                      {{"vmim", vmim_ref}});
           break;
         }
-        if (fresh.uid != vmim.uid || fresh.conditions != vmim.conditions) {
+        if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
           ExecResult r;
           r.outcome = ExecOutcome::kReplan;
-          r.error = fresh.uid != vmim.uid ? "the VMIM was replaced since it was read"
-                                          : "the VMIM's conditions changed since they were read";
+          r.error = *stale;
           r.released_pods = result.released_pods;
           return r;
         }
