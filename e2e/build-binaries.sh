@@ -2,12 +2,14 @@
 # Builds (once) the binaries the e2e tier runs, from Go modules, into caches
 # outside the repository keyed by version (see e2e/lib.sh):
 #   $KMT_K8S_BIN:   kube-apiserver kube-scheduler kube-controller-manager kubectl etcd
-#   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands)
-#   $KMT_TOOLS_BIN: crdgen fake-node-agent (this project's e2e tools)
+#   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands), crdgen
+#                   (KubeVirt's generators: CRDs, RBAC, webhooks), all of one KubeVirt release
+#   $KMT_TOOLS_BIN: fake-node-agent (this project's e2e tool)
 #   $KMT_DESCHEDULER_BIN: descheduler (run once by scenarios that ask for it)
 #   $KMT_PROM_BIN:  promtool (Prometheus; only when asked for: hack/monitoring_check.sh)
 # A cache directory that exists is complete (it is renamed into place after a
 # successful build), so later runs reuse it without touching Go.
+# KMT_E2E_MATRIX (default, old, new) selects the pair of hack/versions.env.
 # Usage: e2e/build-binaries.sh [--print-env] [GROUP...]
 #   --print-env  print KMT_K8S_BIN=... lines for the five directories and exit.
 #   GROUP        k8s, kubevirt, tools, descheduler, prometheus; default: all but prometheus.
@@ -27,15 +29,17 @@ check_pin() { # file module version
   grep -qE "^[[:space:]]*(require[[:space:]]+)?$2 $3([[:space:]]|$)" "$1" \
     || { echo "build-binaries: $1 does not pin $2 $3 (hack/versions.env)" >&2; exit 1; }
 }
-check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION"
-check_pin "$KMT_ROOT/e2e/tools/k8s/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-check_pin "$KMT_ROOT/e2e/go.mod" kubevirt.io/kubevirt "$KUBEVIRT_VERSION"
+check_pin "$KMT_K8S_MODULE/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION"
+check_pin "$KMT_K8S_MODULE/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+check_pin "$KMT_KV_MODULE/go.mod" kubevirt.io/kubevirt "$KUBEVIRT_VERSION"
 check_pin "$KMT_ROOT/e2e/tools/descheduler/go.mod" sigs.k8s.io/descheduler "$DESCHEDULER_VERSION"
 check_pin "$KMT_ROOT/e2e/tools/prometheus/go.mod" github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
-grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/tools/k8s/go.mod" \
-  || { echo "build-binaries: e2e/tools/k8s/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
-grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/go.mod" \
-  || { echo "build-binaries: e2e/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
+grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_K8S_MODULE/go.mod" \
+  || { echo "build-binaries: $KMT_K8S_MODULE/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
+if [[ $KMT_E2E_MATRIX == default ]]; then
+  grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_ROOT/e2e/go.mod" \
+    || { echo "build-binaries: e2e/go.mod does not replace staging modules by $KUBERNETES_STAGING_VERSION" >&2; exit 1; }
+fi
 
 # Lean, reproducible builds: no symbol tables, no local paths, no VCS stamping.
 export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false -mod=readonly"
@@ -46,9 +50,10 @@ complete() { # dir names...
   for b in "$@"; do [[ -x $d/$b ]] || return 1; done
 }
 
-# build DIR MODULE_DIR LDFLAGS name=package...
+# build DIR MODULE_DIR LDFLAGS [-tags TAGS] name=package...
 build() {
-  local dir=$1 moddir=$2 ldflags=$3; shift 3
+  local dir=$1 moddir=$2 ldflags=$3 tags=; shift 3
+  if [[ ${1:-} == -tags ]]; then tags=$2; shift 2; fi
   local names=()
   for spec in "$@"; do names+=("${spec%%=*}"); done
   if complete "$dir" "${names[@]}"; then
@@ -60,7 +65,7 @@ build() {
   local start=$SECONDS
   for spec in "$@"; do
     kmt_log "build-binaries: building ${spec%%=*} (${spec#*=})"
-    (cd "$moddir" && go build -ldflags="$ldflags" -o "$tmp/${spec%%=*}" "${spec#*=}")
+    (cd "$moddir" && go build ${tags:+-tags "$tags"} -ldflags="$ldflags" -o "$tmp/${spec%%=*}" "${spec#*=}")
   done
   rm -rf "$dir"; mv "$tmp" "$dir"
   kmt_log "build-binaries: built ${names[*]} in $((SECONDS - start))s into $dir"
@@ -78,18 +83,26 @@ wants() { [[ " ${groups[*]} " == *" $1 "* ]]; }
 
 mkdir -p "$KMT_CACHE/bin"
 total=$SECONDS
-wants k8s && build "$KMT_K8S_BIN" "$KMT_ROOT/e2e/tools/k8s" "$KMT_K8S_LDFLAGS" \
+wants k8s && build "$KMT_K8S_BIN" "$KMT_K8S_MODULE" "$KMT_K8S_LDFLAGS" \
   kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
   kubectl=k8s.io/kubernetes/cmd/kubectl \
   etcd=go.etcd.io/etcd/server/v3
-wants kubevirt && build "$KMT_KV_BIN" "$KMT_ROOT/e2e" "$KMT_KV_LDFLAGS" \
+# The default KubeVirt builds virtctl from this project's root over KubeVirt's commands (see
+# e2e/cmd/virtctl); a pair's own KubeVirt module builds KubeVirt's cmd/virtctl and reaches crdgen
+# through its crdgen symlink to e2e/cmd/crdgen.
+if [[ $KMT_KV_MODULE == "$KMT_ROOT/e2e" ]]; then
+  kv_virtctl=./cmd/virtctl kv_crdgen=./cmd/crdgen
+else
+  kv_virtctl=kubevirt.io/kubevirt/cmd/virtctl kv_crdgen=./crdgen
+fi
+wants kubevirt && build "$KMT_KV_BIN" "$KMT_KV_MODULE" "$KMT_KV_LDFLAGS" -tags "$KMT_KV_TAGS" \
   virt-controller=kubevirt.io/kubevirt/cmd/virt-controller \
   virt-api=kubevirt.io/kubevirt/cmd/virt-api \
-  virtctl=./cmd/virtctl
+  virtctl="$kv_virtctl" \
+  crdgen="$kv_crdgen"
 wants tools && build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
-  crdgen=./cmd/crdgen \
   fake-node-agent=./cmd/fake-node-agent
 wants descheduler && build "$KMT_DESCHEDULER_BIN" "$KMT_ROOT/e2e/tools/descheduler" "$KMT_DESCHEDULER_LDFLAGS" \
   descheduler=sigs.k8s.io/descheduler/cmd/descheduler

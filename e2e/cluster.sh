@@ -268,7 +268,7 @@ start_controller_manager() {
 }
 
 install_kubevirt() {
-  "$KMT_TOOLS_BIN/crdgen" crds >"$RUN/kubevirt-crds.yaml"
+  "$KMT_KV_BIN/crdgen" crds >"$RUN/kubevirt-crds.yaml"
   k apply --server-side -f "$RUN/kubevirt-crds.yaml" >/dev/null
   k wait --for condition=Established --timeout 60s -f "$RUN/kubevirt-crds.yaml" >/dev/null
   k create namespace kubevirt >/dev/null
@@ -276,12 +276,16 @@ install_kubevirt() {
   # missing; kube-controller-manager creates "default" in every namespace.
   wait_until "ServiceAccount kubevirt/default" 60 k -n kubevirt get serviceaccount default
   if [[ $VC_IDENTITY != admin ]]; then
-    "$KMT_TOOLS_BIN/crdgen" controller-rbac kubevirt >"$RUN/virt-controller-rbac.yaml"
+    "$KMT_KV_BIN/crdgen" controller-rbac kubevirt >"$RUN/virt-controller-rbac.yaml"
     k apply -f "$RUN/virt-controller-rbac.yaml" >/dev/null
   fi
   # virt-controller only reads configuration from a KubeVirt CR whose status.phase
   # is set (pkg/virt-config/configuration.go GetConfigFromKubeVirtCR); virt-operator
-  # would set it. Migration limits are raised for load scenarios.
+  # would set it. Migration limits are raised for load scenarios. virt-api's client rate
+  # limit is v1.9's default (QPS 200, burst 400), set explicitly so that every KubeVirt of
+  # the matrix runs with it: v1.5's default was QPS 5, burst 10, and its migration admission
+  # (API reads per review) then queued reviews in its rate limiter past the API server's
+  # 10 s webhook timeout under the abuse scenario's 16 concurrent creates.
   k apply -f - >/dev/null <<EOF
 apiVersion: kubevirt.io/v1
 kind: KubeVirt
@@ -295,6 +299,10 @@ spec:
     migrations:
       parallelMigrationsPerCluster: 1000
       parallelOutboundMigrationsPerNode: 1000
+    apiConfiguration:
+      restClient:
+        rateLimiter:
+          tokenBucketRateLimiter: {qps: 200, burst: 400}
 EOF
   k -n kubevirt patch kubevirt kubevirt --subresource status --type merge \
     -p '{"status":{"phase":"Deployed","defaultArchitecture":"amd64"}}' >/dev/null
@@ -334,7 +342,7 @@ EOF
 # ExternalName "localhost" (kube-apiserver's aggregator dials an ExternalName service's
 # name at the APIService's port: k8s.io/apiserver pkg/util/proxy ResolveCluster).
 start_virt_api() {
-  "$KMT_TOOLS_BIN/crdgen" virt-api-rbac kubevirt >"$RUN/virt-api-rbac.yaml"
+  "$KMT_KV_BIN/crdgen" virt-api-rbac kubevirt >"$RUN/virt-api-rbac.yaml"
   k apply -f "$RUN/virt-api-rbac.yaml" >/dev/null
   cat >"$RUN/virt-api-loop.sh" <<EOF
 #!/usr/bin/env bash
@@ -354,9 +362,9 @@ EOF
   chmod +x "$RUN/virt-api-loop.sh"
   start virt-api "$RUN/virt-api-loop.sh"
   wait_for virt-api "virt-api serving" 120 virt_api_serving
-  "$KMT_TOOLS_BIN/crdgen" virt-api-webhooks kubevirt "https://127.0.0.1:$KMT_PORT_VIRT_API" "$PKI/ca.crt" \
+  "$KMT_KV_BIN/crdgen" virt-api-webhooks kubevirt "https://127.0.0.1:$KMT_PORT_VIRT_API" "$PKI/ca.crt" \
     >"$RUN/virt-api-webhooks.yaml"
-  "$KMT_TOOLS_BIN/crdgen" virt-api-apiservices kubevirt "$KMT_PORT_VIRT_API" "$PKI/ca.crt" >"$RUN/virt-api-apiservices.yaml"
+  "$KMT_KV_BIN/crdgen" virt-api-apiservices kubevirt "$KMT_PORT_VIRT_API" "$PKI/ca.crt" >"$RUN/virt-api-apiservices.yaml"
   k apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Service
@@ -382,7 +390,7 @@ virt_controller_leading() {
 }
 
 start_agent() {
-  "$KMT_TOOLS_BIN/crdgen" handler-rbac kubevirt >"$RUN/virt-handler-rbac.yaml"
+  "$KMT_KV_BIN/crdgen" handler-rbac kubevirt >"$RUN/virt-handler-rbac.yaml"
   k apply -f "$RUN/virt-handler-rbac.yaml" >/dev/null
   start fake-node-agent "$KMT_TOOLS_BIN/fake-node-agent" --kubeconfig "$RUN/node-agent.kubeconfig" --nodes "$NODES"
   wait_for fake-node-agent "fake-node-agent" 60 agent_ready
@@ -446,6 +454,9 @@ export KMT_E2E_NODES=$NODES
 export KMT_KUBECTL=$KUBECTL
 export KUBECACHEDIR=$RUN/kube-cache
 export KMT_VIRTCTL=$KMT_KV_BIN/virtctl
+export KMT_E2E_MATRIX=$KMT_E2E_MATRIX
+export KMT_E2E_KUBERNETES_VERSION=$KUBERNETES_VERSION
+export KMT_E2E_KUBEVIRT_VERSION=$KUBEVIRT_VERSION
 export KMT_DESCHEDULER=$KMT_DESCHEDULER_BIN/descheduler
 export PATH=$KMT_K8S_BIN:\$PATH
 EOF

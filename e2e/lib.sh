@@ -6,6 +6,31 @@
 KMT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../hack/versions.env
 source "$KMT_ROOT/hack/versions.env"
+
+# The matrix pair this run uses (hack/versions.env): default, old or new. A pair other than the
+# default takes its versions from the MATRIX_<PAIR>_* lines and its modules from e2e/matrix/<pair>.
+KMT_E2E_MATRIX=${KMT_E2E_MATRIX:-default}
+KMT_K8S_MODULE=$KMT_ROOT/e2e/tools/k8s
+KMT_KV_MODULE=$KMT_ROOT/e2e
+KMT_KV_TAGS=
+case $KMT_E2E_MATRIX in
+  default) ;;
+  old | new)
+    kmt_pair=MATRIX_${KMT_E2E_MATRIX^^}
+    kmt_v=${kmt_pair}_KUBERNETES_VERSION KUBERNETES_VERSION=${!kmt_v}
+    kmt_v=${kmt_pair}_ETCD_VERSION ETCD_VERSION=${!kmt_v}
+    kmt_v=${kmt_pair}_KUBEVIRT_VERSION KUBEVIRT_VERSION=${!kmt_v}
+    kmt_v=${kmt_pair}_KUBEVIRT_TAGS KMT_KV_TAGS=${!kmt_v}
+    KUBERNETES_STAGING_VERSION=v0.${KUBERNETES_VERSION#v1.}
+    KMT_K8S_MODULE=$KMT_ROOT/e2e/matrix/$KMT_E2E_MATRIX/k8s
+    [[ -d $KMT_ROOT/e2e/matrix/$KMT_E2E_MATRIX/kubevirt ]] && KMT_KV_MODULE=$KMT_ROOT/e2e/matrix/$KMT_E2E_MATRIX/kubevirt
+    unset kmt_pair kmt_v
+    ;;
+  *)
+    echo "e2e: KMT_E2E_MATRIX=$KMT_E2E_MATRIX: not a pair of hack/versions.env (default, old, new)" >&2
+    return 2 2>/dev/null || exit 2
+    ;;
+esac
 # shellcheck source=../hack/go.sh
 source "$KMT_ROOT/hack/go.sh"
 kmt_use_go || true   # the pinned Go first on PATH when there is one (build-binaries.sh insists)
@@ -31,21 +56,22 @@ KMT_KV_LDFLAGS="-s -w $(kmt_version_x kubevirt.io/client-go/version "$KUBEVIRT_V
 KMT_DESCHEDULER_LDFLAGS="-s -w -X sigs.k8s.io/descheduler/pkg/version.version=v19700101-$DESCHEDULER_VERSION -X sigs.k8s.io/descheduler/pkg/version.buildDate=1970-01-01T00:00:00Z"
 
 # Kubernetes + etcd binaries: keyed by the versions, the link flags and the tool module's go.mod/go.sum.
-KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash <(echo "$KMT_K8S_LDFLAGS") "$KMT_ROOT/e2e/tools/k8s/go.mod" "$KMT_ROOT/e2e/tools/k8s/go.sum")"
-# virt-controller, virt-api and virtctl (KubeVirt's migration commands under e2e/cmd/virtctl's root):
-# keyed by the KubeVirt version, its link flags, e2e/go.mod, go.sum, the stand-ins and that root.
-KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash <(echo "$KMT_KV_LDFLAGS") "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/third_party" "$KMT_ROOT/e2e/cmd/virtctl" -type f | sort))"
+KMT_K8S_BIN="$KMT_CACHE/bin/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-$(kmt_hash <(echo "$KMT_K8S_LDFLAGS") "$KMT_K8S_MODULE/go.mod" "$KMT_K8S_MODULE/go.sum")"
+# virt-controller, virt-api, virtctl (KubeVirt's migration commands under e2e/cmd/virtctl's root)
+# and crdgen (KubeVirt's generators of the same release): keyed by the KubeVirt version, its link
+# flags and build tags, its module's go.mod and go.sum, the stand-ins and the two commands' sources.
+KMT_KV_BIN="$KMT_CACHE/bin/kubevirt-$KUBEVIRT_VERSION-$(kmt_hash <(echo "$KMT_KV_LDFLAGS $KMT_KV_TAGS") "$KMT_KV_MODULE/go.mod" "$KMT_KV_MODULE/go.sum" $(find "$KMT_ROOT/e2e/third_party" "$KMT_ROOT/e2e/cmd/virtctl" "$KMT_ROOT/e2e/cmd/crdgen" -type f | sort))"
 # the descheduler: keyed by its version, its link flags and its module's go.mod/go.sum.
 KMT_DESCHEDULER_BIN="$KMT_CACHE/bin/descheduler-$DESCHEDULER_VERSION-$(kmt_hash <(echo "$KMT_DESCHEDULER_LDFLAGS") "$KMT_ROOT/e2e/tools/descheduler/go.mod" "$KMT_ROOT/e2e/tools/descheduler/go.sum")"
-# the project's own small Go tools (crdgen, fake-node-agent): keyed by their sources too.
+# the project's own small Go tools (the fake node agent): keyed by their sources too.
 KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
 
 # promtool: keyed by the Prometheus version and its tool module's go.mod/go.sum.
 KMT_PROM_BIN="$KMT_CACHE/bin/prometheus-$PROMETHEUS_VERSION-$(kmt_hash "$KMT_ROOT/e2e/tools/prometheus/go.mod" "$KMT_ROOT/e2e/tools/prometheus/go.sum")"
 
 KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
-KMT_KV_BINARIES=(virt-controller virt-api virtctl)
-KMT_TOOLS_BINARIES=(crdgen fake-node-agent)
+KMT_KV_BINARIES=(virt-controller virt-api virtctl crdgen)
+KMT_TOOLS_BINARIES=(fake-node-agent)
 KMT_DESCHEDULER_BINARIES=(descheduler)
 
 # Ports on 127.0.0.1: KMT_E2E_PORT_BASE (default 26000) plus a fixed offset each.

@@ -63,6 +63,7 @@ func TestSmokeMigrationSucceeds(t *testing.T) {
 // nodeSelector, so the VM lands on the selected node.
 func TestSmokeAddedNodeSelector(t *testing.T) {
 	f := fw(t)
+	f.RequireMigrationAddedNodeSelector(t)
 	ns := f.Namespace(t)
 	source, want := f.Nodes[0], f.Nodes[2]
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)

@@ -46,7 +46,7 @@ func main() {
 	case len(os.Args) == 2 && os.Args[1] == "crds":
 		writeCRDs()
 	case len(os.Args) == 3 && os.Args[1] == "controller-rbac":
-		for _, obj := range rbac.GetAllController(os.Args[2], false) {
+		for _, obj := range controllerRBAC(os.Args[2]) {
 			emit(obj)
 		}
 	case len(os.Args) == 3 && os.Args[1] == "virt-api-rbac":
@@ -138,9 +138,9 @@ func writeCRDs() {
 		components.NewVirtualMachineClusterInstancetypeCrd, components.NewVirtualMachinePoolCrd,
 		components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
 		components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
-		components.NewVirtualMachineCloneCrd, components.NewVirtualMachineBackupCrd,
-		components.NewVirtualMachineBackupTrackerCrd, components.NewPluginCrd,
+		components.NewVirtualMachineCloneCrd,
 	}
+	generators = append(generators, releaseCRDs...)
 	for _, gen := range generators {
 		crd, err := gen()
 		if err != nil {
