@@ -256,12 +256,16 @@ start_scheduler() {
   wait_for kube-scheduler "kube-scheduler /healthz" 60 healthy_local "$KMT_PORT_SCHEDULER"
 }
 
+# The disruption controller writes PodDisruptionBudget status: KubeVirt before v1.6 starts a
+# LiveMigrate VMI's migration only once the controller has observed the PDB virt-controller
+# expanded for it (pkg/virt-controller/watch/migration isMigrationProtected), and the
+# eviction API reads that status too, as on any real cluster.
 start_controller_manager() {
   start kube-controller-manager "$KMT_K8S_BIN/kube-controller-manager" \
     --kubeconfig "$RUN/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$KMT_PORT_CONTROLLER_MANAGER" --leader-elect=false --profiling=false \
-    --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller \
+    --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,disruption-controller \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --use-service-account-credentials=false --v 1
   wait_for kube-controller-manager "kube-controller-manager /healthz" 60 healthy_local "$KMT_PORT_CONTROLLER_MANAGER"

@@ -2,6 +2,8 @@ package framework
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +40,31 @@ func (f *Framework) MigrationSpecHas(t testing.TB, field string) bool {
 
 // KubeVirtVersion is the KubeVirt release the cluster runs (e2e/cluster.sh env).
 func KubeVirtVersion() string { return os.Getenv("KMT_E2E_KUBEVIRT_VERSION") }
+
+// KubeVirtAtLeast reports whether the cluster's KubeVirt is release major.minor or newer,
+// for what a cluster cannot be asked (an annotation virt-api writes, not a schema field).
+func KubeVirtAtLeast(t testing.TB, major, minor int) bool {
+	t.Helper()
+	v := strings.TrimPrefix(KubeVirtVersion(), "v")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		t.Fatalf("KMT_E2E_KUBEVIRT_VERSION %q is not vMAJOR.MINOR.PATCH (e2e/cluster.sh env sets it)", KubeVirtVersion())
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("KMT_E2E_KUBEVIRT_VERSION %q is not vMAJOR.MINOR.PATCH", KubeVirtVersion())
+	}
+	return ma > major || (ma == major && mi >= minor)
+}
+
+// RequireEvictionSource skips a scenario that tells the descheduler's evictions from other
+// evacuations where virt-api does not mark them (kubevirt.io/eviction-source, v1.7+).
+func RequireEvictionSource(t testing.TB) {
+	t.Helper()
+	SkipWithout(t, KubeVirtAtLeast(t, 1, 7),
+		"KubeVirt "+KubeVirtVersion()+"'s virt-api does not mark the descheduler's evictions with kubevirt.io/eviction-source (added in v1.7), so origin Descheduler cannot be told from Evacuation")
+}
 
 // SkipWithout skips the test when ok is false, with "<test> skipped: <reason>", the form
 // e2e/matrix.sh copies into e2e/COMPATIBILITY.md.

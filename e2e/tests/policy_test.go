@@ -233,6 +233,7 @@ func TestPolicyValidation(t *testing.T) {
 // kubevirt.io/eviction-source: descheduler.
 func TestPolicyDeschedulerOrigin(t *testing.T) {
 	t.Parallel()
+	framework.RequireEvictionSource(t)
 	f := fw(t)
 	ns := f.Namespace(t)
 	pool := "kmt-poldesc-" + framework.RandomSuffix()

@@ -256,13 +256,16 @@ func TestWebhookAddedNodeSelectorAndWarnings(t *testing.T) {
 	// nothing is stored): virt-api admits one migration in flight per VMI.
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", "", framework.WithRequiredNodeAffinity(framework.HostnameTerm(source))), source)
 
-	_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
-		framework.NewMigration("sel", "vmi", framework.WithAddedNodeSelector(map[string]string{k8sv1.LabelHostname: f.Nodes[2]})), metav1.CreateOptions{})
-	want := fmt.Sprintf(`admission webhook %q denied the request: user %q may not set spec.addedNodeSelector: requires "use" on addednodeselectorterms.migration-target.kubevirt.io in namespace %q`,
-		framework.VMIMWebhookName, framework.VMOwnerUser, ns)
-	if !apierrors.IsForbidden(err) || err.Error() != want {
-		t.Errorf("vm-owner's spec.addedNodeSelector: err = %v, want Forbidden %q", err, want)
-	}
+	t.Run("AddedNodeSelector", func(t *testing.T) {
+		f.RequireMigrationAddedNodeSelector(t)
+		_, err := f.VMOwner.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+			framework.NewMigration("sel", "vmi", framework.WithAddedNodeSelector(map[string]string{k8sv1.LabelHostname: f.Nodes[2]})), metav1.CreateOptions{})
+		want := fmt.Sprintf(`admission webhook %q denied the request: user %q may not set spec.addedNodeSelector: requires "use" on addednodeselectorterms.migration-target.kubevirt.io in namespace %q`,
+			framework.VMIMWebhookName, framework.VMOwnerUser, ns)
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Errorf("vm-owner's spec.addedNodeSelector: err = %v, want Forbidden %q", err, want)
+		}
+	})
 
 	w := &warnings{}
 	cfg := rest.CopyConfig(f.Admin.Config)
