@@ -30,7 +30,6 @@ run_pairs() {
     KMT_E2E_MATRIX=$pair e2e/run.sh >"$results/$pair.log" 2>&1
     prc=$?
     [[ $prc -eq 0 ]] || rc=1
-    cp "${KMT_E2E_DIR}/go-test.log" "$results/$pair.go-test.log" 2>/dev/null || true
     echo "$((SECONDS - start)) $prc $(git rev-parse --short HEAD) $(date -u +%F)" >"$results/$pair.meta"
     kmt_log "matrix: pair $pair: $(grep -E '^e2e: [0-9]+ passed' "$results/$pair.log" | tail -1) ($((SECONDS - start)) s)"
   done
@@ -53,7 +52,8 @@ if os.path.exists(out):
     for m in re.finditer(r"^## (\w+):.*?(?=^## |\Z)", open(out).read(), re.M | re.S):
         sections[m.group(1)] = m.group(0).rstrip()
 for pair in sys.argv[3:]:
-    log, meta = f"{results}/{pair}.go-test.log", f"{results}/{pair}.meta"
+    # the pair's e2e/run.sh output: the scenarios' `go test -v` lines and its summary line
+    log, meta = f"{results}/{pair}.log", f"{results}/{pair}.meta"
     if not (os.path.exists(log) and os.path.exists(meta)):
         continue
     secs, prc, commit, day = open(meta).read().split()
@@ -68,10 +68,11 @@ for pair in sys.argv[3:]:
     summary = re.search(r"^e2e: (\d+) passed, (\d+) failed", open(f"{results}/{pair}.log", errors="replace").read(), re.M)
     # Every scenario, and the parts of scenarios (subtests) that skipped themselves.
     top = [r for r in rows if "/" not in r[0] or r[1] == "SKIP"]
-    n = {s: sum(1 for r in top if r[1] == s) for s in ("PASS", "FAIL", "SKIP")}
+    n = {s: sum(1 for r in top if r[1] == s and "/" not in r[0]) for s in ("PASS", "FAIL", "SKIP")}
+    n["SUBSKIP"] = sum(1 for r in top if r[1] == "SKIP" and "/" in r[0])
     lines = [f"## {pair}: Kubernetes {k8s}, KubeVirt {kv} (etcd {etcd})", "",
              f"Run {day} at commit {commit}, {int(secs) // 60} min {int(secs) % 60} s including builds: "
-             f"**{n['PASS']} passed, {n['FAIL']} failed, {n['SKIP']} skipped** "
+             f"**{n['PASS']} passed, {n['FAIL']} failed, {n['SKIP']} skipped**, {n['SUBSKIP']} parts of scenarios skipped "
              f"(e2e/run.sh: {summary.group(1) + ' passed, ' + summary.group(2) + ' failed' if summary else 'no summary line'}).", "",
              "| scenario | result | seconds |", "| --- | --- | --- |"]
     for name, res, sec in top:

@@ -229,45 +229,48 @@ func TestVirtAPIMigrateSubresource(t *testing.T) {
 		return r.Code == 0, r.String()
 	})
 
-	// spec.addedNodeSelector through virt-api, default operator: denied for everyone. Where
-	// KubeVirt has none (before v1.6) the plain migrations above are the whole scenario.
-	f.RequireMigrationAddedNodeSelector(t)
-	target := func() string {
-		cur, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(framework.Ctx(t), "vm", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+	// spec.addedNodeSelector through virt-api. Where KubeVirt has none (before v1.6) the plain
+	// migrations above are the whole scenario.
+	t.Run("AddedNodeSelector", func(t *testing.T) {
+		f.RequireMigrationAddedNodeSelector(t)
+		target := func() string {
+			cur, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(framework.Ctx(t), "vm", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range nodes {
+				if n != cur.Status.NodeName {
+					return n
+				}
+			}
+			t.Fatalf("VMI on %s, no other pool node", cur.Status.NodeName)
+			return ""
 		}
-		for _, n := range nodes {
-			if n != cur.Status.NodeName {
-				return n
+		// Default operator: denied for everyone.
+		for _, user := range []string{framework.AdminUser, owner} {
+			r, _ := migrateVM(t, f, ns, user, "vm", "--addedNodeSelector", "kubernetes.io/hostname="+target())
+			want := `may not set spec.addedNodeSelector`
+			if r.Code == 0 || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "--trust-virt-api-added-node-selector") ||
+				!strings.Contains(r.Stderr, "kubevirt-apiserver") {
+				t.Errorf("virtctl migrate --addedNodeSelector as %s, default operator: %s; want the webhook's denial of virt-api naming the flag", user, r)
 			}
 		}
-		t.Fatalf("VMI on %s, no other pool node", cur.Status.NodeName)
-		return ""
-	}
-	for _, user := range []string{framework.AdminUser, owner} {
-		r, _ := migrateVM(t, f, ns, user, "vm", "--addedNodeSelector", "kubernetes.io/hostname="+target())
-		want := `may not set spec.addedNodeSelector`
-		if r.Code == 0 || !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stderr, "--trust-virt-api-added-node-selector") ||
-			!strings.Contains(r.Stderr, "kubevirt-apiserver") {
-			t.Errorf("virtctl migrate --addedNodeSelector as %s, default operator: %s; want the webhook's denial of virt-api naming the flag", user, r)
-		}
-	}
 
-	// Trusted: both place the VM where they ask.
-	framework.StopOperator(t, "0", "TERM")
-	framework.StartOperator(t, "0", 0, "--trust-virt-api-added-node-selector")
-	for _, user := range []string{framework.AdminUser, owner} {
-		node := target()
-		r, m := migrateVM(t, f, ns, user, "vm", "--addedNodeSelector", "kubernetes.io/hostname="+node)
-		if r.Code != 0 {
-			t.Fatalf("virtctl migrate --addedNodeSelector as %s, trusting virt-api: %s", user, r)
+		// Trusted: both place the VM where they ask.
+		framework.StopOperator(t, "0", "TERM")
+		framework.StartOperator(t, "0", 0, "--trust-virt-api-added-node-selector")
+		for _, user := range []string{framework.AdminUser, owner} {
+			node := target()
+			r, m := migrateVM(t, f, ns, user, "vm", "--addedNodeSelector", "kubernetes.io/hostname="+node)
+			if r.Code != 0 {
+				t.Fatalf("virtctl migrate --addedNodeSelector as %s, trusting virt-api: %s", user, r)
+			}
+			if m.Spec.AddedNodeSelector["kubernetes.io/hostname"] != node {
+				t.Errorf("VMIM spec.addedNodeSelector = %v", m.Spec.AddedNodeSelector)
+			}
+			f.WaitVMIRunning(t, ns, "vm", node)
 		}
-		if m.Spec.AddedNodeSelector["kubernetes.io/hostname"] != node {
-			t.Errorf("VMIM spec.addedNodeSelector = %v", m.Spec.AddedNodeSelector)
-		}
-		f.WaitVMIRunning(t, ns, "vm", node)
-	}
+	})
 }
 
 // kubectl drain of the node a LiveMigrate VMI runs on: virt-api's eviction interceptor
