@@ -147,6 +147,19 @@ func TestOperatorANDsTermIntoEveryRequiredTerm(t *testing.T) {
 // the VMI's own affinity excludes and the node the VMI runs on:
 // targetPodUnschedulable=True names each reason; uncordoning lets the pod
 // schedule and the condition flips to False/Scheduled.
+// wantUnschedulableMessage checks that the VMIM's targetPodUnschedulable condition message
+// contains every one of wants, and returns the message.
+func wantUnschedulableMessage(t *testing.T, m *virtv1.VirtualMachineInstanceMigration, wants ...string) string {
+	t.Helper()
+	msg := framework.MigrationCondition(m, framework.ConditionTargetUnsched).Message
+	for _, want := range wants {
+		if !strings.Contains(msg, want) {
+			t.Errorf("condition message %q lacks %q", msg, want)
+		}
+	}
+	return msg
+}
+
 // A term that allows only the node the VM runs on can never be scheduled: the operator says
 // so as permanent at once (the default operator has no --fail-fast-unschedulable, so the
 // target pod stays and KubeVirt's own timeout ends the migration).
@@ -158,16 +171,10 @@ func TestOperatorSaysNeverSchedulable(t *testing.T) {
 	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
 	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("mig", "vmi", framework.WithTerm(framework.NodeNameTerm(source))))
 	m := f.WaitMigrationCondition(t, ns, "mig", framework.ConditionTargetUnsched, "True", framework.ReasonNeverSchedulable, 90*time.Second)
-	msg := framework.MigrationCondition(m, framework.ConditionTargetUnsched).Message
-	for _, want := range []string{
+	wantUnschedulableMessage(t, m,
 		"can never be scheduled while this migration lasts",
-		source + ": the VM already runs there",
-		"KubeVirt fails the migration when its unschedulable timeout passes",
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("condition message %q lacks %q", msg, want)
-		}
-	}
+		source+": the VM already runs there",
+		"KubeVirt fails the migration when its unschedulable timeout passes")
 	if pods := f.TargetPods(t, ns, m); len(pods) != 1 || pods[0].DeletionTimestamp != nil {
 		t.Errorf("want the one target pod kept without --fail-fast-unschedulable, got %d", len(pods))
 	}
@@ -192,16 +199,10 @@ func TestOperatorFailFastUnschedulable(t *testing.T) {
 	t.Logf("VMIM Failed %s after its create (KubeVirt's own unschedulable timeout: 5m)", time.Since(start).Round(time.Millisecond))
 	// The Failed VMIM still carries the report (the condition may land just after the phase).
 	m := f.WaitMigrationCondition(t, ns, "mig", framework.ConditionTargetUnsched, "True", framework.ReasonNeverSchedulable, 30*time.Second)
-	msg := framework.MigrationCondition(m, framework.ConditionTargetUnsched).Message
-	for _, want := range []string{
+	wantUnschedulableMessage(t, m,
 		"can never be scheduled while this migration lasts",
-		source + ": the VM already runs there",
-		"deleted it so that KubeVirt fails the migration now (--fail-fast-unschedulable)",
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("condition message %q lacks %q", msg, want)
-		}
-	}
+		source+": the VM already runs there",
+		"deleted it so that KubeVirt fails the migration now (--fail-fast-unschedulable)")
 	if ev := waitEvents(t, f, ns, "mig", framework.ReasonNeverSchedulable, true); len(ev) != 1 || ev[0].Type != k8sv1.EventTypeWarning {
 		t.Errorf("%s Events %s, want exactly one Warning", framework.ReasonNeverSchedulable, framework.EventSummary(ev))
 	}
@@ -227,18 +228,12 @@ func TestOperatorExplainsUnschedulableTarget(t *testing.T) {
 	f.CreateMigration(t, f.Admin, ns, framework.NewMigration("mig", "vmi",
 		framework.WithTerm(framework.HostnamesTerm(cordoned, tainted, excluded, source))))
 	m := f.WaitMigrationCondition(t, ns, "mig", framework.ConditionTargetUnsched, "True", framework.ReasonUnschedulable, 90*time.Second)
-	msg := framework.MigrationCondition(m, framework.ConditionTargetUnsched).Message
-	for _, want := range []string{
+	msg := wantUnschedulableMessage(t, m,
 		"is unschedulable: 0/",
-		cordoned + ": cordoned",
-		tainted + ": taint kmt-e2e/dedicated=db:NoSchedule not tolerated",
-		excluded + ": VM's own affinity `",
-		source + ": the VM already runs there",
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("targetPodUnschedulable message does not contain %q:\n%s", want, msg)
-		}
-	}
+		cordoned+": cordoned",
+		tainted+": taint kmt-e2e/dedicated=db:NoSchedule not tolerated",
+		excluded+": VM's own affinity `",
+		source+": the VM already runs there")
 	if i := strings.Index(msg, excluded+": "); i >= 0 && !strings.Contains(msg[i:], "excludes it") {
 		t.Errorf("node %s not reported as excluded by the VM's own affinity: %s", excluded, msg)
 	}
