@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <linux/sockios.h>
+#include <malloc.h>
 #include <sys/ioctl.h>
 
 #include <boost/asio.hpp>
@@ -42,6 +43,24 @@ constexpr std::chrono::milliseconds kAcceptPause{100};
 // larger than it the socket's send buffer must be.
 constexpr size_t kWriteNowMaxBytes = 4096;
 constexpr int kWriteNowSendBufferFactor = 4;
+// A connection's read buffer may hold the headers whole plus this much.
+constexpr size_t kReadBufferSlack = 1024;
+// A connection going idle keeps a read buffer of at most this capacity.
+constexpr size_t kIdleBufferBytes = 8 * 1024;
+// A chunk-size line holds at most this many hex digits (a 64-bit size) besides extensions.
+constexpr size_t kMaxChunkSizeDigits = 16;
+// Once a body at least this large has been let go, freed heap memory goes back to the
+// system at the next sweep.
+constexpr size_t kTrimAfterBytes = 1024 * 1024;
+
+// Hands freed heap memory back to the system. Under ASan or TSan the sanitizer's allocator
+// owns the heap (glibc's is never initialised, and initialising it lazily from two threads
+// races), so there is nothing of glibc's to trim.
+void TrimHeap() {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  malloc_trim(0);
+#endif
+}
 
 Response DefaultErrorBody(int status, std::string_view message) {
   Response r;
@@ -70,6 +89,10 @@ class SessionBase {
 
 class Server::Impl {
  public:
+  // Before the io_context, so that connections destroyed with it can still give back what
+  // they reserved.
+  std::atomic<size_t> held_body{0};  // bytes of request bodies reserved by all connections
+  std::atomic<bool> trim_due{false};
   // First member, so destroyed last: handlers still queued when the server stops (and the
   // connections they own) are destroyed while everything they point to is still alive.
   asio::io_context ioc;
@@ -96,9 +119,37 @@ class Server::Impl {
   bool started = false;
   bool stopped = false;
 
+  size_t largest_body = 0;  // of every route's cap: the parser's limit until a route is known
+
   Impl(ServerConfig c, std::vector<Route> r)
       : cfg(std::move(c)), routes(std::move(r)), table(cfg.limits) {
     if (!cfg.error_body) cfg.error_body = DefaultErrorBody;
+    for (const Route& route : routes) largest_body = std::max(largest_body, BodyCap(&route));
+  }
+
+  // The largest body `route` reads (none without a route).
+  size_t BodyCap(const Route* route) const {
+    if (route == nullptr) return 0;
+    if (route->max_body_bytes) return *route->max_body_bytes;
+    return route->method == "GET" ? 0 : cfg.max_body_bytes;
+  }
+
+  // Reserves `n` bytes of the budget for bodies in flight; false when they would pass it.
+  bool Reserve(size_t n) {
+    if (cfg.max_held_body_bytes == 0) {
+      held_body += n;
+      return true;
+    }
+    size_t now = held_body.load();
+    do {
+      if (n > cfg.max_held_body_bytes || now > cfg.max_held_body_bytes - n) return false;
+    } while (!held_body.compare_exchange_weak(now, now + n));
+    return true;
+  }
+
+  void Release(size_t n) {
+    held_body -= n;
+    if (n >= kTrimAfterBytes) trim_due = true;
   }
 
   void Log(bool error, std::string msg, std::vector<std::pair<std::string, std::string>> fields) {
@@ -189,6 +240,7 @@ class Server::Impl {
     sweep.async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping) return;
       Sweep();
+      if (trim_due.exchange(false)) TrimHeap();
       ScheduleSweep();
     });
   }
@@ -218,28 +270,65 @@ namespace {
 template <class Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  template <class... Args>
-  explicit Session(Server::Impl& server, Args&&... args)
-      : server_(server), stream_(std::forward<Args>(args)...) {}
-
   static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+
+  // A TLS connection keeps only its socket until its first byte arrives: the TLS stream
+  // (OpenSSL's state and the two record buffers of the stream, ~70 KiB) is made then, so a
+  // silent connection costs little.
+  Session(Server::Impl& server, tcp::socket socket, asio::ssl::context* ssl)
+      : server_(server),
+        executor_(socket.get_executor()),
+        ssl_(ssl),
+        buffer_(std::max(server.cfg.max_header_bytes, server.cfg.max_chunk_line_bytes) +
+                kReadBufferSlack) {
+    if constexpr (kTls) {
+      socket_.emplace(std::move(socket));
+    } else {
+      stream_.emplace(std::move(socket));
+    }
+    // The parser keeps references to these; they check each chunk as it is parsed.
+    on_chunk_header_ = [this](std::uint64_t, beast::string_view extensions,
+                              boost::system::error_code& ec) {
+      if (extensions.size() + kMaxChunkSizeDigits > server_.cfg.max_chunk_line_bytes) {
+        refusal_ = Refusal::kChunkLine;
+        ec = bhttp::error::bad_chunk_extension;
+      }
+    };
+    on_chunk_body_ = [this](std::uint64_t, beast::string_view data,
+                            boost::system::error_code& ec) -> size_t {
+      if (!server_.Reserve(data.size())) {
+        refusal_ = Refusal::kBudget;
+        ec = bhttp::error::bad_chunk;
+        return 0;
+      }
+      reserved_ += data.size();
+      parser_->get().body().append(data.data(), data.size());
+      return data.size();
+    };
+  }
+
+  ~Session() override {
+    if (reserved_ > 0) server_.Release(reserved_);
+  }
 
   void set_id(Id id) { id_ = id; }
 
-  asio::any_io_executor executor() override { return stream_.get_executor(); }
+  asio::any_io_executor executor() override { return executor_; }
 
   void Abort() override {
     closed_ = true;
     boost::system::error_code ignored;
-    beast::get_lowest_layer(stream_).close(ignored);
+    if (stream_) beast::get_lowest_layer(*stream_).close(ignored);
+    if (socket_) socket_->close(ignored);
   }
 
   void Start() {
     if constexpr (kTls) {
       phase_ = Phase::kHandshake;
-      stream_.async_handshake(asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](
-                                  const boost::system::error_code& ec) { self->OnHandshake(ec); });
+      socket_->async_wait(tcp::socket::wait_read,
+                          [self = this->shared_from_this()](const boost::system::error_code& ec) {
+                            self->OnFirstByte(ec);
+                          });
     } else {
       phase_ = Phase::kHeaders;
       ReadRequest();
@@ -247,6 +336,20 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
  private:
+  void OnFirstByte(const boost::system::error_code& ec) {
+    if constexpr (kTls) {
+      if (closed_) return;
+      if (ec) return Finish(CloseReason::kError);
+      stream_.emplace(std::move(*socket_), *ssl_);
+      socket_.reset();
+      stream_->async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](const boost::system::error_code& hec) {
+            self->OnHandshake(hec);
+          });
+    }
+  }
+
   void OnHandshake(const boost::system::error_code& ec) {
     if (closed_) return;
     if (ec) return Finish(CloseReason::kError);
@@ -258,7 +361,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void ReadRequest() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.cfg.max_header_bytes));
-    parser_->body_limit(server_.cfg.max_body_bytes);
+    // Until the route is known (when the headers are done), the largest any route takes.
+    parser_->body_limit(server_.largest_body);
+    parser_->on_chunk_header(on_chunk_header_);
+    parser_->on_chunk_body(on_chunk_body_);
+    refusal_ = Refusal::kNone;
     route_ = nullptr;
     path_known_ = false;
     observed_ = false;
@@ -266,20 +373,32 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void ReadSome() {
-    bhttp::async_read_some(stream_, buffer_, *parser_,
+    bhttp::async_read_some(*stream_, buffer_, *parser_,
                            [self = this->shared_from_this()](const boost::system::error_code& ec,
                                                              size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(const boost::system::error_code& ec, size_t n) {
     if (closed_) return;
+    if (refusal_ == Refusal::kChunkLine) return FailChunkLine();
+    if (refusal_ == Refusal::kBudget) return FailBudget();
     if (ec == bhttp::error::body_limit) {
       LocateRoute();
       if (route_ && !route_->metric_label.empty() && server_.cfg.observer && !observed_) {
         observed_ = true;
         server_.cfg.observer->RequestStarted(route_->metric_label);
       }
-      return Fail(413, fmt::format("request body exceeds {} bytes", server_.cfg.max_body_bytes));
+      if (!route_) return FailNoRoute();
+      return Fail(413, fmt::format("request body exceeds {} bytes", server_.BodyCap(route_)));
+    }
+    if (ec == bhttp::error::buffer_overflow) {
+      // The read buffer is full of what the parser cannot take yet: headers (the parser's
+      // own limit is met first when the buffer is larger) or a chunk line or trailer.
+      if (!parser_->is_header_done()) {
+        return Fail(431,
+                    fmt::format("request headers exceed {} bytes", server_.cfg.max_header_bytes));
+      }
+      return FailChunkLine();
     }
     if (ec == bhttp::error::header_limit) {
       return Fail(431,
@@ -312,9 +431,60 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         observed_ = true;
         server_.cfg.observer->RequestStarted(route_->metric_label);
       }
+      if (!parser_->is_done() && !AdmitBody()) return;
+    }
+    if (parser_->chunked() && phase_ == Phase::kBody) {
+      // A trailer section is parsed once whole, into the message's fields.
+      if (parser_->is_done() && FieldBytes() - header_bytes_ > server_.cfg.max_chunk_line_bytes) {
+        return FailChunkLine();
+      }
+      // The parser takes chunk data as it comes (each piece reserved as it is); what it
+      // leaves in the buffer is an unfinished chunk-size line or trailer section.
+      if (!parser_->is_done() && buffer_.size() > server_.cfg.max_chunk_line_bytes) {
+        return FailChunkLine();
+      }
     }
     if (parser_->is_done()) return Dispatch();
     ReadSome();
+  }
+
+  size_t FieldBytes() const {
+    size_t bytes = 0;
+    for (const auto& field : parser_->get()) {
+      bytes += field.name_string().size() + field.value().size() + 4;
+    }
+    return bytes;
+  }
+
+  // The headers are done and a body follows: it must fit the route's cap and the server's
+  // budget. False when the request has been answered (and the connection will close).
+  bool AdmitBody() {
+    if (!route_) {
+      FailNoRoute();
+      return false;
+    }
+    const size_t cap = server_.BodyCap(route_);
+    if (auto length = parser_->content_length()) {
+      if (*length > cap) {
+        Fail(413, fmt::format("request body exceeds {} bytes", cap));
+        return false;
+      }
+      if (!server_.Reserve(static_cast<size_t>(*length))) {
+        FailBudget();
+        return false;
+      }
+      reserved_ = static_cast<size_t>(*length);
+    } else if (cap == 0) {
+      Fail(413, "this path takes no request body");
+      return false;
+    } else {
+      parser_->body_limit(cap);
+      header_bytes_ = FieldBytes();
+    }
+    // From here the parser takes everything the buffer holds at each read, so that what it
+    // leaves there is only an unfinished chunk line or trailer.
+    parser_->eager(true);
+    return true;
   }
 
   void LocateRoute() {
@@ -379,10 +549,26 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     return server_.cfg.error_body(500, "internal error");
   }
 
+  // A request for no route that announces a body: answered without reading it.
+  void FailNoRoute() {
+    Fail(path_known_ ? 405 : 404, path_known_ ? "method not allowed" : "not found");
+  }
+
+  void FailChunkLine() {
+    Fail(400, fmt::format("a chunk-size line, its extensions or the trailer exceed {} bytes",
+                          server_.cfg.max_chunk_line_bytes));
+  }
+
+  void FailBudget() {
+    Fail(503, "the server holds too many request bodies; retry", {{"Retry-After", "1"}});
+  }
+
   // An error answer to a request that cannot be read further: then the connection closes.
-  void Fail(int status, std::string message) {
+  void Fail(int status, std::string message,
+            std::vector<std::pair<std::string, std::string>> headers = {}) {
     keep_alive_ = false;
     Response r = server_.cfg.error_body(status, message);
+    for (auto& h : headers) r.headers.push_back(std::move(h));
     r.close = true;
     linger_ = true;
     Respond(std::move(r));
@@ -405,7 +591,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     res.keep_alive(keep_alive_);
     res.prepare_payload();
     if (on_handler_thread && WriteNow()) return;
-    bhttp::async_write(stream_, res,
+    bhttp::async_write(*stream_, res,
                        [self = this->shared_from_this()](const boost::system::error_code& ec,
                                                          size_t) { self->OnWrite(ec); });
   }
@@ -421,7 +607,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   // on a client here; should the kernel refuse a part anyway, the connection closes (a TLS
   // record cannot be half sent and resumed).
   bool WriteNow() {
-    auto& socket = beast::get_lowest_layer(stream_);
+    auto& socket = beast::get_lowest_layer(*stream_);
     const int fd = socket.native_handle();
     int unsent = 0;
     int send_buffer = 0;
@@ -437,7 +623,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     // Once per connection; asynchronous operations work the same on a non-blocking socket.
     if (!socket.non_blocking()) socket.non_blocking(true, ec);
     if (ec) return false;
-    bhttp::write(stream_, *res_, ec);
+    bhttp::write(*stream_, *res_, ec);
     if (ec == asio::error::would_block) {
       server_.Log(true, "Closing a connection: the kernel refused part of an answer",
                   {{"bytes", std::to_string(size)}});
@@ -454,11 +640,17 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
     headers_done_ = {};
     res_.reset();
+    if (reserved_ > 0) {
+      server_.Release(reserved_);
+      reserved_ = 0;
+    }
     if (closed_) return;
     if (ec) return Finish(CloseReason::kError);
     if (!keep_alive_) return linger_ ? Linger() : Finish(CloseReason::kDone);
     phase_ = Phase::kIdle;
     server_.Enter(id_, Phase::kIdle);
+    // An idle connection keeps a small buffer (none when the last request needed a large one).
+    if (buffer_.size() == 0 && buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
     ReadRequest();
   }
 
@@ -466,8 +658,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void Linger() {
     server_.Remove(id_, CloseReason::kDone);
     boost::system::error_code ignored;
-    beast::get_lowest_layer(stream_).shutdown(tcp::socket::shutdown_send, ignored);
-    linger_timer_.emplace(stream_.get_executor());
+    beast::get_lowest_layer(*stream_).shutdown(tcp::socket::shutdown_send, ignored);
+    linger_timer_.emplace(executor_);
     linger_timer_->expires_after(kLinger);
     linger_timer_->async_wait(
         [self = this->shared_from_this()](const boost::system::error_code&) { self->Abort(); });
@@ -476,7 +668,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void Discard() {
     discard_.resize(16 * 1024);
-    beast::get_lowest_layer(stream_).async_read_some(
+    beast::get_lowest_layer(*stream_).async_read_some(
         asio::buffer(discard_),
         [self = this->shared_from_this()](const boost::system::error_code& ec, size_t) {
           if (ec || self->closed_) {
@@ -494,10 +686,22 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   Server::Impl& server_;
-  Stream stream_;
+  asio::any_io_executor executor_;
+  asio::ssl::context* ssl_;
+  std::optional<tcp::socket> socket_;  // TLS, before the first byte
+  std::optional<Stream> stream_;
   Id id_ = 0;
   Phase phase_ = Phase::kHeaders;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_;  // at most the headers whole and a little more
+  size_t reserved_ = 0;        // of Server::Impl::held_body, for this request's body
+  size_t header_bytes_ = 0;    // of the fields, when a chunked body's headers were done
+  // Why the parser was stopped by one of the chunk callbacks.
+  enum class Refusal { kNone, kChunkLine, kBudget };
+  Refusal refusal_ = Refusal::kNone;
+  std::function<void(std::uint64_t, beast::string_view, boost::system::error_code&)>
+      on_chunk_header_;
+  std::function<size_t(std::uint64_t, beast::string_view, boost::system::error_code&)>
+      on_chunk_body_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<bhttp::response<bhttp::string_body>> res_;
   const Route* route_ = nullptr;
@@ -544,14 +748,14 @@ void Server::Impl::OnAccept(tcp::socket socket) {
   socket.set_option(tcp::no_delay(true), ignored);
   std::shared_ptr<SessionBase> victim;
   if (ssl) {
-    auto s = std::make_shared<TlsSession>(*this, std::move(socket), *ssl);
+    auto s = std::make_shared<TlsSession>(*this, std::move(socket), &*ssl);
     auto a = Open(Phase::kHandshake, s, &victim);
     AbortAll({victim});
     if (!a.admitted) return s->Abort();
     s->set_id(a.id);
     asio::dispatch(s->executor(), [s] { s->Start(); });
   } else {
-    auto s = std::make_shared<PlainSession>(*this, std::move(socket));
+    auto s = std::make_shared<PlainSession>(*this, std::move(socket), nullptr);
     auto a = Open(Phase::kHeaders, s, &victim);
     AbortAll({victim});
     if (!a.admitted) return s->Abort();
@@ -630,6 +834,8 @@ size_t Server::open_connections() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->table.size();
 }
+
+size_t Server::held_body_bytes() const { return impl_->held_body.load(); }
 
 bool Server::running() const { return impl_->started && !impl_->stopped; }
 

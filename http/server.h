@@ -11,14 +11,26 @@
 // droppable connection (never one whose request is being handled or answered). Accept
 // errors such as EMFILE pause accepting for a moment instead of spinning.
 //
-// Requests. Headers over max_header_bytes → 431; a body over max_body_bytes → 413, decided
+// Requests. Headers over max_header_bytes → 431; a body over its route's cap → 413, decided
 // from Content-Length before any of the body is read, or as soon as a chunked body passes
-// the cap; both close the connection. Unknown paths → 404, a known path with another
-// method → 405. A route's handler runs on the handler pool (http/handler_pool.h), or on the
-// I/O thread when it is marked `inline_handler` (for trivial answers such as /healthz);
-// when the pool's queue is full the answer is 503 with Retry-After: 1. A handler that throws
-// gets a 500. Error bodies come from `error_body`, so the admission server answers them
-// with a metav1.Status.
+// the cap; both close the connection. A route's cap is Route::max_body_bytes, else none
+// for GET (any body is refused) and max_body_bytes for other methods. Unknown paths → 404,
+// a known path with another method → 405; when such a request announces a body, the
+// answer closes the connection instead of reading it.
+//
+// Bytes a client can make the server hold are bounded before they are parsed, on every
+// port: each connection's read buffer holds at most max_header_bytes + 1 KiB (the headers
+// must fit in it whole); a chunk-size line with its extensions, or a chunked body's
+// trailer section, over max_chunk_line_bytes → 400 and close (Go's net/http caps a chunk
+// line at 4 KiB); and every body in flight on every connection together holds at most
+// max_held_body_bytes — a Content-Length body reserves its length before it is read, a
+// chunked one reserves as it grows, the reservation ends when the answer is written — and
+// a request that would pass it gets 503 with Retry-After: 1 and the connection closes.
+// After an answer that held a large body, freed heap memory is handed back to the system. A route's
+// handler runs on the handler pool (http/handler_pool.h), or on the I/O thread when it is marked
+// `inline_handler` (for trivial answers such as /healthz); when the pool's queue is full the answer
+// is 503 with Retry-After: 1. A handler that throws gets a 500. Error bodies come from
+// `error_body`, so the admission server answers them with a metav1.Status.
 //
 // HTTP/1.1 only (ALPN is not offered): see webhook/README.md for why not HTTP/2.
 //
@@ -33,6 +45,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,11 +75,23 @@ struct Response {
 };
 
 struct Route {
+  Route(std::string m, std::string p, std::function<Response(const Request&)> h,
+        bool inline_h = false, std::string label = {}, std::optional<size_t> max_body = {})
+      : method(std::move(m)),
+        path(std::move(p)),
+        handle(std::move(h)),
+        inline_handler(inline_h),
+        metric_label(std::move(label)),
+        max_body_bytes(max_body) {}
+
   std::string method;  // "GET", "POST"
   std::string path;    // exact
   std::function<Response(const Request&)> handle;
   bool inline_handler = false;  // run on the I/O thread: only for answers that never block
   std::string metric_label;     // non-empty: reported to the observer under this label
+  // The largest body this route reads; unset: none for GET, ServerConfig::max_body_bytes
+  // for other methods.
+  std::optional<size_t> max_body_bytes;
 };
 
 // Hooks for metrics. Called from I/O and handler threads: implementations are thread-safe
@@ -98,7 +123,10 @@ struct ServerConfig {
   int port = 0;  // 0: any free port (see Server::port())
   Limits limits;
   size_t max_header_bytes = 16 * 1024;
-  size_t max_body_bytes = size_t{7} * 1024 * 1024;
+  size_t max_body_bytes = size_t{7} * 1024 * 1024;  // routes that set no cap of their own
+  size_t max_chunk_line_bytes = 4096;               // chunk-size line + extensions; trailers
+  // Bodies held by all connections together (0: no bound).
+  size_t max_held_body_bytes = size_t{64} * 1024 * 1024;
   size_t io_threads = 1;
   size_t handler_threads = 4;
   size_t handler_queue = 1024;
@@ -128,6 +156,8 @@ class Server {
 
   int port() const;  // the bound port; 0 before Start()
   size_t open_connections() const;
+  // Bytes of request bodies reserved now, by all connections (see the banner).
+  size_t held_body_bytes() const;
   bool running() const;
 
   class Impl;

@@ -137,6 +137,12 @@ void SendAll(int fd, const std::string& s) {
   }
 }
 
+std::string fmt_hex(size_t n) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%zx", n);
+  return buf;
+}
+
 // Reads until the peer closes or `limit` passes; returns what arrived and whether it closed.
 std::pair<std::string, bool> ReadUntilClosed(int fd, milliseconds limit) {
   std::string out;
@@ -249,6 +255,197 @@ TEST_CASE("Server answers 413 from Content-Length before reading the body, and f
   auto ok = cli.Post("/echo", "after", "text/plain");
   REQUIRE(ok);
   CHECK(ok->body == "after");
+}
+
+// Sends `head` then `filler` repeatedly (up to `total` bytes, stopping when the server
+// closes); returns the answer and whether the server closed.
+std::pair<std::string, bool> SendEndless(int fd, const std::string& head, char filler,
+                                         size_t total) {
+  SendAll(fd, head);
+  std::string piece(4096, filler);
+  for (size_t sent = 0; sent < total; sent += piece.size()) {
+    ssize_t n = send(fd, piece.data(), piece.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;
+  }
+  return ReadUntilClosed(fd, milliseconds(3000));
+}
+
+TEST_CASE("Chunk lines, extensions and trailers are capped: 400 and close, nothing held") {
+  CountingObserver obs;
+  Server server(Config(&obs), EchoRoutes());
+  server.Start();
+  const std::string chunked =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  SECTION("a chunk-size line that never ends") {
+    int fd = Connect(server.port());
+    auto [answer, closed] = SendEndless(fd, chunked + "1", '1', 8 << 20);
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(answer.find("exceed 4096 bytes") != std::string::npos);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION("a chunk extension that never ends") {
+    int fd = Connect(server.port());
+    auto [answer, closed] = SendEndless(fd, chunked + "1;", 'a', 8 << 20);
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION("a whole chunk line over the cap, after good chunks") {
+    int fd = Connect(server.port());
+    SendAll(fd, chunked + "3\r\nabc\r\n1;" + std::string(5000, 'e') + "\r\nx\r\n0\r\n\r\n");
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION("a trailer that never ends") {
+    int fd = Connect(server.port());
+    auto [answer, closed] = SendEndless(fd, chunked + "0\r\nX-Trailer: ", 't', 8 << 20);
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION("many trailer lines, each short") {
+    int fd = Connect(server.port());
+    std::string trailers;
+    for (int i = 0; i < 400; ++i) trailers += "X-T" + std::to_string(i) + ": v\r\n";
+    SendAll(fd, chunked + "0\r\n" + trailers + "\r\n");
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
+    CHECK(answer.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(closed);
+    close(fd);
+  }
+  SECTION(
+      "good chunked bodies are read whole: many small chunks in one send, large chunks, "
+      "extensions and a short trailer") {
+    std::string body;
+    std::string framed;
+    for (int i = 0; i < 3000; ++i) {
+      framed += "1;ext=v\r\n" + std::string(1, static_cast<char>('a' + i % 26)) + "\r\n";
+      body += static_cast<char>('a' + i % 26);
+    }
+    std::string big(200 * 1024, 'z');
+    framed += fmt_hex(big.size()) + "\r\n" + big + "\r\n";
+    body += big;
+    framed += "0\r\nX-Checksum: 1\r\n\r\n";
+    int fd = Connect(server.port());
+    SendAll(fd, chunked + framed);
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(1500));
+    CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(answer.size() > body.size());
+    CHECK(answer.compare(answer.size() - body.size(), body.size(), body) == 0);
+    CHECK_FALSE(closed);  // keep-alive
+    close(fd);
+  }
+  CHECK(Eventually([&] { return server.held_body_bytes() == 0; }));
+}
+
+TEST_CASE("Each route has its own body cap: none for GET, none without a route") {
+  CountingObserver obs;
+  std::vector<Route> routes = EchoRoutes();
+  routes.push_back(
+      {"POST", "/small", [](const Request& r) { return Text(r.body); }, false, "", size_t{100}});
+  Server server(Config(&obs), routes);
+  server.Start();
+  auto exchange = [&](const std::string& request) {
+    int fd = Connect(server.port());
+    SendAll(fd, request);
+    auto out = ReadUntilClosed(fd, milliseconds(1500));
+    close(fd);
+    return out;
+  };
+  SECTION("GET with a Content-Length body: 413 before reading it") {
+    auto [answer, closed] =
+        exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n");
+    CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(closed);
+  }
+  SECTION("GET with a chunked body: 413") {
+    auto [answer, closed] =
+        exchange("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n");
+    CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(answer.find("takes no request body") != std::string::npos);
+    CHECK(closed);
+  }
+  SECTION("a route's own cap, by Content-Length and chunked") {
+    auto [over, closed] =
+        exchange("POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n");
+    CHECK(over.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(over.find("exceeds 100 bytes") != std::string::npos);
+    CHECK(closed);
+    auto [chunked_over, closed2] =
+        exchange("POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n" +
+                 std::string(101, 'c') + "\r\n0\r\n\r\n");
+    CHECK(chunked_over.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(closed2);
+    auto [fits, closed3] = exchange(
+        "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'f'));
+    CHECK(fits.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK_FALSE(closed3);
+  }
+  SECTION("an unknown path or method announcing a body: answered at once, then closed") {
+    auto [missing, closed] =
+        exchange("POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n");
+    CHECK(missing.rfind("HTTP/1.1 404", 0) == 0);
+    CHECK(closed);
+    auto [wrong, closed2] =
+        exchange("PUT /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    CHECK(wrong.rfind("HTTP/1.1 405", 0) == 0);
+    CHECK(closed2);
+  }
+  CHECK(server.held_body_bytes() == 0);
+}
+
+TEST_CASE("Bodies held by all connections together stay within the server's budget") {
+  CountingObserver obs;
+  ServerConfig c = Config(&obs);
+  c.max_held_body_bytes = 1000;
+  Server server(c, EchoRoutes());
+  server.Start();
+  // One connection announces 800 bytes and sends 10: 800 are reserved.
+  int a = Connect(server.port());
+  SendAll(a,
+          "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 800\r\n\r\n" + std::string(10, 'a'));
+  REQUIRE(Eventually([&] { return server.held_body_bytes() == 800; }));
+  // A second one announcing 300 would pass the budget: 503, Retry-After, closed.
+  int b = Connect(server.port());
+  SendAll(b, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 300\r\n\r\n");
+  auto [busy, closed] = ReadUntilClosed(b, milliseconds(3000));
+  close(b);
+  CHECK(busy.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(busy.find("Retry-After: 1") != std::string::npos);
+  CHECK(closed);
+  // A chunked one is refused as soon as what it sent passes the budget.
+  int d = Connect(server.port());
+  SendAll(d,
+          "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "64\r\n" +
+              std::string(100, 'd') +
+              "\r\n"
+              "c8\r\n" +
+              std::string(200, 'd') + "\r\n");
+  auto [chunked_busy, closed_d] = ReadUntilClosed(d, milliseconds(3000));
+  close(d);
+  CHECK(chunked_busy.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(closed_d);
+  CHECK(server.held_body_bytes() == 800);
+  // Small requests still pass.
+  httplib::Client cli("127.0.0.1", server.port());
+  auto small = cli.Post("/echo", std::string(150, 's'), "text/plain");
+  REQUIRE(small);
+  CHECK(small->status == 200);
+  // The first body completes: its reservation ends with its answer.
+  SendAll(a, std::string(790, 'a'));
+  auto [answer, a_closed] = ReadUntilClosed(a, milliseconds(500));
+  CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK_FALSE(a_closed);
+  close(a);
+  CHECK(Eventually([&] { return server.held_body_bytes() == 0; }));
+  auto after = cli.Post("/echo", std::string(900, 'z'), "text/plain");
+  REQUIRE(after);
+  CHECK(after->status == 200);
+  CHECK(server.held_body_bytes() == 0);
 }
 
 TEST_CASE("Every deadline closes the connection that misses it") {

@@ -153,21 +153,22 @@ AdmissionResponse Errored(int code, std::string message) {
   return Denied(code, std::move(reason), std::move(message));
 }
 
-size_t JsonNestingDepth(std::string_view text, size_t limit) {
+JsonShape MeasureJson(std::string_view text, size_t depth_limit, size_t node_limit) {
   // One pass over the text. Inside a string only the closing quote matters, so the scan
   // jumps from quote to quote with memchr (the body is mostly strings) and looks back over
   // the run of backslashes before each: an odd run means the quote is escaped.
   const char* p = text.data();
   const char* const end = p + text.size();
   size_t depth = 0;
-  size_t max_depth = 0;
+  JsonShape shape;
   while (p < end) {
     const char c = *p++;
     switch (c) {
       case '"':
+        if (++shape.nodes > node_limit) return shape;
         for (;;) {
           const char* q = static_cast<const char*>(std::memchr(p, '"', end - p));
-          if (q == nullptr) return max_depth;  // unterminated: the parser says so
+          if (q == nullptr) return shape;  // unterminated: the parser says so
           const char* b = q;
           while (b > p && b[-1] == '\\') --b;
           p = q + 1;
@@ -176,26 +177,41 @@ size_t JsonNestingDepth(std::string_view text, size_t limit) {
         break;
       case '[':
       case '{':
-        if (++depth > max_depth) {
-          max_depth = depth;
-          if (max_depth > limit) return max_depth;
+        if (++shape.nodes > node_limit) return shape;
+        if (++depth > shape.depth) {
+          shape.depth = depth;
+          if (shape.depth > depth_limit) return shape;
         }
         break;
       case ']':
       case '}':
         if (depth > 0) --depth;
         break;
+      case ',':
+        if (++shape.nodes > node_limit) return shape;
+        break;
       default:
         break;
     }
   }
-  return max_depth;
+  return shape;
+}
+
+size_t JsonNestingDepth(std::string_view text, size_t limit) {
+  return MeasureJson(text, limit, static_cast<size_t>(-1)).depth;
 }
 
 DecodeResult DecodeAdmissionReview(std::string_view body) {
   DecodeResult result;
-  if (JsonNestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+  const JsonShape shape = MeasureJson(body, kMaxJsonDepth, kMaxJsonNodes);
+  if (shape.depth > kMaxJsonDepth) {
     result.error = fmt::format("AdmissionReview nests deeper than {} levels", kMaxJsonDepth);
+    return result;
+  }
+  if (shape.nodes > kMaxJsonNodes) {
+    result.error = fmt::format(
+        "AdmissionReview has more than {} JSON nodes (objects, arrays, strings, elements)",
+        kMaxJsonNodes);
     return result;
   }
   Json review;

@@ -28,6 +28,13 @@ inline constexpr std::string_view kAdmissionReviewKind = "AdmissionReview";
 // Deeper JSON is refused before it is parsed: objects from the API server are never
 // nested this deep, and the limit keeps recursive consumers (dump, ==) off a deep stack.
 inline constexpr size_t kMaxJsonDepth = 512;
+// A review counting more JSON nodes than this (objects, arrays, strings — member names
+// included — and commas, so every number and literal after the first of its container) is
+// refused before it is parsed. nlohmann's DOM costs at most ~60 bytes per node so counted
+// (measured: `[{},{},…]` 89 bytes per element, two nodes) besides the strings' own bytes,
+// so a review's DOM is at most ~1.2 × its body + 3 MiB, where `[{},{},…]` alone would
+// expand 30×. A virt-launcher pod, a VMIM or a MigrationTargetPolicy counts a few thousand.
+inline constexpr size_t kMaxJsonNodes = 50000;
 
 struct GroupVersionKind {
   std::string group, version, kind;
@@ -108,5 +115,13 @@ Json EncodeAdmissionReview(const AdmissionResponse& response);
 
 // Nesting depth of a JSON text (brackets outside strings); stops counting at `limit` + 1.
 size_t JsonNestingDepth(std::string_view text, size_t limit);
+
+struct JsonShape {
+  size_t depth = 0;  // deepest nesting of brackets outside strings
+  size_t nodes = 0;  // objects, arrays, strings and commas (see kMaxJsonNodes)
+};
+// One pass over a JSON text; stops as soon as depth passes `depth_limit` or nodes pass
+// `node_limit` (the value returned is then just over the limit).
+JsonShape MeasureJson(std::string_view text, size_t depth_limit, size_t node_limit);
 
 }  // namespace kmt::webhook

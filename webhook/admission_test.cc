@@ -214,5 +214,42 @@ TEST_CASE("JsonNestingDepth counts brackets outside strings") {
   CHECK(JsonNestingDepth(std::string(1000, '['), 10) == 11);
 }
 
+TEST_CASE("MeasureJson counts the nodes a DOM would allocate, outside strings") {
+  auto [text, nodes] = GENERATE(table<std::string, size_t>({
+      {"1", 0},
+      {"[1,2,3]", 3},
+      {"[{},{},{}]", 6},
+      {R"({"a":"b","c":["d"]})", 7},
+      {R"(["a,b,{[\"]"])", 2},
+      {R"(["\\",""])", 4},
+  }));
+  CAPTURE(text);
+  CHECK(MeasureJson(text, 100, 1000).nodes == nodes);
+  CHECK(MeasureJson(text, 100, 1000).depth == JsonNestingDepth(text, 100));
+}
+
+TEST_CASE("A review that would expand its DOM without bound is refused before parsing") {
+  // The shape of the attack: a 6 MiB `request.object` of empty objects (30x as a DOM).
+  std::string elements;
+  elements.reserve(6 << 20);
+  while (elements.size() < (6u << 20)) elements += "{},";
+  elements.pop_back();
+  std::string body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)"
+                     R"("request":{"uid":"u","object":[)" +
+                     elements + "]}}";
+  DecodeResult r = DecodeAdmissionReview(body);
+  CHECK(r.error ==
+        "AdmissionReview has more than 50000 JSON nodes (objects, arrays, strings, "
+        "elements)");
+  // Just under the limit it is parsed (and then fails for what it is: not a Kubernetes object).
+  std::string fits;
+  for (size_t i = 0; i < 1000; ++i) fits += "{},";
+  fits.pop_back();
+  DecodeResult ok = DecodeAdmissionReview(
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":[)" +
+      fits + "]}}");
+  CHECK(ok.error.find("JSON nodes") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace kmt::webhook

@@ -57,6 +57,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
   c.port = options_.port;
   c.limits = options_.limits;
   c.max_body_bytes = options_.max_body_bytes;
+  c.max_held_body_bytes = options_.max_held_body_bytes;
   c.io_threads = options_.io_threads;
   c.handler_threads = options_.workers;
   c.handler_queue = options_.max_queued_reviews;

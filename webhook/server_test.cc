@@ -204,9 +204,9 @@ TEST_CASE("Server turns an admitter's exception into a 500 admission response wi
         "internal error: unknown exception");
 }
 
-TEST_CASE("Server caps the body at 7 MiB, with and without Content-Length") {
+TEST_CASE("Server caps the body at 3.5 MiB, with and without Content-Length") {
   Fixture f({{"/validate", AllowAll}});
-  const size_t max = size_t{7} * 1024 * 1024;
+  const size_t max = size_t{7} * 512 * 1024;
   const size_t overhead = Review("u-big").size();
   const std::string exact = Review("u-big", std::string(max - overhead, 'a'));
   REQUIRE(exact.size() == max);
@@ -221,7 +221,7 @@ TEST_CASE("Server caps the body at 7 MiB, with and without Content-Length") {
   auto big = f.Client()->Post("/validate", over, "application/json");
   REQUIRE(big);
   CHECK(big->status == 413);
-  CHECK(Json::parse(big->body)["message"] == "request body exceeds 7340032 bytes");
+  CHECK(Json::parse(big->body)["message"] == "request body exceeds 3670016 bytes");
 
   // Chunked transfer encoding: no Content-Length for httplib to check up front.
   auto chunked = f.Client()->Post(
