@@ -1,5 +1,7 @@
 #include "http/connection_table.h"
 
+#include <cstdint>
+#include <iterator>
 #include <tuple>
 
 namespace kmt::http {
@@ -75,17 +77,39 @@ ConnectionTable::ConnectionTable(Limits limits) : limits_(limits) {
   if (limits_.max_connections == 0) limits_.max_connections = 1;
 }
 
-ConnectionTable::Admission ConnectionTable::Open(Phase first, TimePoint now) {
+ConnectionTable::Admission ConnectionTable::Open(Phase first, TimePoint now,
+                                                 std::string_view source) {
   Admission a;
   a.id = next_id_++;
-  if (entries_.size() >= limits_.max_connections) {
-    a.evicted = Victim();
-    if (!a.evicted) return a;  // refused
-    entries_.erase(*a.evicted);
+  std::string key(source);
+  if (limits_.max_per_source > 0 && FromSource(key) >= limits_.max_per_source) {
+    a.evicted = Victim(key, /*own_only=*/true);
+  } else if (entries_.size() >= limits_.max_connections) {
+    a.evicted = Victim(key, /*own_only=*/false);
+  } else {
+    a.evicted = std::nullopt;
+    ++per_source_[key];
+    entries_.emplace(a.id, Entry{first, now, now, now, false, std::move(key)});
+    a.admitted = true;
+    return a;
   }
-  entries_.emplace(a.id, Entry{first, now, now, now, false});
+  if (!a.evicted) return a;  // refused
+  Erase(entries_.find(*a.evicted));
+  ++per_source_[key];
+  entries_.emplace(a.id, Entry{first, now, now, now, false, std::move(key)});
   a.admitted = true;
   return a;
+}
+
+size_t ConnectionTable::FromSource(std::string_view source) const {
+  auto it = per_source_.find(std::string(source));
+  return it == per_source_.end() ? 0 : it->second;
+}
+
+void ConnectionTable::Erase(std::unordered_map<Id, Entry>::iterator it) {
+  auto s = per_source_.find(it->second.source);
+  if (s != per_source_.end() && --s->second == 0) per_source_.erase(s);
+  entries_.erase(it);
 }
 
 bool ConnectionTable::Enter(Id id, Phase phase, TimePoint now) {
@@ -105,7 +129,12 @@ void ConnectionTable::Touch(Id id, TimePoint now) {
   if (it != entries_.end()) it->second.last_activity = now;
 }
 
-bool ConnectionTable::Close(Id id) { return entries_.erase(id) > 0; }
+bool ConnectionTable::Close(Id id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return false;
+  Erase(it);
+  return true;
+}
 
 std::optional<TimePoint> ConnectionTable::DeadlineOf(const Entry& e) const {
   switch (e.phase) {
@@ -131,7 +160,9 @@ std::vector<std::pair<ConnectionTable::Id, CloseReason>> ConnectionTable::Expire
     std::optional<TimePoint> deadline = DeadlineOf(it->second);
     if (deadline && *deadline <= now) {
       out.emplace_back(it->first, TimeoutReason(it->second.phase));
-      it = entries_.erase(it);
+      auto next = std::next(it);
+      Erase(it);
+      it = next;
     } else {
       ++it;
     }
@@ -139,14 +170,19 @@ std::vector<std::pair<ConnectionTable::Id, CloseReason>> ConnectionTable::Expire
   return out;
 }
 
-std::optional<ConnectionTable::Id> ConnectionTable::Victim() const {
+std::optional<ConnectionTable::Id> ConnectionTable::Victim(const std::string& opener,
+                                                           bool own_only) const {
   std::optional<Id> best;
-  // Rank: never served first, then the oldest activity, then the oldest id (a total order,
-  // so ties are decided the same way every time).
-  std::tuple<bool, TimePoint, Id> best_rank{};
+  // Rank: the most crowded source first, then (among equally crowded ones) the opener's own,
+  // then never served, then the oldest activity, then the oldest id (a total order, so ties
+  // are decided the same way every time).
+  using Rank = std::tuple<size_t, bool, bool, TimePoint, Id>;
+  Rank best_rank{};
   for (const auto& [id, e] : entries_) {
     if (!Evictable(e.phase)) continue;
-    std::tuple<bool, TimePoint, Id> rank{e.served, e.last_activity, id};
+    if (own_only && e.source != opener) continue;
+    const size_t crowd = per_source_.at(e.source);
+    Rank rank{SIZE_MAX - crowd, e.source != opener, e.served, e.last_activity, id};
     if (!best || rank < best_rank) {
       best = id;
       best_rank = rank;

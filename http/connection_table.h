@@ -21,12 +21,16 @@
 // extend a deadline: a client trickling one byte a second is closed when its phase ends,
 // exactly as a silent one is.
 //
-// The table holds at most limits.max_connections. Opening one more evicts the connection
-// idle the longest (oldest last activity) among those the server can drop without losing
-// work — any phase but kHandling and kWriting — and among them first the connections that
-// have never completed a request (a flood of silent or half-sent connections is dropped
-// before the API server's established keep-alive connections). When every connection is
-// busy, the new one is refused.
+// The table holds at most limits.max_connections, and at most limits.max_per_source from
+// one source (the peer's address). A connection the server can drop without losing work is
+// one in any phase but kHandling and kWriting. Opening one more from a source at its bound
+// evicts that source's own droppable connection; opening one more in a full table evicts a
+// droppable connection of the source holding the most (so a client that fills the table,
+// with silent connections or with served keep-alive ones, loses its own, and the API
+// server's few connections, handshaking or idle, are never preferred to it; among equally
+// crowded sources the opener's own pays). Within a source: first the connections that have never
+// completed a request, then the one idle the longest (oldest last activity). When no connection can
+// be dropped, the new one is refused.
 //
 // Not thread-safe; http::Server guards it with one mutex. Time is passed in: tests drive it
 // with any clock.
@@ -36,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -71,6 +76,7 @@ struct Limits {
   std::chrono::milliseconds write{10000};
   std::chrono::milliseconds idle{60000};
   size_t max_connections = 1024;
+  size_t max_per_source = 256;  // 0: no bound of its own
 };
 
 class ConnectionTable {
@@ -84,8 +90,9 @@ class ConnectionTable {
     Id id = 0;                  // the new connection's id (also when refused)
     std::optional<Id> evicted;  // a connection removed to make room: close it
   };
-  // A new connection starting in `first` (kHandshake for TLS, kHeaders for plain HTTP).
-  Admission Open(Phase first, TimePoint now);
+  // A new connection from `source` (the peer's address) starting in `first` (kHandshake for
+  // TLS, kHeaders for plain HTTP).
+  Admission Open(Phase first, TimePoint now, std::string_view source = {});
 
   // The connection moves to `phase` at `now`; entering kIdle marks it as having served a
   // request. Unknown ids (already expired or evicted) are ignored: returns false.
@@ -108,6 +115,8 @@ class ConnectionTable {
   std::vector<Id> Ids() const;
 
   size_t size() const { return entries_.size(); }
+  // Connections held from `source`.
+  size_t FromSource(std::string_view source) const;
   const Limits& limits() const { return limits_; }
 
  private:
@@ -117,13 +126,18 @@ class ConnectionTable {
     TimePoint request_start;
     TimePoint last_activity;
     bool served = false;
+    std::string source;
   };
   std::optional<TimePoint> DeadlineOf(const Entry& e) const;
-  std::optional<Id> Victim() const;
+  // The connection to drop for a new one from `opener`: of `opener` only when `own_only`,
+  // else of the most crowded source (the opener's own first among equally crowded ones).
+  std::optional<Id> Victim(const std::string& opener, bool own_only) const;
+  void Erase(std::unordered_map<Id, Entry>::iterator it);
 
   Limits limits_;
   Id next_id_ = 1;
   std::unordered_map<Id, Entry> entries_;
+  std::unordered_map<std::string, size_t> per_source_;  // held connections, by source
 };
 
 }  // namespace kmt::http

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace kmt::http {
 namespace {
@@ -141,6 +142,74 @@ TEST_CASE("Among served connections the longest idle goes; busy ones never do") 
   CHECK_FALSE(refused.evicted.has_value());
   CHECK(table.size() == 3);
   CHECK_FALSE(table.Enter(refused.id, Phase::kBody, At(13)));
+}
+
+TEST_CASE("One source holds at most max_per_source: its own connections make room") {
+  Limits l = Small(10);
+  l.max_per_source = 2;
+  ConnectionTable table(l);
+  auto a1 = table.Open(Phase::kHandshake, At(0), "10.0.0.66");
+  auto a2 = table.Open(Phase::kHandshake, At(10), "10.0.0.66");
+  auto b1 = table.Open(Phase::kHandshake, At(20), "10.0.0.1");
+  CHECK(table.FromSource("10.0.0.66") == 2);
+  // A third from the same source evicts that source's longest-idle one, though the table
+  // has room and b1 is older than a2.
+  auto a3 = table.Open(Phase::kHandshake, At(30), "10.0.0.66");
+  REQUIRE(a3.admitted);
+  CHECK(a3.evicted == a1.id);
+  CHECK(table.FromSource("10.0.0.66") == 2);
+  CHECK(table.PhaseOf(b1.id) == Phase::kHandshake);
+  // When all of that source's connections are busy, its next one is refused.
+  table.Enter(a2.id, Phase::kHandling, At(40));
+  table.Enter(a3.id, Phase::kWriting, At(40));
+  auto a4 = table.Open(Phase::kHandshake, At(50), "10.0.0.66");
+  CHECK_FALSE(a4.admitted);
+  CHECK_FALSE(a4.evicted.has_value());
+  // Other sources still get in.
+  CHECK(table.Open(Phase::kHandshake, At(60), "10.0.0.2").admitted);
+  // Closing, expiring and evicting all give the source's slots back.
+  table.Close(a2.id);
+  CHECK(table.FromSource("10.0.0.66") == 1);
+  table.Close(a3.id);
+  CHECK(table.FromSource("10.0.0.66") == 0);
+  CHECK(table.Expire(At(100000)).size() == 2);
+  CHECK(table.FromSource("10.0.0.1") == 0);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE(
+    "A full table drops the most crowded source's connections, never a small source's "
+    "handshake") {
+  Limits l = Small(6);
+  l.max_per_source = 4;
+  ConnectionTable table(l);
+  // The API server: one served keep-alive connection, idle the longest.
+  auto api_idle = table.Open(Phase::kHandshake, At(0), "10.0.0.1");
+  table.Enter(api_idle.id, Phase::kHeaders, At(1));
+  table.Enter(api_idle.id, Phase::kIdle, At(2));
+  // A client holding four served keep-alive connections, more recently active.
+  std::vector<ConnectionTable::Id> flood;
+  for (int i = 0; i < 4; ++i) {
+    auto c = table.Open(Phase::kHandshake, At(10 + i), "10.0.0.66");
+    table.Enter(c.id, Phase::kHeaders, At(20 + i));
+    table.Enter(c.id, Phase::kIdle, At(30 + i));
+    flood.push_back(c.id);
+  }
+  // The API server opens a new connection (handshaking): the table is now full.
+  auto api_new = table.Open(Phase::kHandshake, At(100), "10.0.0.1");
+  REQUIRE(api_new.admitted);
+  CHECK_FALSE(api_new.evicted.has_value());
+  // And another: the flooder's longest-idle connection goes, not the API server's older
+  // idle one nor its handshake (never served, which alone would have ranked first).
+  auto api_third = table.Open(Phase::kHandshake, At(110), "10.0.0.1");
+  REQUIRE(api_third.admitted);
+  CHECK(api_third.evicted == flood[0]);
+  // The flooder reconnecting evicts its own connections (it is still the most crowded).
+  auto again = table.Open(Phase::kHandshake, At(120), "10.0.0.66");
+  CHECK(again.evicted == flood[1]);
+  CHECK(table.PhaseOf(api_idle.id) == Phase::kIdle);
+  CHECK(table.PhaseOf(api_new.id) == Phase::kHandshake);
+  CHECK(table.PhaseOf(api_third.id) == Phase::kHandshake);
 }
 
 TEST_CASE("Expire removes only the connections past their deadline") {

@@ -183,10 +183,11 @@ class Server::Impl {
     return s;
   }
 
-  ConnectionTable::Admission Open(Phase first, const std::shared_ptr<SessionBase>& s,
+  ConnectionTable::Admission Open(Phase first, std::string_view source,
+                                  const std::shared_ptr<SessionBase>& s,
                                   std::shared_ptr<SessionBase>* victim) {
     std::lock_guard<std::mutex> lock(mu);
-    ConnectionTable::Admission a = table.Open(first, SteadyClock::now());
+    ConnectionTable::Admission a = table.Open(first, SteadyClock::now(), source);
     if (a.evicted) *victim = TakeLocked(*a.evicted, CloseReason::kEvicted);
     if (cfg.observer) cfg.observer->ConnectionOpened();
     if (a.admitted) {
@@ -746,17 +747,28 @@ void Server::Impl::Accept() {
 void Server::Impl::OnAccept(tcp::socket socket) {
   boost::system::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
+  // The peer's address is its source for the per-source bound (an IPv4 peer on a dual-stack
+  // socket counts as its IPv4 address).
+  std::string source;
+  tcp::endpoint peer = socket.remote_endpoint(ignored);
+  if (!ignored) {
+    asio::ip::address addr = peer.address();
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped()) {
+      addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+    }
+    source = addr.to_string();
+  }
   std::shared_ptr<SessionBase> victim;
   if (ssl) {
     auto s = std::make_shared<TlsSession>(*this, std::move(socket), &*ssl);
-    auto a = Open(Phase::kHandshake, s, &victim);
+    auto a = Open(Phase::kHandshake, source, s, &victim);
     AbortAll({victim});
     if (!a.admitted) return s->Abort();
     s->set_id(a.id);
     asio::dispatch(s->executor(), [s] { s->Start(); });
   } else {
     auto s = std::make_shared<PlainSession>(*this, std::move(socket), nullptr);
-    auto a = Open(Phase::kHeaders, s, &victim);
+    auto a = Open(Phase::kHeaders, source, s, &victim);
     AbortAll({victim});
     if (!a.admitted) return s->Abort();
     s->set_id(a.id);
