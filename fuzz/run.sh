@@ -2,7 +2,7 @@
 # Builds one fuzz target with clang + libFuzzer (ASan, UBSan) outside Bazel and runs it for
 # a bounded time. See fuzz/README.md for the targets and their input formats.
 #
-#   fuzz/run.sh TARGET [SECONDS]     TARGET: admitters policy watch kubeconfig quantity selector
+#   fuzz/run.sh TARGET [SECONDS]     TARGET: admitters policy watch kubeconfig quantity selector http
 #                                    admission (the older webhook/fuzz target); default 300 s
 #   fuzz/run.sh all [SECONDS]        every target, one after the other
 #
@@ -17,12 +17,13 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz/run.sh TARGET [SECONDS]}
 seconds=${2:-300}
 if [[ $target == all ]]; then
-  for t in admission admitters policy watch kubeconfig quantity selector; do "$0" "$t" "$seconds"; done
+  for t in admission admitters policy watch kubeconfig quantity selector http; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 cxx=${CXX_FUZZ:-clang++-14}
 out=${KMT_FUZZ_OUT:-/tmp/kmt-fuzz}/$target
 
+libs=()
 case $target in
   admission)
     label=//webhook/fuzz:fuzz_entry harness=webhook/fuzz/fuzz_target.cc
@@ -30,6 +31,9 @@ case $target in
   admitters | policy | watch | kubeconfig | quantity | selector)
     label=//fuzz/$target:entry harness=fuzz/libfuzzer_main.cc
     corpus=fuzz/$target/corpus dict=fuzz/$target/$target.dict ;;
+  http)
+    label=//fuzz/$target:entry harness=fuzz/libfuzzer_main.cc
+    corpus=fuzz/$target/corpus dict=fuzz/$target/$target.dict libs=(-lssl -lcrypto -pthread) ;;
   *) echo "fuzz: unknown target $target" >&2; exit 2 ;;
 esac
 
@@ -42,7 +46,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 echo "fuzz: building $out/fuzzer ($target, ${#srcs[@]} sources) with $cxx"
 "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I. "$harness" "${srcs[@]}" -lfmt -lyaml-cpp -o "$out/fuzzer"
+  -I. "$harness" "${srcs[@]}" -lfmt -lyaml-cpp "${libs[@]}" -o "$out/fuzzer"
 
 echo "fuzz: running $target for ${seconds}s"
 start=$(date +%s)

@@ -15,7 +15,7 @@
 // The shell is strict: an admission body over max_body_bytes (3.5 MiB) → HTTP 413, decided
 // from Content-Length before the body is read (also for chunked bodies), and any body on
 // /healthz or /readyz → 413; chunk lines and trailers over 4 KiB → 400; bodies of all
-// connections together over max_held_body_bytes (32 MiB) → 503 with Retry-After; a review
+// connections together over max_held_body_bytes (16 MiB) → 503 with Retry-After; a review
 // with more than webhook::kMaxJsonNodes nodes is refused before it is parsed; headers over
 // 16 KiB → 431; a full admission queue → 503 with Retry-After; the
 // rest of the decision (empty body, content type, decoding, exceptions, uid echo) is
@@ -65,7 +65,7 @@ struct ServerOptions {
   size_t max_body_bytes = size_t{7} * 512 * 1024;
   // Bodies held by every connection together (http::ServerConfig::max_held_body_bytes), well
   // under the Deployment's 256 Mi memory limit.
-  size_t max_held_body_bytes = size_t{32} * 1024 * 1024;
+  size_t max_held_body_bytes = size_t{16} * 1024 * 1024;
   // Threads for TLS and HTTP I/O, and for admission work (a review may wait on a
   // SubjectAccessReview); at most `max_queued_reviews` wait for a worker, beyond that 503.
   // Two I/O threads, so a burst of TLS handshakes from a flood (each costs the thread a few
