@@ -37,7 +37,8 @@ done
 mkdir -p "$IMG_CACHE"/{storage,bases,tmp,archives}
 # buildah with a storage of its own, so nothing here touches (or is touched by) other users of
 # buildah or podman on the machine. RUNROOT holds only locks and mount state.
-RUNROOT=${KMT_IMAGE_RUNROOT:-/run/kmt-image-buildah}
+# One runroot (locks, mount state; tmpfs, so a reboot clears it) per storage.
+RUNROOT=/run/kmt-image-buildah-$(echo "$IMG_CACHE" | cksum | cut -d' ' -f1)
 bh() { buildah --root "$IMG_CACHE/storage" --runroot "$RUNROOT" --storage-driver overlay "$@"; }
 # buildah keeps `RUN --mount=type=cache` directories under $TMPDIR/buildah-cache-<uid>.
 export TMPDIR=$IMG_CACHE/tmp
@@ -141,8 +142,8 @@ apt_config_files() {
 # The build context: the files git would track (tracked, plus untracked and not ignored), minus
 # what .dockerignore leaves out of `docker build .`, copied so the context is exactly what is hashed.
 make_context() {
-  local ctx=$IMG_CACHE/context
-  rm -rf "$ctx" && mkdir -p "$ctx"
+  local ctx
+  ctx=$(mktemp -d "$IMG_CACHE/tmp/context.XXXXXX")
   git ls-files -z --cached --others --exclude-standard \
     | python3 -c '
 import os, sys
@@ -160,6 +161,7 @@ context_hash() {
 
 make_bases
 ctx=$(make_context)
+trap 'rm -rf "$ctx"' EXIT
 base_ids=$(for b in "debian:$SUITE" "debian:$SUITE-slim"; do bh images --noheading --no-trunc --format '{{.ID}}' "$b"; done)
 hash=$( { context_hash "$ctx"; echo "$base_ids"; buildah --version; } | sha256sum | cut -c1-16)
 ARCHIVE=$IMG_CACHE/archives/kubevirt-migration-target-$TAG-$hash.oci.tar

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.." || exit 1
 
 CACHE_ROOT=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
 IMG_CACHE=$CACHE_ROOT/image
-RUNROOT=${KMT_IMAGE_RUNROOT:-/run/kmt-image-buildah}
+# One runroot (locks, mount state; tmpfs, so a reboot clears it) per storage.
+RUNROOT=/run/kmt-image-buildah-$(echo "$IMG_CACHE" | cksum | cut -d' ' -f1)
 RUNC_ROOT=/run/kmt-image-runc
 bh() { buildah --root "$IMG_CACHE/storage" --runroot "$RUNROOT" --storage-driver overlay "$@"; }
 
