@@ -18,9 +18,10 @@ COPY hack/install-deps.sh hack/
 RUN ./hack/install-deps.sh --build-only
 COPY . .
 # Bazel's disk cache survives between builds (a cache mount, never part of an image); the
-# output base is removed so the layer holds only /out.
+# output base is removed so the layer holds only /out. --strip=always links without debug
+# info (the symbol table stays, for backtraces): 5.6 MB for both binaries instead of 35 MB.
 RUN --mount=type=cache,id=kmt-bazel-disk,target=/var/cache/kmt-bazel-disk \
-    bazel build --disk_cache=/var/cache/kmt-bazel-disk --compilation_mode=opt \
+    bazel build --disk_cache=/var/cache/kmt-bazel-disk --compilation_mode=opt --strip=always \
         //controller:operator //cli:kubectl-migrate \
     && mkdir -p /out \
     && cp bazel-bin/controller/operator bazel-bin/cli/kubectl-migrate /out/ \

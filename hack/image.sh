@@ -25,6 +25,7 @@ cd "$(dirname "$0")/.."
 CACHE_ROOT=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
 IMG_CACHE=$CACHE_ROOT/image
 SUITE=bookworm
+BASE_RECIPE=2  # bump when make_bases changes what goes into the bases
 TAG=$(sed -n 's/^ *newTag: *//p' manifests/default/kustomization.yaml | head -1)
 [[ -n $TAG ]] || { echo "image: no newTag in manifests/default/kustomization.yaml" >&2; exit 1; }
 IMAGE=kmt.local/kubevirt-migration-target:$TAG
@@ -96,7 +97,7 @@ make_bases() {
   mirror=$(apt_mirror)
   deb_version=$(dpkg-query -W -f='${Version}' debootstrap)
   # The key: the suite, debootstrap's version, the mirror and the apt configuration copied in.
-  key=$( { echo "$SUITE $deb_version $mirror"; apt_config_files | xargs -r cat; } | sha256sum | cut -c1-16)
+  key=$( { echo "$SUITE $deb_version $mirror $BASE_RECIPE"; apt_config_files | xargs -r cat; } | sha256sum | cut -c1-16)
   dir=$IMG_CACHE/bases/$SUITE-$key
   if [[ ! -f $dir/done ]]; then
     rm -rf "$dir" && mkdir -p "$dir"
@@ -108,7 +109,16 @@ make_bases() {
     # `apt-get update` in the Dockerfile sees what the host sees.
     rm -f "$dir/root/etc/apt/sources.list"
     apt_config_files | while read -r f; do cp "$f" "$dir/root$f"; done
-    rm -rf "$dir"/root/var/cache/apt/archives/*.deb "$dir"/root/var/lib/apt/lists/*
+    # As in Debian's official images (debuerreotype): apt keeps no package cache in a layer, so
+    # `apt-get install … && rm -rf /var/lib/apt/lists/*` leaves nothing behind.
+    cat >"$dir/root/etc/apt/apt.conf.d/docker-clean" <<'EOF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+EOF
+    echo 'APT::AutoRemove::SuggestsImportant "false";' >"$dir/root/etc/apt/apt.conf.d/docker-autoremove-suggests"
+    rm -rf "$dir"/root/var/cache/apt/archives/*.deb "$dir"/root/var/cache/apt/*.bin "$dir"/root/var/lib/apt/lists/*
     # slim: as Debian's -slim images, no docs, man pages or locales (and dpkg keeps it so).
     cp -a "$dir/root" "$dir/slim"
     rm -rf "$dir"/slim/usr/share/{doc,man,info,groff,lintian,linda}/* "$dir"/slim/usr/share/locale/*

@@ -19,7 +19,7 @@ bh() { buildah --root "$IMG_CACHE/storage" --runroot "$RUNROOT" --storage-driver
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "image: ok   $*"; }
 bad() { fail=$((fail + 1)); echo "image: FAIL $*"; }
-CHECKS=9  # how many checks follow the build; all count as failed when the build does
+CHECKS=10  # how many checks follow the build; all count as failed when the build does
 finish() {
   echo "image: $pass passed, $fail failed"
   exit $((fail > 0))
@@ -55,15 +55,15 @@ if ! bh pull --quiet "oci-archive:$archive" >/dev/null || ! CTR=$(bh from --pull
   finish
 fi
 
-# runc RUN_NAME BUNDLE_DIR — writes an OCI bundle config for the Deployment's operator container;
+# spec BUNDLE_DIR ARGS_JSON [CMD_OVERRIDE_JSON [EXTRA_ENV_JSON]] — writes an OCI bundle config for the Deployment's operator container;
 # the process is the image's ENTRYPOINT + the given args unless CMD_OVERRIDE (JSON list) is set.
 mkdir -p "$WORK/certs" && chmod 0777 "$WORK/certs"  # a kubelet's emptyDir is 0777
 spec() {
-  local dir=$1 args_json=$2 override=${3:-}
+  local dir=$1 args_json=$2 override=${3:-} extra_env=${4:-[]}
   mkdir -p "$dir"
-  python3 - "$dir/config.json" "$ROOTFS" "$WORK/image-config.json" "$WORK/certs" "$args_json" "$override" <<'PY'
+  python3 - "$dir/config.json" "$ROOTFS" "$WORK/image-config.json" "$WORK/certs" "$args_json" "$override" "$extra_env" <<'PY'
 import json, os, sys, yaml
-out, rootfs, image_config, certs, args_json, override = sys.argv[1:]
+out, rootfs, image_config, certs, args_json, override, extra_env = sys.argv[1:]
 img = json.load(open(image_config))
 docs = list(yaml.safe_load_all(open("manifests/default/deployment.yaml")))
 dep = next(d for d in docs if d and d.get("kind") == "Deployment")
@@ -122,7 +122,8 @@ config = {
         "terminal": False,
         "user": {"uid": uid, "gid": gid},
         "args": args,
-        "env": img.get("Env") or ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+        "env": (img.get("Env") or ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"])
+               + json.loads(extra_env),
         "cwd": img.get("WorkingDir") or "/",
         "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
         "noNewPrivileges": sc.get("allowPrivilegeEscalation") is False,
@@ -145,11 +146,11 @@ json.dump(config, open(out, "w"), indent=1)
 PY
 }
 
-# run NAME ARGS_JSON [CMD_OVERRIDE_JSON] — runs the container, at most 30 s; output in $WORK/NAME.out,
-# exit code in $WORK/NAME.rc (124 on timeout).
+# run NAME ARGS_JSON [CMD_OVERRIDE_JSON [EXTRA_ENV_JSON]] — runs the container, at most 30 s; output
+# in $WORK/NAME.out, exit code in $WORK/NAME.rc (124 on timeout).
 run() {
   local name=$1
-  if ! spec "$WORK/$name" "$2" "${3:-}" 2>"$WORK/$name.out"; then
+  if ! spec "$WORK/$name" "$2" "${3:-}" "${4:-[]}" 2>"$WORK/$name.out"; then
     echo 125 >"$WORK/$name.rc"
     return
   fi
@@ -215,13 +216,16 @@ else
   bad "certificate directory: exit $(rc certdir)"; show certdir
 fi
 
-# 8. The Deployment's args, as the kubelet passes them, with no API server and no service account
-# token: accepted, then one clear error line (JSON, --log-format=json) and a fast exit.
-t=$SECONDS
-run deploy "$DEPLOY_ARGS"
-if python3 - "$WORK/deploy.out" "$(rc deploy)" "$((SECONDS - t))" <<'PY'; then
+# 8-9. The Deployment's args, as the kubelet passes them, with no API server: accepted, then one
+# clear error line (JSON, --log-format=json) naming the configuration problem, and exit 1 within
+# 10 s. Once as above (no kubeconfig, no in-cluster variables), once with the variables every
+# pod gets from the kubelet but no service account token mounted.
+deploy_check() {
+  local name=$1 want=$2 env=$3 t=$SECONDS
+  run "$name" "$DEPLOY_ARGS" "" "$env"
+  if python3 - "$WORK/$name.out" "$(rc "$name")" "$((SECONDS - t))" "$want" <<'PY'; then
 import json, sys
-path, rc, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, rc, secs, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 lines = [l for l in open(path, errors="replace").read().splitlines() if l.strip()]
 errors = []
 for l in lines:
@@ -236,16 +240,20 @@ if rc != 1 or secs > 10:
 if len(errors) != 1:
     sys.exit("%d error lines, want 1" % len(errors))
 text = json.dumps(errors[0])
-if "API server configuration" not in text or not any(w in text for w in ("kubeconfig", "KUBERNETES_SERVICE", "in-cluster", "serviceaccount")):
-    sys.exit("the error does not name the kubeconfig/in-cluster problem: " + text)
-print("image: deploy args: exit 1 after %d s: %s" % (secs, errors[0].get("error", text)))
+if "API server configuration" not in text or want not in text:
+    sys.exit("the error does not name %r: %s" % (want, text))
+print("image: %s: exit 1 after %d s: %s" % (path.rsplit("/", 1)[-1], secs, errors[0].get("error", text)))
 PY
-  ok "the Deployment's args are accepted; no API server: one error line, exit 1"
-else
-  bad "the Deployment's args (exit $(rc deploy))"; show deploy
-fi
+    ok "the Deployment's args are accepted; $name: one error line naming '$want', exit 1"
+  else
+    bad "the Deployment's args, $name (exit $(rc "$name"))"; show "$name"
+  fi
+}
+deploy_check no-config kubeconfig '[]'
+deploy_check in-cluster-no-token serviceaccount/token \
+  '["KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_PORT=tcp://10.96.0.1:443"]'
 
-# 9. The same with one unknown flag is refused: the check above would notice rejected args.
+# 10. The same with one unknown flag is refused: the check above would notice rejected args.
 run badflag "$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]) + ["--no-such-flag"]))' "$DEPLOY_ARGS")"
 if [[ $(rc badflag) != 0 && $(rc badflag) != 124 ]] && grep -q -- '--no-such-flag' "$WORK/badflag.out"; then
   ok "an unknown flag next to the Deployment's args is refused (exit $(rc badflag))"
