@@ -100,7 +100,7 @@ make_bases() {
   key=$( { echo "$SUITE $deb_version $mirror $BASE_RECIPE"; apt_config_files | xargs -r cat; } | sha256sum | cut -c1-16)
   dir=$IMG_CACHE/bases/$SUITE-$key
   if [[ ! -f $dir/done ]]; then
-    rm -rf "$dir" && mkdir -p "$dir"
+    rm -rf "$IMG_CACHE/bases/$SUITE"-* && mkdir -p "$dir"  # one key at a time
     local t0=$SECONDS
     echo "image: debootstrap --variant=minbase $SUITE from this machine's apt mirror" >&2
     debootstrap --variant=minbase "$SUITE" "$dir/root" "$mirror" >"$dir/debootstrap.log" 2>&1 \
