@@ -37,11 +37,11 @@ done
 
 mkdir -p "$IMG_CACHE"/{storage,bases,tmp,archives}
 # buildah with a storage of its own, so nothing here touches (or is touched by) other users of
-# buildah or podman on the machine. RUNROOT holds only locks and mount state.
-# One runroot (locks, mount state; tmpfs, so a reboot clears it) per storage.
+# buildah or podman on the machine; one runroot (locks and mount state, on tmpfs so a reboot
+# clears it) per storage.
 RUNROOT=/run/kmt-image-buildah-$(echo "$IMG_CACHE" | cksum | cut -d' ' -f1)
 bh() { buildah --root "$IMG_CACHE/storage" --runroot "$RUNROOT" --storage-driver overlay "$@"; }
-# buildah keeps `RUN --mount=type=cache` directories under $TMPDIR/buildah-cache-<uid>.
+# buildah (1.28) keeps `RUN --mount=type=cache` directories under $TMPDIR/buildah-cache/<id>.
 export TMPDIR=$IMG_CACHE/tmp
 
 # The Debian mirror of this machine's apt sources (deb822 .sources or one-line .list).
