@@ -19,7 +19,7 @@ bh() { buildah --root "$IMG_CACHE/storage" --runroot "$RUNROOT" --storage-driver
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "image: ok   $*"; }
 bad() { fail=$((fail + 1)); echo "image: FAIL $*"; }
-CHECKS=10  # how many checks follow the build; all count as failed when the build does
+CHECKS=12  # how many checks follow the build; all count as failed when the build does
 finish() {
   echo "image: $pass passed, $fail failed"
   exit $((fail > 0))
@@ -113,6 +113,10 @@ for vm in c.get("volumeMounts", []):
         sys.exit("volume %s is not an emptyDir; this check knows only emptyDir" % vm["name"])
     mounts.append({"destination": vm["mountPath"], "type": "bind", "source": certs,
                    "options": ["rbind", "ro" if vm.get("readOnly") else "rw"]})
+# The service account token volume a kubelet projects read-only into every pod that automounts it.
+if os.environ.get("KMT_SA_DIR"):
+    mounts.append({"destination": "/var/run/secrets/kubernetes.io/serviceaccount", "type": "bind",
+                   "source": os.environ["KMT_SA_DIR"], "options": ["rbind", "ro"]})
 limit = c.get("resources", {}).get("limits", {}).get("memory", "")
 units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
 mem = next((int(limit[:-2]) * m for s, m in units.items() if limit.endswith(s)), None)
@@ -253,7 +257,68 @@ deploy_check no-config kubeconfig '[]'
 deploy_check in-cluster-no-token serviceaccount/token \
   '["KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_PORT=tcp://10.96.0.1:443"]'
 
-# 10. The same with one unknown flag is refused: the check above would notice rejected args.
+# 10-11. Started as a pod's container: the kubelet's in-cluster variables and a service account
+# token volume, the API server unreachable (nothing listens in the container's network namespace).
+# The operator itself (not a shell) must run as UID 65532 with no capabilities, keep running and
+# retrying, listen on every containerPort of the Deployment, answer the liveness probe (/healthz
+# 200) and fail the readiness probe (/readyz, nothing synced), all under the read-only root; then
+# stop on SIGTERM well within the default 30 s grace period.
+mkdir -p "$WORK/sa"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kmt-image-check-ca \
+  -keyout "$WORK/sa/ca.key" -out "$WORK/sa/ca.crt" >/dev/null 2>&1
+echo kmt-image-check-token >"$WORK/sa/token"
+echo kubevirt-migration-target >"$WORK/sa/namespace"
+rm -f "$WORK/sa/ca.key" && chmod 0644 "$WORK/sa"/*
+IN_CLUSTER_ENV='["KUBERNETES_SERVICE_HOST=127.0.0.1", "KUBERNETES_SERVICE_PORT=6443", "KUBERNETES_PORT=tcp://127.0.0.1:6443"]'
+POD_ID=kmt-image-pod-$$
+pod_state() { runc --root "$RUNC_ROOT" state "$POD_ID" 2>/dev/null | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["status"], s["pid"])'; }
+PORTS=$(python3 -c '
+import yaml
+d = next(d for d in yaml.safe_load_all(open("manifests/default/deployment.yaml")) if d and d.get("kind") == "Deployment")
+c = next(c for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == "operator")
+print(" ".join(str(p["containerPort"]) for p in c.get("ports", [])))
+probe = c["livenessProbe"]["httpGet"]["port"]
+print(next(p["containerPort"] for p in c["ports"] if p.get("name") == probe) if isinstance(probe, str) else probe)')
+PROBE_PORT=$(sed -n 2p <<<"$PORTS") PORTS=$(sed -n 1p <<<"$PORTS")
+: >"$WORK/pod.status"
+if KMT_SA_DIR=$WORK/sa spec "$WORK/pod" "$DEPLOY_ARGS" "" "$IN_CLUSTER_ENV" 2>"$WORK/pod.out" \
+  && runc --root "$RUNC_ROOT" run -d --bundle "$WORK/pod" "$POD_ID" </dev/null >"$WORK/pod.out" 2>&1; then
+  sleep 5
+  read -r status pid < <(pod_state)
+  if [[ ${status:-} == running ]]; then
+    grep -E '^(Uid|Gid|CapEff|CapPrm|NoNewPrivs):' "/proc/$pid/status" | tr -s '\t' ' ' >"$WORK/pod.status"
+    healthz=$(nsenter -t "$pid" -n curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROBE_PORT/healthz")
+    readyz=$(nsenter -t "$pid" -n curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PROBE_PORT/readyz")
+    listening=$(nsenter -t "$pid" -n ss -ltnH | awk '{print $4}' | sed 's/.*://' | sort -n | tr '\n' ' ')
+    missing=""
+    for p in $PORTS; do [[ " $listening " == *" $p "* ]] || missing+=" $p"; done
+    if grep -qx 'Uid: 65532 65532 65532 65532' "$WORK/pod.status" && grep -qx 'CapEff: 0000000000000000' "$WORK/pod.status" \
+      && grep -qx 'NoNewPrivs: 1' "$WORK/pod.status" && [[ $healthz == 200 && $readyz != 200 && -z $missing ]] \
+      && grep -q '"source":"in-cluster"' "$WORK/pod.out"; then
+      ok "as a pod with no reachable API server: the operator runs as UID 65532 ($(grep Gid "$WORK/pod.status")), no capabilities, listens on $PORTS, /healthz $healthz, /readyz $readyz"
+    else
+      bad "as a pod: healthz $healthz, readyz $readyz, listening on '$listening' (missing:${missing:-none})"
+      sed 's/^/    /' "$WORK/pod.status"; show pod
+    fi
+    t=$SECONDS
+    runc --root "$RUNC_ROOT" kill "$POD_ID" TERM >/dev/null 2>&1
+    while [[ $(pod_state | cut -d' ' -f1) == running && $((SECONDS - t)) -lt 30 ]]; do sleep 0.5; done
+    if [[ $(pod_state | cut -d' ' -f1) == stopped ]]; then
+      ok "SIGTERM: stopped after $((SECONDS - t)) s ($(grep -c '"level":"error"' "$WORK/pod.out") error lines while the API server was unreachable)"
+    else
+      bad "SIGTERM: still running after $((SECONDS - t)) s"; show pod
+    fi
+  else
+    bad "as a pod: the operator was not running after 5 s (state: ${status:-none})"; show pod
+    bad "SIGTERM: not checked, the operator was not running"
+  fi
+else
+  bad "as a pod: runc could not start it"; show pod
+  bad "SIGTERM: not checked, the operator did not start"
+fi
+runc --root "$RUNC_ROOT" delete -f "$POD_ID" >/dev/null 2>&1
+
+# 12. The same with one unknown flag is refused: the checks above would notice rejected args.
 run badflag "$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]) + ["--no-such-flag"]))' "$DEPLOY_ARGS")"
 if [[ $(rc badflag) != 0 && $(rc badflag) != 124 ]] && grep -q -- '--no-such-flag' "$WORK/badflag.out"; then
   ok "an unknown flag next to the Deployment's args is refused (exit $(rc badflag))"
