@@ -1,0 +1,194 @@
+package tests
+
+// The admission policies of manifests/default/admission_policies.yaml (issue 45): they run
+// inside the API server, so they hold while no operator replica runs or leads.
+//   - Only the operator's ServiceAccount removes the scheduling gate, and only in a request
+//     that leaves every term of the pod's required node affinity with a requirement.
+//   - Nobody adds or changes a pod's kubevirt.io/migrationJobUID label.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	k8sv1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	virtv1 "kubevirt.io/api/core/v1"
+
+	"kmt.local/e2e/framework"
+)
+
+const (
+	gatePolicy    = "migration-target-scheduling-gate"
+	gatePolicyMsg = "ValidatingAdmissionPolicy '" + gatePolicy + "'"
+	jobLabel      = "kubevirt.io/migrationJobUID"
+	removeGate    = `[{"op":"remove","path":"/spec/schedulingGates"}]`
+)
+
+// bindEdit gives user the namespace's built-in `edit` ClusterRole (pods update and patch among
+// it) and waits until the authorizer grants it a pod patch.
+func bindEdit(t *testing.T, f *framework.Framework, ns string, subject rbacv1.Subject) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "edit-" + strings.ToLower(subject.Kind) + "-" + subject.Name, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+	if _, err := f.Admin.Kube.RbacV1().RoleBindings(ns).Create(framework.Ctx(t), rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("RoleBinding %s: %v", rb.Name, err)
+	}
+	as := subject.Name
+	if subject.Kind == rbacv1.ServiceAccountKind {
+		as = "system:serviceaccount:" + subject.Namespace + ":" + subject.Name
+	}
+	framework.Eventually(t, 30*time.Second, as+" may patch pods in "+ns, func() (bool, string) {
+		r := framework.KubectlAs(t, framework.AdminUser, "", "auth", "can-i", "patch", "pods", "-n", ns, "--as="+as)
+		return strings.TrimSpace(r.Stdout) == "yes", r.String()
+	})
+}
+
+// gatedPod creates (as the admin) a pod held by the operator's gate, labelled as a target pod
+// of the migration jobUID but without kubevirt.io=virt-launcher, so that neither KubeVirt nor
+// the operator's mutating webhook take it for a VM's pod.
+func gatedPod(t *testing.T, f *framework.Framework, ns, name, jobUID string) *k8sv1.Pod {
+	t.Helper()
+	p := &k8sv1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "kmt-e2e-gate"}},
+		Spec: k8sv1.PodSpec{
+			Containers:      []k8sv1.Container{{Name: "c", Image: "kmt-e2e/none:0"}},
+			SchedulingGates: []k8sv1.PodSchedulingGate{{Name: framework.SchedulingGate}},
+		},
+	}
+	if jobUID != "" {
+		p.Labels[jobLabel] = jobUID
+	}
+	var out *k8sv1.Pod
+	// Until kube-controller-manager made the namespace's "default" ServiceAccount, the
+	// ServiceAccount admission plugin rejects the pod.
+	framework.Eventually(t, 30*time.Second, "create pod "+name, func() (bool, string) {
+		var err error
+		out, err = f.Admin.Kube.CoreV1().Pods(ns).Create(framework.Ctx(t), p, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return out
+}
+
+// denied checks that r is a denial by the gate policy carrying want.
+func denied(t *testing.T, what string, r framework.Result, want string) {
+	t.Helper()
+	if r.Code == 0 || !strings.Contains(r.Stderr, gatePolicyMsg) || !strings.Contains(r.Stderr, want) {
+		t.Errorf("%s: want a denial by %s saying %q, got %s", what, gatePolicyMsg, want, r)
+	}
+}
+
+func allowed(t *testing.T, what string, r framework.Result) {
+	t.Helper()
+	if r.Code != 0 {
+		t.Errorf("%s: want allowed, got %s", what, r)
+	}
+}
+
+// The policy on its own (no operator or KubeVirt involved): who may remove the gate, and how;
+// the migration label cannot be added or changed; ordinary edits of a gated pod still pass.
+func TestGatePolicyPodUpdates(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	ns := f.Namespace(t)
+	const editor = "vm-owner"
+	bindEdit(t, f, ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: editor})
+	// A ServiceAccount of the operator's name in a tenant's namespace, with `edit` there: the
+	// name alone must not make it the operator.
+	sa := &k8sv1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migration-target-operator", Namespace: ns}}
+	if _, err := f.Admin.Kube.CoreV1().ServiceAccounts(ns).Create(framework.Ctx(t), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bindEdit(t, f, ns, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns})
+	impostor := "--as=system:serviceaccount:" + ns + ":" + sa.Name
+	operator := "--as=" + framework.OperatorServiceAccount
+
+	gatedPod(t, f, ns, "gated", "job-1")
+	gatedPod(t, f, ns, "plain", "")
+	patch := func(user string, as string, pod, body string) framework.Result {
+		args := []string{"-n", ns, "patch", "pod", pod, "--type=json", "-p", body}
+		if as != "" {
+			args = append(args, as)
+		}
+		return framework.KubectlAs(t, user, "", args...)
+	}
+	notOperator := "only the kubevirt-migration-target operator may remove the scheduling gate " + framework.SchedulingGate
+
+	denied(t, "a namespace editor removes the gate", patch(editor, "", "gated", removeGate), notOperator+
+		" (it first ANDs the node selector term of the migration request into the required node affinity of the pod); vm-owner may not")
+	denied(t, "the cluster admin removes the gate", patch(framework.AdminUser, "", "gated", removeGate), notOperator)
+	denied(t, "a ServiceAccount named like the operator in a tenant namespace removes the gate",
+		patch(framework.AdminUser, impostor, "gated", removeGate), notOperator)
+	denied(t, "the operator removes the gate without ANDing a term", patch(framework.AdminUser, operator, "gated", removeGate),
+		"is removed only in the request that ANDs the added node selector term")
+	// An empty term would narrow nothing.
+	emptyTerm := `[{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[]}]}}}},` +
+		`{"op":"remove","path":"/spec/schedulingGates"}]`
+	denied(t, "the operator removes the gate with an empty term", patch(framework.AdminUser, operator, "gated", emptyTerm),
+		"is removed only in the request that ANDs the added node selector term")
+
+	// Ordinary edits of a gated pod pass (the gate and the label untouched).
+	allowed(t, "a namespace editor labels a gated pod",
+		framework.KubectlAs(t, editor, "", "-n", ns, "label", "pod", "gated", "team=blue"))
+
+	// The label: not added, not changed, by anyone.
+	labelMsg := "the label kubevirt.io/migrationJobUID of a pod is set when the pod is created and cannot be added or changed"
+	denied(t, "a namespace editor adds the migration label",
+		framework.KubectlAs(t, editor, "", "-n", ns, "label", "pod", "plain", jobLabel+"=job-2"), labelMsg)
+	denied(t, "a namespace editor changes the migration label",
+		framework.KubectlAs(t, editor, "", "-n", ns, "label", "--overwrite", "pod", "gated", jobLabel+"=job-2"), labelMsg)
+	denied(t, "the cluster admin changes the migration label",
+		framework.KubectlAs(t, framework.AdminUser, "", "-n", ns, "label", "--overwrite", "pod", "gated", jobLabel+"=job-2"), labelMsg)
+
+	// The operator's release: the term ANDed in and the gate removed in one request.
+	release := `[{"op":"add","path":"/spec/affinity","value":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[` +
+		`{"matchExpressions":[{"key":"kmt-e2e/pool","operator":"In","values":["nowhere"]}]}]}}}},{"op":"remove","path":"/spec/schedulingGates"}]`
+	allowed(t, "the operator releases the gate with the term", patch(framework.AdminUser, operator, "gated", release))
+	p, err := f.Admin.Kube.CoreV1().Pods(ns).Get(framework.Ctx(t), "gated", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.SchedulingGates) != 0 || p.Labels[jobLabel] != "job-1" {
+		t.Errorf("after the release: gates %v, label %q", p.Spec.SchedulingGates, p.Labels[jobLabel])
+	}
+}
+
+// Issue 45, finding 1: a VM owner with the namespace's `edit` role removes the gate of its
+// own VM's target pod while the webhook answers but no replica leads. Denied, naming the
+// policy; the pod stays gated; once a leader runs it releases the pod with the term, and the
+// migration lands inside it.
+func TestGatePolicyOwnerCannotReleaseWithoutLeader(t *testing.T) {
+	f := fw(t)
+	framework.RestoreDefaultOperator(t)
+	framework.StopOperator(t, "0", "TERM")
+	framework.StartOperator(t, "0", 0, "--disable-controller")
+
+	ns := f.OwnerNamespace(t)
+	bindEdit(t, f, ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: framework.VMOwnerUser})
+	source, target := f.Nodes[0], f.Nodes[2]
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
+	m := f.CreateMigration(t, f.Admin, ns, framework.NewMigration("mig", "vmi", framework.WithTerm(framework.NodeNameTerm(target))))
+	pod := f.WaitTargetPod(t, ns, m, "gated", func(p *k8sv1.Pod) bool { return framework.HasGate(p) })
+
+	r := framework.KubectlAs(t, framework.VMOwnerUser, "", "-n", ns, "patch", "pod", pod.Name, "--type=json", "-p", removeGate)
+	denied(t, "the VM owner removes the gate of its target pod", r,
+		"only the kubevirt-migration-target operator may remove the scheduling gate")
+	r = framework.KubectlAs(t, framework.VMOwnerUser, "", "-n", ns, "label", "--overwrite", "pod", pod.Name, jobLabel+"=other")
+	denied(t, "the VM owner relabels its target pod", r, "cannot be added or changed")
+	// Still gated a moment later: nothing else released it.
+	time.Sleep(2 * time.Second)
+	if p, err := f.Admin.Kube.CoreV1().Pods(ns).Get(framework.Ctx(t), pod.Name, metav1.GetOptions{}); err != nil || !framework.HasGate(p) {
+		t.Fatalf("target pod %s lost its gate without a leader (err %v)", pod.Name, err)
+	}
+
+	framework.StopOperator(t, "0", "TERM")
+	framework.StartOperator(t, "0", 0)
+	m = f.WaitMigrationPhase(t, ns, "mig", virtv1.MigrationSucceeded, 120*time.Second)
+	termAppliedOnce(t, f, ns, m, target, time.Time{})
+}
