@@ -405,6 +405,62 @@ TEST_CASE("maxInboundPerNode: the second waits gated, woken when the first's VMI
   CHECK(w.controller.queue().Len() == 0);
 }
 
+// Issue 45, finding 2: anyone who may create pods in a namespace can label extra ones with a
+// policy migration's kubevirt.io/migrationJobUID. Counted one per migration (KubeVirt's
+// recorded target pod), they cannot fill the nodes another evacuation may go to.
+TEST_CASE("maxInboundPerNode: extra pods with a migration's uid count once, as its target pod") {
+  World w;
+  for (const auto& n : {NodeSpec{"node-1", {{"zone", "a"}}}, NodeSpec{"node-2", {{"zone", "a"}}}}) {
+    w.client.Create(kube::kNodes, "", Node(n));
+  }
+  const std::string term =
+      R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})";
+  const json zone_a =
+      json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})");
+  std::map<std::string, std::string> uids;
+  auto seed_pod = [&](const std::string& name, const std::string& mig, PodSpec spec,
+                      const std::string& created) {
+    spec.name = name;
+    spec.job_uid = uids[mig];
+    json p = Stripped(Pod(spec));
+    p["metadata"]["annotations"]["kubevirt.io/migrationJobName"] = mig;
+    p["metadata"]["creationTimestamp"] = created;
+    json pod = w.client.Create(kPods, kNs, p);
+    pod["status"] = p["status"];
+    w.client.Update(kPods, kNs, pod, "status");
+  };
+  for (const std::string name : {"mig-1", "mig-2"}) {
+    json v = Stripped(Vmim({term}));
+    v["metadata"]["name"] = name;
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/policy"] = "spread";
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/max-inbound-per-node"] = "1";
+    if (name == "mig-1") v["status"]["migrationState"]["targetPod"] = "target-mig-1";
+    json created = w.client.Create(kVirtualMachineInstanceMigrations, kNs, v);
+    created["status"] = v["status"];
+    w.client.Update(kVirtualMachineInstanceMigrations, kNs, created, "status");
+    uids[name] = created["metadata"]["uid"];
+  }
+  // mig-1's target pod, released and bound to node-1; three newer pods with its uid, released
+  // and unbound, that could each land on node-1 or node-2.
+  seed_pod("target-mig-1", "mig-1", {.gated = false, .affinity = zone_a, .node = "node-1"},
+           "2026-01-01T00:00:00Z");
+  for (const std::string fake : {"fake-1", "fake-2", "fake-3"}) {
+    seed_pod(fake, "mig-1", {.gated = false, .affinity = zone_a}, "2026-01-01T00:05:00Z");
+  }
+  seed_pod("target-mig-2", "mig-2", {}, "2026-01-01T00:06:00Z");
+
+  w.controller.Enqueue(std::string(kNs) + "/mig-2");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  const json p2 = w.client.Get(kPods, kNs, "target-mig-2");
+  CHECK_FALSE(Gated(p2));
+  // Released to node-2 only: node-1 holds mig-1's one counted pod.
+  const std::string affinity = p2["spec"]["affinity"].dump();
+  CHECK(affinity.find(R"({"key":"metadata.name","operator":"NotIn","values":["node-1"]})") !=
+        std::string::npos);
+  CHECK(affinity.find("node-2") == std::string::npos);
+}
+
 TEST_CASE("Workers on threads finish queued work before Stop returns") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

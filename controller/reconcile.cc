@@ -303,6 +303,20 @@ void PlanNeverFits(const api::TargetPod& pod, const std::string& why, const Obse
 
 }  // namespace
 
+const api::TargetPod* InboundPodOf(const api::MigrationInfo& vmim,
+                                   std::span<const api::TargetPod* const> pods) {
+  const api::TargetPod* newest = nullptr;
+  for (const api::TargetPod* p : pods) {
+    if (p == nullptr || p->ns != vmim.ns || p->migration_job_uid != vmim.uid) continue;
+    if (!vmim.target_pod.empty() && p->name == vmim.target_pod) return p;
+    if (newest == nullptr || p->created > newest->created ||
+        (p->created == newest->created && p->name > newest->name)) {
+      newest = p;
+    }
+  }
+  return newest;
+}
+
 bool LacksFinalReport(const api::MigrationInfo& vmim) {
   if (!vmim.Final() || !vmim.added_term_text) return false;
   const api::MigrationCondition* applied = FindCondition(vmim.conditions, kApplied);

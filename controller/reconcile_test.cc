@@ -907,5 +907,59 @@ TEST_CASE("Under maxInboundPerNode the nodes at the limit are excluded from the 
   }
 }
 
+TEST_CASE("InboundPodOf: one pod per migration, KubeVirt's target pod first, else the newest") {
+  struct P {
+    std::string name, created;
+    std::string job_uid = kVmimUid;
+    std::string ns = kNs;
+  };
+  struct IRow {
+    std::string name;
+    std::vector<P> pods;
+    std::string target_pod;  // status.migrationState.targetPod
+    std::string want;        // "" → none
+  };
+  const std::string t0 = "2026-01-01T00:00:00Z", t1 = "2026-01-01T00:00:01Z",
+                    t2 = "2026-01-01T00:01:00Z";
+  auto row = GENERATE_COPY(values<IRow>({
+      {"no pod", {}, "", ""},
+      {"one pod", {{"target", t0}}, "", "target"},
+      {"extra pods with the label, newer: the recorded target pod counts",
+       {{"target", t0}, {"fake-1", t1}, {"fake-2", t2}},
+       "target",
+       "target"},
+      {"recorded target pod listed last", {{"fake-1", t2}, {"target", t0}}, "target", "target"},
+      {"nothing recorded yet: the newest", {{"a", t0}, {"b", t2}, {"c", t1}}, "", "b"},
+      {"recorded pod not among them: the newest", {{"a", t0}, {"b", t1}}, "gone", "b"},
+      {"same second: the greater name", {{"a", t1}, {"c", t1}, {"b", t1}}, "", "c"},
+      {"pods of another migration or namespace are ignored",
+       {{"other-job", t2, "99999999-aaaa-bbbb-cccc-000000000009"},
+        {"other-ns", t2, kVmimUid, "elsewhere"},
+        {"mine", t0}},
+       "",
+       "mine"},
+      {"only others: none", {{"other-job", t2, "99999999-aaaa-bbbb-cccc-000000000009"}}, "", ""},
+  }));
+  CAPTURE(row.name);
+  json vmim = Vmim({NodeTerm("node-3")});
+  if (!row.target_pod.empty()) vmim["status"]["migrationState"]["targetPod"] = row.target_pod;
+  const api::MigrationInfo m = api::MigrationInfo::FromJson(vmim);
+  std::vector<api::TargetPod> pods;
+  for (const P& p : row.pods) {
+    json j = Pod({.name = p.name, .uid = "uid-" + p.name, .job_uid = p.job_uid});
+    j["metadata"]["creationTimestamp"] = p.created;
+    j["metadata"]["namespace"] = p.ns;
+    pods.push_back(api::TargetPod::FromJson(j));
+  }
+  std::vector<const api::TargetPod*> ptrs;
+  for (const auto& p : pods) ptrs.push_back(&p);
+  const api::TargetPod* got = InboundPodOf(m, ptrs);
+  CHECK((got ? got->name : std::string()) == row.want);
+  // The order the cache lists them in does not matter.
+  std::reverse(ptrs.begin(), ptrs.end());
+  got = InboundPodOf(m, ptrs);
+  CHECK((got ? got->name : std::string()) == row.want);
+}
+
 }  // namespace
 }  // namespace kmt::controller
