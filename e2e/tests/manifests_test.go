@@ -48,6 +48,8 @@ func TestManifestsDefaultApplyServerDryRun(t *testing.T) {
 		"clusterrolebinding.rbac.authorization.k8s.io/migration-target-gate-releaser",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/migration-target-scheduling-gate",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/migration-target-scheduling-gate",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/migration-target-operator-writes",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/migration-target-operator-writes",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, r.Stdout)
@@ -232,15 +234,19 @@ func TestManifestsNetworkPolicyAndMetricsObjects(t *testing.T) {
 	}
 }
 
-// The admission policies (issue 45): fail closed, bound with Deny, on pod UPDATE (and
-// pods/status, which may change labels); the operator named by a ServiceAccount name and a
+// The admission policies (issue 45): fail closed, bound with Deny; the gate's on pod UPDATE
+// (and pods/status, which may change labels), the operator's writes on pod UPDATE and DELETE; the operator named by a ServiceAccount name and a
 // permission only the releaser ClusterRoleBinding grants, so that no policy names the
 // operator's namespace: an overlay that moves the operator moves the binding's subject and
 // the policies stay right.
 func TestManifestsAdmissionPolicies(t *testing.T) {
 	t.Parallel()
 	objs := rendered(t)
-	for _, name := range []string{"migration-target-scheduling-gate"} {
+	policies := map[string][]string{
+		"migration-target-scheduling-gate": {"pods UPDATE", "pods/status UPDATE"},
+		"migration-target-operator-writes": {"pods UPDATE", "pods DELETE", "pods/* UPDATE", "pods/* DELETE"},
+	}
+	for name, want := range policies {
 		p := decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy/"+name)
 		b := decode[admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding/"+name)
 		if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Fail {
@@ -264,8 +270,10 @@ func TestManifestsAdmissionPolicies(t *testing.T) {
 				}
 			}
 		}
-		if !covers["pods UPDATE"] || !covers["pods/status UPDATE"] {
-			t.Errorf("%s covers %v; want pods and pods/status UPDATE", name, covers)
+		for _, w := range want {
+			if !covers[w] {
+				t.Errorf("%s covers %v; want %v", name, covers, want)
+			}
 		}
 		text := specOf(t, objs["ValidatingAdmissionPolicy/"+name])
 		if strings.Contains(text, framework.OperatorNamespace) {
@@ -300,7 +308,7 @@ func TestManifestsAdmissionPolicies(t *testing.T) {
 			t.Errorf("overlay in kmt-e2e-elsewhere: %s subjects %s", key, framework.ToJSON(crb.Subjects))
 		}
 	}
-	for _, key := range []string{"ValidatingAdmissionPolicy/migration-target-scheduling-gate"} {
+	for _, key := range []string{"ValidatingAdmissionPolicy/migration-target-scheduling-gate", "ValidatingAdmissionPolicy/migration-target-operator-writes"} {
 		if specOf(t, moved[key]) != specOf(t, objs[key]) {
 			t.Errorf("the overlay in another namespace changed the spec of %s", key)
 		}
