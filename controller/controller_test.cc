@@ -461,6 +461,32 @@ TEST_CASE("maxInboundPerNode: extra pods with a migration's uid count once, as i
   CHECK(affinity.find("node-2") == std::string::npos);
 }
 
+TEST_CASE("A migration that ended while its pod escaped the gate: reported once, counted once") {
+  World w;
+  w.SeedNodes();
+  // No replica reconciled: the gate was removed and the migration Succeeded on node-1,
+  // outside the term; the VMIM has no condition.
+  w.SeedVmim({NodeTerm("node-3"), nullptr, "Succeeded"});
+  w.SeedPod({.gated = false, .node = "node-1"});
+  CHECK(w.Metric("kmt_target_pod_escaped_gate_total 0"));
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  const json conds = w.Conditions();
+  REQUIRE(conds.size() == 1);
+  CHECK(conds[0]["type"] == "addedNodeSelectorTermApplied");
+  CHECK(conds[0]["status"] == "False");
+  CHECK(conds[0]["reason"] == "TargetPodEscapedGate");
+  CHECK(conds[0]["message"].get<std::string>().find(
+            "the migration ended on node node-1, which is outside the term (Succeeded)") !=
+        std::string::npos);
+  CHECK(Gated(w.GetPod()) == false);  // a final migration's pods are never touched
+  CHECK(w.Metric("kmt_target_pod_escaped_gate_total 1"));
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK(w.Metric("kmt_target_pod_escaped_gate_total 1"));
+  CHECK(w.client.Get(kPods, kNs, kPodName)["metadata"]["uid"].is_string());
+}
+
 TEST_CASE("Workers on threads finish queued work before Stop returns") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

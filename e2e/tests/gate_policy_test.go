@@ -233,3 +233,72 @@ func TestGatePolicyOwnerCannotReleaseWithoutLeader(t *testing.T) {
 	m = f.WaitMigrationPhase(t, ns, "mig", virtv1.MigrationSucceeded, 120*time.Second)
 	termAppliedOnce(t, f, ns, m, target, time.Time{})
 }
+
+// removeGatePolicyBinding deletes the gate policy's binding (a bypass, as a cluster admin
+// could) and re-creates it when the test ends.
+func removeGatePolicyBinding(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	bindings := f.Admin.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	b, err := bindings.Get(framework.Ctx(t), gatePolicy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the binding %s: %v", gatePolicy, err)
+	}
+	if err := bindings.Delete(framework.Ctx(t), gatePolicy, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.ObjectMeta = metav1.ObjectMeta{Name: b.Name, Labels: b.Labels}
+		if _, err := bindings.Create(framework.Ctx(t), b, metav1.CreateOptions{}); err != nil {
+			t.Errorf("re-create the binding %s: %v", gatePolicy, err)
+		}
+	})
+}
+
+// Issue 45, the silent escape: with the policy bypassed, the VM owner removes the gate while
+// no replica leads and the migration ends. A leader that comes afterwards gives the final
+// VMIM addedNodeSelectorTermApplied=False/TargetPodEscapedGate naming the node it landed on
+// and whether the term allows it, with one Warning Event.
+func TestGatePolicyBypassedEscapeReportedAfterTheFact(t *testing.T) {
+	f := fw(t)
+	framework.RestoreDefaultOperator(t)
+	framework.StopOperator(t, "0", "TERM")
+	framework.StartOperator(t, "0", 0, "--disable-controller")
+
+	ns := f.OwnerNamespace(t)
+	bindEdit(t, f, ns, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: framework.VMOwnerUser})
+	source, target := f.Nodes[0], f.Nodes[2]
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", source), source)
+	m := f.CreateMigration(t, f.Admin, ns, framework.NewMigration("mig", "vmi", framework.WithTerm(framework.NodeNameTerm(target))))
+	pod := f.WaitTargetPod(t, ns, m, "gated", func(p *k8sv1.Pod) bool { return framework.HasGate(p) })
+
+	removeGatePolicyBinding(t, f)
+	framework.Eventually(t, 30*time.Second, "the VM owner removes the gate (the policy's binding is gone)", func() (bool, string) {
+		r := framework.KubectlAs(t, framework.VMOwnerUser, "", "-n", ns, "patch", "pod", pod.Name, "--type=json", "-p", removeGate)
+		return r.Code == 0, r.String()
+	})
+	m = f.WaitMigrationPhase(t, ns, "mig", virtv1.MigrationSucceeded, 120*time.Second)
+	if m.Status.MigrationState == nil || m.Status.MigrationState.TargetNode == "" {
+		t.Fatalf("the Succeeded VMIM records no target node: %s", framework.ToJSON(m.Status))
+	}
+	landed := m.Status.MigrationState.TargetNode
+	if c := framework.MigrationCondition(m, framework.ConditionTermApplied); c != nil {
+		t.Fatalf("a condition without a leader: %s", framework.ToJSON(c))
+	}
+
+	framework.StopOperator(t, "0", "TERM")
+	framework.StartOperator(t, "0", 0)
+	m = f.WaitMigrationCondition(t, ns, "mig", framework.ConditionTermApplied, "False", framework.ReasonTargetPodEscapedGate, 60*time.Second)
+	msg := framework.MigrationCondition(m, framework.ConditionTermApplied).Message
+	inside := "outside"
+	if landed == target {
+		inside = "inside"
+	}
+	want := fmt.Sprintf("migration ended on node %s, which is %s the term", landed, inside)
+	if !strings.Contains(msg, "never carried the added term") || !strings.Contains(msg, want) {
+		t.Errorf("TargetPodEscapedGate message %q, want it to say the pod never carried the term and %q", msg, want)
+	}
+	ev := waitEvents(t, f, ns, "mig", framework.ReasonTargetPodEscapedGate, true)
+	if len(ev) != 1 || ev[0].Type != k8sv1.EventTypeWarning || ev[0].Count > 1 {
+		t.Errorf("TargetPodEscapedGate Events %s, want exactly one Warning", framework.EventSummary(ev))
+	}
+}
