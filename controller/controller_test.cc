@@ -419,16 +419,16 @@ TEST_CASE("maxInboundPerNode: extra pods with a migration's uid count once, as i
       json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
       {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})");
   std::map<std::string, std::string> uids;
-  auto seed_pod = [&](const std::string& name, const std::string& mig, PodSpec spec,
-                      const std::string& created) {
+  // Created a minute apart: the API server stamps creationTimestamp, the later the newer.
+  auto seed_pod = [&](const std::string& name, const std::string& mig, PodSpec spec) {
     spec.name = name;
     spec.job_uid = uids[mig];
     json p = Stripped(Pod(spec));
     p["metadata"]["annotations"]["kubevirt.io/migrationJobName"] = mig;
-    p["metadata"]["creationTimestamp"] = created;
     json pod = w.client.Create(kPods, kNs, p);
     pod["status"] = p["status"];
     w.client.Update(kPods, kNs, pod, "status");
+    w.clock.Advance(seconds(60));
   };
   for (const std::string name : {"mig-1", "mig-2"}) {
     json v = Stripped(Vmim({term}));
@@ -443,12 +443,11 @@ TEST_CASE("maxInboundPerNode: extra pods with a migration's uid count once, as i
   }
   // mig-1's target pod, released and bound to node-1; three newer pods with its uid, released
   // and unbound, that could each land on node-1 or node-2.
-  seed_pod("target-mig-1", "mig-1", {.gated = false, .affinity = zone_a, .node = "node-1"},
-           "2026-01-01T00:00:00Z");
+  seed_pod("target-mig-1", "mig-1", {.gated = false, .affinity = zone_a, .node = "node-1"});
   for (const std::string fake : {"fake-1", "fake-2", "fake-3"}) {
-    seed_pod(fake, "mig-1", {.gated = false, .affinity = zone_a}, "2026-01-01T00:05:00Z");
+    seed_pod(fake, "mig-1", {.gated = false, .affinity = zone_a});
   }
-  seed_pod("target-mig-2", "mig-2", {}, "2026-01-01T00:06:00Z");
+  seed_pod("target-mig-2", "mig-2", {});
 
   w.controller.Enqueue(std::string(kNs) + "/mig-2");
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
