@@ -302,3 +302,98 @@ func TestGatePolicyBypassedEscapeReportedAfterTheFact(t *testing.T) {
 		t.Errorf("TargetPodEscapedGate Events %s, want exactly one Warning", framework.EventSummary(ev))
 	}
 }
+
+// Issue 45, finding 2: a tenant whose VM is being evacuated under a policy with
+// maxInboundPerNode creates extra pods labelled with its evacuation VMIM's uid (nothing stops
+// that at creation). The webhook gates them and the loop releases them; they stay Pending,
+// and counted as inbound they would fill every node of the policy's term. Counted one pod per
+// migration, they do not hold another tenant's evacuation under the same policy.
+func TestGatePolicyFakeTargetPodsDoNotHoldEvacuations(t *testing.T) {
+	t.Parallel()
+	f := fw(t)
+	tenant, other := f.Namespace(t), f.Namespace(t)
+	bindEdit(t, f, tenant, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: framework.VMOwnerUser})
+	pool := "kmt-fake-" + framework.RandomSuffix()
+	nodes := poolWithRacks(t, f, pool, 88, "a", "a", "b", "b")
+	rackB := map[string]bool{nodes[2]: true, nodes[3]: true}
+	policy := pool + "-two-per-node"
+	if err := createPolicy(t, f, f.Admin, policy, fmt.Sprintf(`{
+		"maxInboundPerNode": 2,
+		"match": {"sourceNodeSelector": {"matchLabels": {"kmt-e2e/pool": %q, "rack": "a"}}},
+		"addedNodeSelectorTerm": {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["b"]}]}}`, pool)); err != nil {
+		t.Fatalf("create policy: %v", err)
+	}
+
+	// The tenant's VM may only run on its own node (a node selector of its own), so its
+	// evacuation's target pod stays Pending and the evacuation stays in flight: its one pod
+	// counts against both rack-b nodes (1 of 2 each).
+	home := func(vmi *virtv1.VirtualMachineInstance) {
+		framework.WithNodeSelector(map[string]string{k8sv1.LabelHostname: nodes[0]})(vmi)
+	}
+	f.StartVMI(t, f.Admin, tenant, framework.NewVMI("vm-a", nodes[0], inPool(pool), home, framework.LiveMigrateOnEviction), nodes[0])
+	f.StartVMI(t, f.Admin, other, framework.NewVMI("vm-b", nodes[1], inPool(pool), framework.LiveMigrateOnEviction), nodes[1])
+
+	// Drain the tenant's node: the eviction starts the evacuation; the drain itself cannot end.
+	framework.Run(t, 60*time.Second, nil, framework.Kubectl(), "--kubeconfig", framework.KubeconfigOf(framework.AdminUser),
+		"drain", nodes[0], "--pod-selector=kubevirt.io=virt-launcher", "--delete-emptydir-data", "--ignore-daemonsets", "--timeout=15s")
+	var migA virtv1.VirtualMachineInstanceMigration
+	framework.Eventually(t, 60*time.Second, "the tenant's evacuation VMIM, its target pod released and Pending", func() (bool, string) {
+		list, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(tenant).List(framework.Ctx(t), metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprintf("VMIMs %v (%v)", list, err)
+		}
+		migA = list.Items[0]
+		pods := f.TargetPods(t, tenant, &migA)
+		return len(pods) == 1 && !framework.HasGate(&pods[0]) && pods[0].Spec.NodeName == "", "target pods " + framework.ToJSON(pods)
+	})
+	if migA.Annotations[framework.PolicyAnnotation] != policy {
+		t.Fatalf("the tenant's evacuation %s is not under policy %s: %v", migA.Name, policy, migA.Annotations)
+	}
+
+	// Three extra pods labelled with the evacuation's uid, created by the tenant; Pending
+	// forever (no node has their label), each released by the operator with the policy's term.
+	for i := 0; i < 3; i++ {
+		p := &k8sv1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("extra-%d", i), Namespace: tenant,
+				Labels:      map[string]string{"kubevirt.io": "virt-launcher", jobLabel: string(migA.UID)},
+				Annotations: map[string]string{"kubevirt.io/migrationJobName": migA.Name},
+			},
+			Spec: k8sv1.PodSpec{
+				Containers:   []k8sv1.Container{{Name: "c", Image: "kmt-e2e/none:0"}},
+				NodeSelector: map[string]string{"kmt-e2e/nowhere": "true"},
+			},
+		}
+		framework.Eventually(t, 30*time.Second, "the tenant creates "+p.Name, func() (bool, string) {
+			_, err := f.VMOwner.Kube.CoreV1().Pods(tenant).Create(framework.Ctx(t), p, metav1.CreateOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	framework.Eventually(t, 60*time.Second, "the extra pods released with the policy's term", func() (bool, string) {
+		pods := f.TargetPods(t, tenant, &migA)
+		released := 0
+		for i := range pods {
+			if !framework.HasGate(&pods[i]) && framework.RequiredNodeAffinity(&pods[i]) != nil {
+				released++
+			}
+		}
+		return len(pods) == 4 && released == 4, "target pods " + framework.ToJSON(pods)
+	})
+
+	// The other tenant's node is drained: its evacuation is not held by the extra pods.
+	if r := drain(t, nodes[1], "120s"); r.Code != 0 {
+		t.Errorf("kubectl drain %s: %s", nodes[1], r)
+	}
+	vmi := f.WaitVMIRunning(t, other, "vm-b", "")
+	if !rackB[vmi.Status.NodeName] {
+		t.Errorf("vm-b on %s, want a rack-b node %v", vmi.Status.NodeName, nodes[2:])
+	}
+	for _, m := range evacuationVMIMs(t, f, other) {
+		if c := framework.MigrationCondition(&m, framework.ConditionTermApplied); c == nil || c.Reason != framework.ReasonTermApplied {
+			t.Errorf("evacuation %s: %s = %s, want True/%s", m.Name, framework.ConditionTermApplied, framework.ToJSON(c), framework.ReasonTermApplied)
+		}
+		for _, e := range framework.EventsWithReason(f.OperatorEvents(t, other, m.Name), framework.ReasonInboundLimitReached) {
+			t.Errorf("evacuation %s was held by the limit: %s", m.Name, e.Message)
+		}
+	}
+}
