@@ -95,16 +95,36 @@ else
   MEMORY_ARGS=(--nodes=5000 --vmims=10000 --pods=10000)
 fi
 
-log "starting the control plane ($KMT_E2E_DIR, port base $KMT_E2E_PORT_BASE)"
-if e2e/cluster.sh up >"$OUT/cluster.log" 2>&1; then
+# start_cluster: the control plane, then what the cluster benchmarks need of it. Every step
+# is logged to $OUT/cluster.log; a step that fails fails the start.
+start_cluster() {
+  e2e/cluster.sh up || return 1
   trap 'e2e/cluster.sh down >>"$OUT/cluster.log" 2>&1' EXIT
+  # The operator's own CRD, as manifests/default installs it (its leader lists the policies).
+  (
+    # shellcheck source=/dev/null
+    source <(e2e/cluster.sh env) &&
+      kubectl apply -f manifests/default/crd_policy.yaml &&
+      kubectl wait --for condition=Established --timeout 60s \
+        crd/migrationtargetpolicies.migration-target.kubevirt.io
+  ) || return 1
   # The benchmarks create VMIs and VMIMs (virt-api admits a VMIM only for an existing VMI)
   # that nothing must act on: virt-controller would start the VMIs, render target pods of
   # its own and fail the VMIMs of VMIs not running, and the operator leaves failed VMIMs
-  # alone. Stop it (its restart loop is a process group `up` started) for these runs.
-  if [[ -f $KMT_E2E_DIR/pids/virt-controller.pid ]]; then
-    kill -TERM -- "-$(cat "$KMT_E2E_DIR/pids/virt-controller.pid")" 2>/dev/null || true
-  fi
+  # alone. Stop it (its restart loop is a process group `up` started) and make sure it is gone.
+  local pgid
+  pgid=$(cat "$KMT_E2E_DIR/pids/virt-controller.pid") || return 1
+  kill -TERM -- "-$pgid" || return 1
+  for _ in $(seq 100); do
+    kill -0 -- "-$pgid" 2>/dev/null || { echo "virt-controller stopped (process group $pgid)"; return 0; }
+    sleep 0.1
+  done
+  echo "virt-controller (process group $pgid) still runs 10 s after SIGTERM"
+  return 1
+}
+
+log "starting the control plane ($KMT_E2E_DIR, port base $KMT_E2E_PORT_BASE)"
+if start_cluster >"$OUT/cluster.log" 2>&1; then
   KUBECONFIG_ADMIN=$KMT_E2E_DIR/admin.kubeconfig
   run gate-release "$BIN/bench/gate_release_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
     --operator="$BIN/controller/operator" --sizes="$GATE_SIZES" --log-dir="$OUT" \
@@ -115,7 +135,7 @@ if e2e/cluster.sh up >"$OUT/cluster.log" 2>&1; then
 else
   STATUS=1
   log "the control plane did not start; see $OUT/cluster.log"
-  printf '### Cluster benchmarks\n\n**Not run**: `e2e/cluster.sh up` failed; last lines:\n\n```\n%s\n```\n\n' \
+  printf '### Cluster benchmarks\n\n**Not run**: the control plane did not start (e2e/cluster.sh up, the CRD, stopping virt-controller); last lines:\n\n```\n%s\n```\n\n' \
     "$(tail -n 15 "$OUT/cluster.log")" >>"$TABLES"
 fi
 
