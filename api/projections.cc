@@ -279,6 +279,7 @@ TargetPod TargetPod::FromJson(const json& pod) {
   p.migration_job_uid = Str(labels, kLabelMigrationJobUID);
   p.created_by = Str(labels, kLabelCreatedBy);
   p.migration_job_name = Str(At(meta, "annotations"), kAnnotationMigrationJobName);
+  p.created = Str(meta, "creationTimestamp");
 
   const json& spec = At(pod, "spec");
   p.node_name = Str(spec, "nodeName");

@@ -135,6 +135,7 @@ struct TargetPod {
   std::string migration_job_uid;   // label kubevirt.io/migrationJobUID
   std::string created_by;          // label kubevirt.io/created-by (the VMI uid)
   std::string migration_job_name;  // annotation kubevirt.io/migrationJobName
+  std::string created;             // metadata.creationTimestamp (RFC 3339, UTC, seconds)
   std::string node_name;           // spec.nodeName ("" while unscheduled)
   std::string phase;               // status.phase
   bool has_gate = false;           // spec.schedulingGates has api::kSchedulingGate

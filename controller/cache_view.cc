@@ -3,6 +3,7 @@
 
 #include "api/names.h"
 #include "api/pod_volumes.h"
+#include "controller/reconcile.h"
 #include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/reads.h"
@@ -60,7 +61,11 @@ std::vector<api::TargetPod> ApiView::PolicyTargetPods(const std::string& policy,
   });
   std::vector<api::TargetPod> out;
   for (const api::MigrationInfo& m : vmims) {
-    for (api::TargetPod& p : TargetPods(m.ns, m.uid)) out.push_back(std::move(p));
+    const std::vector<api::TargetPod> pods = TargetPods(m.ns, m.uid);
+    std::vector<const api::TargetPod*> own;
+    own.reserve(pods.size());
+    for (const api::TargetPod& p : pods) own.push_back(&p);
+    if (const api::TargetPod* p = InboundPodOf(m, own)) out.push_back(*p);
   }
   return out;
 }

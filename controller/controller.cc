@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "api/explain.h"
+#include "api/names.h"
 #include "controller/reconcile.h"
 #include "kube/error.h"
 
@@ -224,6 +225,10 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
     }
     switch (done.outcome) {
       case ExecOutcome::kDone:
+        // An escape is counted once: its Event is planned only on the condition's transition.
+        for (const auto& e : plan.events) {
+          if (e.reason == api::kReasonTargetPodEscapedGate) metrics_.TargetPodEscapedGate();
+        }
         if (plan.requeue_after) {
           Settle(key, ReconcileResult::kRequeueAfter, plan.requeue_after);
           return ReconcileResult::kRequeueAfter;

@@ -405,6 +405,87 @@ TEST_CASE("maxInboundPerNode: the second waits gated, woken when the first's VMI
   CHECK(w.controller.queue().Len() == 0);
 }
 
+// Issue 45, finding 2: anyone who may create pods in a namespace can label extra ones with a
+// policy migration's kubevirt.io/migrationJobUID. Counted one per migration (KubeVirt's
+// recorded target pod), they cannot fill the nodes another evacuation may go to.
+TEST_CASE("maxInboundPerNode: extra pods with a migration's uid count once, as its target pod") {
+  World w;
+  for (const auto& n : {NodeSpec{"node-1", {{"zone", "a"}}}, NodeSpec{"node-2", {{"zone", "a"}}}}) {
+    w.client.Create(kube::kNodes, "", Node(n));
+  }
+  const std::string term =
+      R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]})";
+  const json zone_a =
+      json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})");
+  std::map<std::string, std::string> uids;
+  // Created a minute apart: the API server stamps creationTimestamp, the later the newer.
+  auto seed_pod = [&](const std::string& name, const std::string& mig, PodSpec spec) {
+    spec.name = name;
+    spec.job_uid = uids[mig];
+    json p = Stripped(Pod(spec));
+    p["metadata"]["annotations"]["kubevirt.io/migrationJobName"] = mig;
+    json pod = w.client.Create(kPods, kNs, p);
+    pod["status"] = p["status"];
+    w.client.Update(kPods, kNs, pod, "status");
+    w.clock.Advance(seconds(60));
+  };
+  for (const std::string name : {"mig-1", "mig-2"}) {
+    json v = Stripped(Vmim({term}));
+    v["metadata"]["name"] = name;
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/policy"] = "spread";
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/max-inbound-per-node"] = "1";
+    if (name == "mig-1") v["status"]["migrationState"]["targetPod"] = "target-mig-1";
+    json created = w.client.Create(kVirtualMachineInstanceMigrations, kNs, v);
+    created["status"] = v["status"];
+    w.client.Update(kVirtualMachineInstanceMigrations, kNs, created, "status");
+    uids[name] = created["metadata"]["uid"];
+  }
+  // mig-1's target pod, released and bound to node-1; three newer pods with its uid, released
+  // and unbound, that could each land on node-1 or node-2.
+  seed_pod("target-mig-1", "mig-1", {.gated = false, .affinity = zone_a, .node = "node-1"});
+  for (const std::string fake : {"fake-1", "fake-2", "fake-3"}) {
+    seed_pod(fake, "mig-1", {.gated = false, .affinity = zone_a});
+  }
+  seed_pod("target-mig-2", "mig-2", {});
+
+  w.controller.Enqueue(std::string(kNs) + "/mig-2");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  const json p2 = w.client.Get(kPods, kNs, "target-mig-2");
+  CHECK_FALSE(Gated(p2));
+  // Released to node-2 only: node-1 holds mig-1's one counted pod.
+  const std::string affinity = p2["spec"]["affinity"].dump();
+  CHECK(affinity.find(R"({"key":"metadata.name","operator":"NotIn","values":["node-1"]})") !=
+        std::string::npos);
+  CHECK(affinity.find("node-2") == std::string::npos);
+}
+
+TEST_CASE("A migration that ended while its pod escaped the gate: reported once, counted once") {
+  World w;
+  w.SeedNodes();
+  // No replica reconciled: the gate was removed and the migration Succeeded on node-1,
+  // outside the term; the VMIM has no condition.
+  w.SeedVmim({NodeTerm("node-3"), nullptr, "Succeeded"});
+  w.SeedPod({.gated = false, .node = "node-1"});
+  CHECK(w.Metric("kmt_target_pod_escaped_gate_total 0"));
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  const json conds = w.Conditions();
+  REQUIRE(conds.size() == 1);
+  CHECK(conds[0]["type"] == "addedNodeSelectorTermApplied");
+  CHECK(conds[0]["status"] == "False");
+  CHECK(conds[0]["reason"] == "TargetPodEscapedGate");
+  CHECK(conds[0]["message"].get<std::string>().find(
+            "the migration ended on node node-1, which is outside the term (Succeeded)") !=
+        std::string::npos);
+  CHECK(Gated(w.GetPod()) == false);  // a final migration's pods are never touched
+  CHECK(w.Metric("kmt_target_pod_escaped_gate_total 1"));
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK(w.Metric("kmt_target_pod_escaped_gate_total 1"));
+  CHECK(w.client.Get(kPods, kNs, kPodName)["metadata"]["uid"].is_string());
+}
+
 TEST_CASE("Workers on threads finish queued work before Stop returns") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

@@ -267,9 +267,11 @@ std::vector<api::TargetPod> InformerView::PolicyTargetPods(const std::string& po
   std::vector<api::TargetPod> out;
   for (const auto& v : vmims_.List()) {
     if (v->policy != policy || v->Final() || v->uid == except_uid) continue;
-    for (const auto& p : targets_.ByIndex(kJobIndex, v->uid)) {
-      if (p->ns == v->ns) out.push_back(*p);
-    }
+    const auto pods = targets_.ByIndex(kJobIndex, v->uid);
+    std::vector<const api::TargetPod*> own;
+    own.reserve(pods.size());
+    for (const auto& p : pods) own.push_back(p.get());
+    if (const api::TargetPod* p = InboundPodOf(*v, own)) out.push_back(*p);
   }
   return out;
 }

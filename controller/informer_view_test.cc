@@ -4,6 +4,7 @@
 #include "controller/informer_view.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -88,6 +89,49 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   CHECK(view.TargetPods("other-ns", uid).empty());
   view.Stop();
   controller.Stop();
+}
+
+TEST_CASE("PolicyTargetPods: one pod per migration from the caches, extra labelled pods left out") {
+  FakeClock clock;
+  kube::FakeClient client{kube::FakeClient::Options{10000, [&] { return clock.WallNow(); }}};
+  // Two migrations under policy "spread" (one with KubeVirt's recorded target pod, one
+  // without), a third under another policy; each with pods labelled with its uid.
+  std::map<std::string, std::string> uids;
+  for (const auto& [name, policy] : std::vector<std::pair<std::string, std::string>>{
+           {"mig-1", "spread"}, {"mig-2", "spread"}, {"mig-3", "other"}}) {
+    json v = Stripped(Vmim({NodeTerm("node-3")}));
+    v["metadata"]["name"] = name;
+    v["metadata"]["annotations"]["migration-target.kubevirt.io/policy"] = policy;
+    if (name == "mig-1") v["status"]["migrationState"]["targetPod"] = "mig-1-target";
+    json created = client.Create(kube::kVirtualMachineInstanceMigrations, kNs, v);
+    created["status"] = v["status"];
+    client.Update(kube::kVirtualMachineInstanceMigrations, kNs, created, "status");
+    uids[name] = created["metadata"]["uid"];
+  }
+  // Created a minute apart (the API server stamps creationTimestamp): the later, the newer.
+  auto pod = [&](const std::string& name, const std::string& mig) {
+    client.Create(kube::kPods, kNs, Stripped(Pod({.name = name, .job_uid = uids[mig]})));
+    clock.Advance(std::chrono::seconds(60));
+  };
+  pod("mig-2-old", "mig-2");
+  pod("mig-1-target", "mig-1");
+  pod("mig-2-new", "mig-2");
+  pod("mig-1-extra-a", "mig-1");
+  pod("mig-1-extra-b", "mig-1");
+  pod("mig-3-target", "mig-3");
+
+  InformerView view(client, clock);
+  view.Start();
+  REQUIRE(view.WaitForSync(std::chrono::seconds(20)));
+  REQUIRE(view.sizes().target_pods == 6);
+  auto names = [&](const std::string& except) {
+    std::set<std::string> out;
+    for (const auto& p : view.PolicyTargetPods("spread", except)) out.insert(p.name);
+    return out;
+  };
+  CHECK(names("") == std::set<std::string>{"mig-1-target", "mig-2-new"});
+  CHECK(names(uids["mig-2"]) == std::set<std::string>{"mig-1-target"});
+  view.Stop();
 }
 
 TEST_CASE("ResolveClaims reads the target pod's volumes from the API, not from a cache") {

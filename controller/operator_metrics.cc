@@ -85,6 +85,12 @@ OperatorMetrics::OperatorMetrics(Registry& r, const std::string& controller)
                                    "scheduling gate with the term ANDed in",
                                    {}, GateReleaseBuckets())
                         .WithLabels({})),
+      escaped_(r.AddCounter("kmt_target_pod_escaped_gate_total",
+                            "Placed migrations whose target pod was found without the added term "
+                            "after escaping the scheduling gate (addedNodeSelectorTermApplied="
+                            "False/TargetPodEscapedGate written)",
+                            {})
+                   .WithLabels({})),
       controller_(controller) {
   for (auto r2 : {ReconcileResult::kSuccess, ReconcileResult::kError, ReconcileResult::kRequeue,
                   ReconcileResult::kRequeueAfter}) {
@@ -99,6 +105,8 @@ void OperatorMetrics::ObserveReconcile(ReconcileResult result, Duration took) {
 }
 
 void OperatorMetrics::TerminalError() { terminal_errors_.Inc(); }
+
+void OperatorMetrics::TargetPodEscapedGate() { escaped_.Inc(); }
 
 void OperatorMetrics::ObserveGateRelease(Duration since_pod_created) {
   gate_release_.Observe(Seconds(since_pod_created));

@@ -11,6 +11,8 @@
 //   controller_runtime_terminal_reconcile_errors_total{controller}
 //   controller_runtime_reconcile_time_seconds{controller}  histogram (5 ms … 60 s)
 //   kmt_gate_release_seconds                      histogram: target pod created → gate released
+//   kmt_target_pod_escaped_gate_total             counter: addedNodeSelectorTermApplied set to
+//                                                 False/TargetPodEscapedGate (status written)
 //
 // The work queue and controller use the name "vmim".
 #pragma once
@@ -38,6 +40,7 @@ class OperatorMetrics {
   void ObserveReconcile(ReconcileResult result, Duration took);
   void TerminalError();
   void ObserveGateRelease(Duration since_pod_created);
+  void TargetPodEscapedGate();
 
  private:
   class QueueHooks : public WorkQueueMetrics {
@@ -63,6 +66,7 @@ class OperatorMetrics {
   Counter& terminal_errors_;
   Histogram& reconcile_time_;
   Histogram& gate_release_;
+  Counter& escaped_;
   std::string controller_;
 };
 

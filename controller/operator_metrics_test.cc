@@ -85,5 +85,14 @@ TEST_CASE("Gate release latency is a histogram without labels") {
   REQUIRE(HasLine(text, "kmt_gate_release_seconds_count 1"));
 }
 
+TEST_CASE("Escaped target pods are a counter without labels, at zero from the start") {
+  Registry r;
+  OperatorMetrics m(r, "vmim");
+  REQUIRE(HasLine(r.Render(), "kmt_target_pod_escaped_gate_total 0"));
+  m.TargetPodEscapedGate();
+  m.TargetPodEscapedGate();
+  REQUIRE(HasLine(r.Render(), "kmt_target_pod_escaped_gate_total 2"));
+}
+
 }  // namespace
 }  // namespace kmt::controller

@@ -229,6 +229,56 @@ std::vector<const api::TargetPod*> OwnPods(const Observed& in) {
   return pods;
 }
 
+// A final VMIM without a report whose target pod never carried the term: its gate was
+// removed around the operator (admission policy bypassed) or it was created without one
+// (webhook bypassed), and no replica reconciled before the migration ended. The target pod
+// is the one KubeVirt recorded when the cache has it, else any of the migration's pods that is
+// neither gated nor carries the term. Said as TargetPodEscapedGate with the node the VMI
+// moved to and whether the term allows it (sets plan.needs_nodes when the nodes are needed
+// and not loaded). A gated pod, or no pod at all, establishes nothing: nothing is written.
+void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::TargetPod*>& pods,
+                             const api::NodeSelectorTerm& term, Plan& plan, WallTime now) {
+  const api::MigrationInfo& vmim = in.vmim;
+  auto escaped = [&](const api::TargetPod* p) {
+    return !p->has_gate &&
+           !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, term));
+  };
+  const api::TargetPod* pod = nullptr;
+  for (const api::TargetPod* p : pods) {
+    if (!vmim.target_pod.empty() && p->name == vmim.target_pod) {
+      pod = escaped(p) ? p : nullptr;
+      break;
+    }
+    if (pod == nullptr && escaped(p)) pod = p;
+  }
+  if (pod == nullptr) return;
+  // Where the VMI went: KubeVirt's record, else the escaped pod's node once it was handed over
+  // (a Succeeded migration ran on its target pod).
+  std::string node = vmim.target_node;
+  if (node.empty() && vmim.phase == "Succeeded") node = pod->node_name;
+  std::string landing;
+  if (node.empty()) {
+    landing = fmt::format("the migration ended {} without moving the VMI to it", vmim.phase);
+  } else {
+    if (!in.nodes_loaded) {
+      plan.needs_nodes = true;
+      return;
+    }
+    const api::NodeInfo* n = FindNode(in.nodes, node);
+    const std::string judged = n == nullptr ? "which the operator does not know"
+                               : api::TermMatchesNode(term, n->labels, n->name)
+                                   ? "which is inside the term"
+                                   : "which is outside the term";
+    landing = fmt::format("the migration ended on node {}, {} ({})", node, judged, vmim.phase);
+  }
+  const std::string message = fmt::format(
+      "Target pod {} never carried the added term {}: its scheduling gate was removed, or it "
+      "was created without it, while no operator replica reconciled; {}",
+      PodRef(*pod), api::ToString(term), landing);
+  Apply(plan, {kApplied, "False", kReasonTargetPodEscapedGate, message}, "Warning",
+        kReasonTargetPodEscapedGate, message, now);
+}
+
 // The report a final VMIM is owed (see LacksFinalReport): only what the cache
 // establishes is written; pods are never touched.
 void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
@@ -253,6 +303,10 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
             CarriesMessage(*p, term_text), now);
       break;
     }
+  }
+  if (FindCondition(plan.conditions, kApplied) == nullptr) {
+    PlanEscapedAfterTheFact(in, pods, *parsed.term, plan, now);
+    if (plan.needs_nodes) return;
   }
   // Scheduling is reported only for a pod that took the term: without Applied
   // the outcome is unknown here (pod still gated in the cache, escaped or
@@ -303,6 +357,20 @@ void PlanNeverFits(const api::TargetPod& pod, const std::string& why, const Obse
 
 }  // namespace
 
+const api::TargetPod* InboundPodOf(const api::MigrationInfo& vmim,
+                                   std::span<const api::TargetPod* const> pods) {
+  const api::TargetPod* newest = nullptr;
+  for (const api::TargetPod* p : pods) {
+    if (p == nullptr || p->ns != vmim.ns || p->migration_job_uid != vmim.uid) continue;
+    if (!vmim.target_pod.empty() && p->name == vmim.target_pod) return p;
+    if (newest == nullptr || p->created > newest->created ||
+        (p->created == newest->created && p->name > newest->name)) {
+      newest = p;
+    }
+  }
+  return newest;
+}
+
 bool LacksFinalReport(const api::MigrationInfo& vmim) {
   if (!vmim.Final() || !vmim.added_term_text) return false;
   const api::MigrationCondition* applied = FindCondition(vmim.conditions, kApplied);
@@ -322,6 +390,11 @@ Plan Reconcile(const Observed& in, WallTime now) {
     // Not only when LacksFinalReport: a target pod's event may bring what the
     // VMIM alone does not show (a Failed migration's pod bound before handoff).
     if (vmim.added_term_text) PlanFinalReport(in, plan, now);
+    if (plan.needs_nodes) {
+      Plan wait;
+      wait.needs_nodes = true;
+      return wait;
+    }
     return plan;
   }
   const bool has_term = vmim.added_term_text.has_value();

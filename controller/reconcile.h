@@ -115,6 +115,15 @@ struct Inbound {
   std::optional<std::vector<std::string>> released_to;
 };
 
+// The one target pod of `vmim` that counts against its policy's maxInboundPerNode: the pod
+// KubeVirt recorded in status.migrationState.targetPod when it is among `pods`, else the
+// newest (creationTimestamp, then the greater name). Anyone who may create pods in the VMIM's
+// namespace can create more with its kubevirt.io/migrationJobUID label; counted one per
+// migration, they cannot fill a node. Pods of another migration or namespace are ignored;
+// nullptr when none is left.
+const api::TargetPod* InboundPodOf(const api::MigrationInfo& vmim,
+                                   std::span<const api::TargetPod* const> pods);
+
 // A release under a policy's limit: the nodes the pod may go to (the shell counts them
 // against the policy until the cache shows the pod released).
 struct Reservation {

@@ -225,10 +225,23 @@ std::vector<Row> Rows() {
     r.events = {{"Warning", "InvalidAddedTerm", msg}};
     rows.push_back(r);
   }
-  rows.push_back({"final phase, pod without the term: nothing (never deleted)",
-                  {term3, nullptr, "Failed"},
-                  {{.gated = false, .node = "node-1"}},
-                  ThreeNodes()});
+  {
+    // Issue 45: not silent any more. Said after the fact; a final migration's pod is never
+    // deleted.
+    Row r{"final phase, pod without the term: reported, never deleted",
+          {term3, nullptr, "Failed"},
+          {{.gated = false, .node = "node-1"}},
+          ThreeNodes()};
+    const std::string msg = "Target pod " + kPodRef + " never carried the added term " + kTerm3 +
+                            ": its scheduling gate was removed, or it was created without it, "
+                            "while no operator replica reconciled; the migration ended Failed "
+                            "without moving the VMI to it";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
   {
     // An escaped pod bound outside the term, being deleted: its binding is not reported.
     Row r{
@@ -507,6 +520,83 @@ std::vector<Row> Rows() {
     r.events = {{"Normal", "TargetPodScheduled", sched}};
     rows.push_back(r);
   }
+  // A migration that ended while no replica reconciled, its target pod never gated or its
+  // gate removed around the operator: said after the fact, the pod left alone.
+  const std::string never = "Target pod " + kPodRef + " never carried the added term " + kTerm3 +
+                            ": its scheduling gate was removed, or it was created without it, "
+                            "while no operator replica reconciled; ";
+  for (const auto& [name, node, where] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"outside", "node-1", "which is outside the term"},
+           {"inside", "node-3", "which is inside the term"},
+           {"on a node the cache lacks", "node-9", "which the operator does not know"}}) {
+    Row r{"final Succeeded, no report, the pod escaped and ran " + name,
+          {term3, nullptr, "Succeeded"},
+          {{.gated = false, .node = node}},
+          ThreeNodes()};
+    r.target_node = node;
+    r.target_pod = kPodName;
+    const std::string msg =
+        never + "the migration ended on node " + node + ", " + where + " (Succeeded)";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    // KubeVirt has not recorded the node: the Succeeded migration ran on its escaped pod.
+    Row r{"final Succeeded, no report, nothing recorded: the escaped pod's node",
+          {term3, nullptr, "Succeeded"},
+          {{.gated = false, .node = "node-1"}},
+          ThreeNodes()};
+    const std::string msg =
+        never + "the migration ended on node node-1, which is outside the term (Succeeded)";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"final Failed before handing over, the pod escaped: said, no node",
+          {term3, nullptr, "Failed"},
+          {{.gated = false}},
+          ThreeNodes()};
+    const std::string msg = never + "the migration ended Failed without moving the VMI to it";
+    r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
+                       kNowText, kNowText)};
+    r.changed = true;
+    r.events = {{"Warning", "TargetPodEscapedGate", msg}};
+    rows.push_back(r);
+  }
+  {
+    // KubeVirt's recorded target pod carries the term: another, escaped, pod with the label
+    // (anyone may create one) is not the migration's.
+    Row r{"final, recorded pod carries the term, another labelled pod escaped: Applied",
+          {term3, nullptr, "Succeeded"},
+          {{.gated = false, .affinity = MergedAffinity(), .node = "node-3"},
+           {.name = "a-fake", .uid = "uid-a", .gated = false, .node = "node-1"}},
+          ThreeNodes()};
+    r.target_node = "node-3";
+    r.target_pod = kPodName;
+    r.conditions = {
+        MC("addedNodeSelectorTermApplied", "True", "TermApplied", kAppliedMsg, kNowText, kNowText),
+        MC("targetPodUnschedulable", "False", "Scheduled", kScheduledMsg, kNowText, kNowText)};
+    r.changed = true;
+    r.events = {
+        {"Normal", "TermApplied", "Target pod " + kPodRef + " carries the added term " + kTerm3},
+        {"Normal", "TargetPodScheduled", kScheduledMsg}};
+    rows.push_back(r);
+  }
+  {
+    Row r{"final, the recorded pod still gated, another labelled pod escaped: nothing",
+          {term3, nullptr, "Failed"},
+          {{}, {.name = "a-fake", .uid = "uid-a", .gated = false, .node = "node-1"}},
+          ThreeNodes()};
+    r.target_pod = kPodName;
+    rows.push_back(r);
+  }
   return rows;
 }
 
@@ -686,6 +776,19 @@ TEST_CASE("Planning is idempotent: applying each row's plan leaves nothing to do
     CHECK(second.events.empty());
     CHECK_FALSE(second.conditions_changed);
   }
+}
+
+TEST_CASE("Without the nodes, an escape seen after the fact asks for them first") {
+  json vmim = Vmim({NodeTerm("node-3"), nullptr, "Succeeded"});
+  vmim["status"]["migrationState"]["targetNode"] = "node-1";
+  Observed o;
+  o.vmim = api::MigrationInfo::FromJson(vmim);
+  o.target_pods = {api::TargetPod::FromJson(Pod({.gated = false, .node = "node-1"}))};
+  o.nodes_loaded = false;
+  Plan plan = Reconcile(o, kNow);
+  CHECK(plan.needs_nodes);
+  CHECK(plan.Empty());
+  CHECK(plan.conditions.empty());
 }
 
 TEST_CASE("Without the nodes, a VMIM that needs them asks for them and plans nothing else") {
@@ -905,6 +1008,60 @@ TEST_CASE("Under maxInboundPerNode the nodes at the limit are excluded from the 
     CHECK(plan.pod_patches.size() == 1);
     CHECK_FALSE(plan.reservation);
   }
+}
+
+TEST_CASE("InboundPodOf: one pod per migration, KubeVirt's target pod first, else the newest") {
+  struct P {
+    std::string name, created;
+    std::string job_uid = kVmimUid;
+    std::string ns = kNs;
+  };
+  struct IRow {
+    std::string name;
+    std::vector<P> pods;
+    std::string target_pod;  // status.migrationState.targetPod
+    std::string want;        // "" → none
+  };
+  const std::string t0 = "2026-01-01T00:00:00Z", t1 = "2026-01-01T00:00:01Z",
+                    t2 = "2026-01-01T00:01:00Z";
+  auto row = GENERATE_COPY(values<IRow>({
+      {"no pod", {}, "", ""},
+      {"one pod", {{"target", t0}}, "", "target"},
+      {"extra pods with the label, newer: the recorded target pod counts",
+       {{"target", t0}, {"fake-1", t1}, {"fake-2", t2}},
+       "target",
+       "target"},
+      {"recorded target pod listed last", {{"fake-1", t2}, {"target", t0}}, "target", "target"},
+      {"nothing recorded yet: the newest", {{"a", t0}, {"b", t2}, {"c", t1}}, "", "b"},
+      {"recorded pod not among them: the newest", {{"a", t0}, {"b", t1}}, "gone", "b"},
+      {"same second: the greater name", {{"a", t1}, {"c", t1}, {"b", t1}}, "", "c"},
+      {"pods of another migration or namespace are ignored",
+       {{"other-job", t2, "99999999-aaaa-bbbb-cccc-000000000009"},
+        {"other-ns", t2, kVmimUid, "elsewhere"},
+        {"mine", t0}},
+       "",
+       "mine"},
+      {"only others: none", {{"other-job", t2, "99999999-aaaa-bbbb-cccc-000000000009"}}, "", ""},
+  }));
+  CAPTURE(row.name);
+  json vmim = Vmim({NodeTerm("node-3")});
+  if (!row.target_pod.empty()) vmim["status"]["migrationState"]["targetPod"] = row.target_pod;
+  const api::MigrationInfo m = api::MigrationInfo::FromJson(vmim);
+  std::vector<api::TargetPod> pods;
+  for (const P& p : row.pods) {
+    json j = Pod({.name = p.name, .uid = "uid-" + p.name, .job_uid = p.job_uid});
+    j["metadata"]["creationTimestamp"] = p.created;
+    j["metadata"]["namespace"] = p.ns;
+    pods.push_back(api::TargetPod::FromJson(j));
+  }
+  std::vector<const api::TargetPod*> ptrs;
+  for (const auto& p : pods) ptrs.push_back(&p);
+  const api::TargetPod* got = InboundPodOf(m, ptrs);
+  CHECK((got ? got->name : std::string()) == row.want);
+  // The order the cache lists them in does not matter.
+  std::reverse(ptrs.begin(), ptrs.end());
+  got = InboundPodOf(m, ptrs);
+  CHECK((got ? got->name : std::string()) == row.want);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 # identity with exactly the RBAC of manifests/default (so a verb the code uses but
 # the ClusterRole lacks fails the e2e run), webhooks reached by URL.
 #
-#   e2e/operator.sh install            namespace, ServiceAccount, RBAC, requester role, webhook
+#   e2e/operator.sh install            namespace, ServiceAccount, RBAC, requester role, admission
+#                                      policies, webhook
 #                                      configurations (URL of replica 0, caBundle = cluster CA)
 #   e2e/operator.sh start NAME [INDEX] [FLAGS...]
 #                                      start a replica (ports offset by INDEX*10); waits for /readyz;
@@ -35,13 +36,14 @@ binary() {
   echo "$(bazel info bazel-bin 2>/dev/null)/controller/operator"
 }
 
-# Only the RBAC-bearing objects of the default install (the Deployment, Service and
-# webhook configurations are replaced by the out-of-cluster process and URL webhooks).
+# Only the RBAC-bearing objects and the admission policies of the default install (the
+# Deployment, Service and webhook configurations are replaced by the out-of-cluster process
+# and URL webhooks).
 install() {
   "$KUBECTL" kustomize manifests/default | /usr/bin/python3 -c '
 import sys, yaml
 keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-        "CustomResourceDefinition"}
+        "CustomResourceDefinition", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d and d.get("kind") in keep]
 yaml.safe_dump_all(docs, sys.stdout)' | "$KUBECTL" apply -f - >/dev/null
   "$KUBECTL" wait --for condition=Established --timeout 60s \

@@ -34,6 +34,12 @@ PACKAGES=(
   python3
   python3-yaml             # hack/rbac_check.py
 )
+# The image tier (hack/image.sh, hack/image_check.sh); not needed inside the image's build stage.
+((BUILD_ONLY)) || PACKAGES+=(
+  buildah                  # builds the Dockerfile from local bases, no registry
+  debootstrap              # the Debian bases, from this machine's apt mirror
+  runc                     # runs the image as a kubelet's runtime would
+)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

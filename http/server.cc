@@ -49,9 +49,12 @@ constexpr size_t kReadBufferSlack = 1024;
 constexpr size_t kIdleBufferBytes = 8 * 1024;
 // A chunk-size line holds at most this many hex digits (a 64-bit size) besides extensions.
 constexpr size_t kMaxChunkSizeDigits = 16;
-// Once a body at least this large has been let go, freed heap memory goes back to the
-// system at the next sweep.
+// Once a body at least this large has been let go, or this many connections have closed
+// (each held TLS state), freed heap memory goes back to the system at the next sweep, at
+// most once per kTrimInterval.
 constexpr size_t kTrimAfterBytes = 1024 * 1024;
+constexpr size_t kTrimAfterCloses = 64;
+constexpr std::chrono::milliseconds kTrimInterval{1000};
 
 // Hands freed heap memory back to the system. Under ASan or TSan the sanitizer's allocator
 // owns the heap (glibc's is never initialised, and initialising it lazily from two threads
@@ -93,6 +96,8 @@ class Server::Impl {
   // they reserved.
   std::atomic<size_t> held_body{0};  // bytes of request bodies reserved by all connections
   std::atomic<bool> trim_due{false};
+  std::atomic<size_t> closes_since_trim{0};
+  SteadyClock::time_point last_trim{};  // the sweep's only
   // First member, so destroyed last: handlers still queued when the server stops (and the
   // connections they own) are destroyed while everything they point to is still alive.
   asio::io_context ioc;
@@ -180,6 +185,7 @@ class Server::Impl {
       sessions.erase(it);
     }
     if (cfg.observer) cfg.observer->ConnectionClosed(reason);
+    ++closes_since_trim;
     return s;
   }
 
@@ -214,6 +220,7 @@ class Server::Impl {
     sessions.erase(id);
     if (!table.Close(id)) return false;
     if (cfg.observer) cfg.observer->ConnectionClosed(reason);
+    ++closes_since_trim;
     if (table.size() == 0) drained.notify_all();
     return true;
   }
@@ -236,12 +243,22 @@ class Server::Impl {
     AbortAll(victims);
   }
 
+  void MaybeTrim() {
+    const auto now = SteadyClock::now();
+    if (now - last_trim < kTrimInterval) return;
+    if (!trim_due.load() && closes_since_trim.load() < kTrimAfterCloses) return;
+    trim_due = false;
+    closes_since_trim = 0;
+    last_trim = now;
+    TrimHeap();
+  }
+
   void ScheduleSweep() {
     sweep.expires_after(cfg.sweep_interval);
     sweep.async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping) return;
       Sweep();
-      if (trim_due.exchange(false)) TrimHeap();
+      MaybeTrim();
       ScheduleSweep();
     });
   }

@@ -83,11 +83,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
     hr.push_back({"POST", route.path,
                   [this, admit, path](const http::Request& req) {
                     ShellAnswer answer = ServeAdmission(req.content_type, req.body, *admit);
-                    if (answer.http_status != 200) {
-                      Log({false,
-                           "Rejected admission request",
-                           {{"path", path}, {"status", std::to_string(answer.http_status)}}});
-                    }
+                    if (answer.http_status != 200) LogRejection(path, answer.http_status);
                     return JsonAnswer(answer.http_status, std::move(answer.body));
                   },
                   /*inline_handler=*/false,
@@ -97,6 +93,26 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
 }
 
 AdmissionServer::~AdmissionServer() { Stop(); }
+
+void AdmissionServer::LogRejection(const std::string& path, int status) {
+  size_t unlogged = 0;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_rejection_log_ < std::chrono::seconds(1)) {
+      ++rejections_unlogged_;
+      return;
+    }
+    last_rejection_log_ = now;
+    unlogged = rejections_unlogged_;
+    rejections_unlogged_ = 0;
+  }
+  Log({false,
+       "Rejected admission request",
+       {{"path", path},
+        {"status", std::to_string(status)},
+        {"rejectedUnloggedSinceLast", std::to_string(unlogged)}}});
+}
 
 void AdmissionServer::Log(ServerLogEntry entry) const {
   (options_.log ? options_.log : http::LogToStderr)(entry);

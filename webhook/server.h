@@ -126,6 +126,12 @@ class AdmissionServer {
   std::atomic<bool> serving_{false};
   std::mutex log_mu_;
   std::string last_failure_;  // guarded by log_mu_
+  // Rejected (non-200) answers are logged at most once per second, with how many were not
+  // logged since (anyone who reaches the port can cause them; the counts are in
+  // controller_runtime_webhook_requests_total{code}).
+  std::chrono::steady_clock::time_point last_rejection_log_{};  // guarded by log_mu_
+  size_t rejections_unlogged_ = 0;                              // guarded by log_mu_
+  void LogRejection(const std::string& path, int status);
   std::thread poll_thread_;
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;

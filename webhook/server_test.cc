@@ -48,6 +48,7 @@ struct Fixture {
   std::string key_file = dir + "/tls.key";
   std::string ca_file = dir + "/ca.crt";
   std::vector<std::string> logs;
+  std::vector<std::string> lines;  // msg and fields
   std::mutex logs_mu;
   std::unique_ptr<AdmissionServer> server;
 
@@ -64,6 +65,9 @@ struct Fixture {
     opts.log = [this](const ServerLogEntry& e) {
       std::lock_guard<std::mutex> lock(logs_mu);
       logs.emplace_back(e.msg);
+      std::string line = e.msg;
+      for (const auto& [k, v] : e.fields) line += " " + k + "=" + v;
+      lines.push_back(std::move(line));
     };
     if (tweak) tweak(opts);
     server = std::make_unique<AdmissionServer>(opts, std::move(routes));
@@ -277,6 +281,34 @@ TEST_CASE("Server becomes ready when a certificate appears") {
     if (l.find("Failed to load serving certificate") != std::string::npos) ++failures;
   }
   CHECK(failures == 1);  // reported once, not on every poll
+}
+
+TEST_CASE("Rejected requests are logged at most once a second, with how many were not") {
+  Fixture f({{"/validate", AllowAll}});
+  auto cli = f.Client();
+  for (int i = 0; i < 20; ++i) {
+    auto res = cli->Post("/validate", "not json", "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 400);
+  }
+  auto rejected = [&] {
+    std::lock_guard<std::mutex> lock(f.logs_mu);
+    std::vector<std::string> out;
+    for (const auto& l : f.lines) {
+      if (l.rfind("Rejected admission request", 0) == 0) out.push_back(l);
+    }
+    return out;
+  };
+  REQUIRE(rejected().size() == 1);
+  CHECK(rejected()[0] ==
+        "Rejected admission request path=/validate status=400 rejectedUnloggedSinceLast=0");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto res = cli->Post("/validate", "not json", "application/json");
+  REQUIRE(res);
+  auto after = rejected();
+  REQUIRE(after.size() == 2);
+  CHECK(after[1] ==
+        "Rejected admission request path=/validate status=400 rejectedUnloggedSinceLast=19");
 }
 
 TEST_CASE("Certificate rotation while requests run loses no request") {

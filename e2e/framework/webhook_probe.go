@@ -116,3 +116,42 @@ func WebhookTLS(t testing.TB) *tls.Config {
 	}
 	return &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 }
+
+// ProbePort is the health probe port of replica index (plain HTTP).
+func ProbePort(t testing.TB, index int) int { return portBase(t) + 981 + index*10 }
+
+// ResetPeakRSS makes the process's peak resident set (VmHWM) its resident set now
+// (proc(5): writing 5 to /proc/PID/clear_refs).
+func ResetPeakRSS(t testing.TB, pid int) {
+	t.Helper()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Fatalf("reset the peak RSS of pid %d: %v", pid, err)
+	}
+}
+
+// PeakRSSBytes is the process's peak resident set since its start or the last ResetPeakRSS
+// (/proc/PID/status VmHWM).
+func PeakRSSBytes(t testing.TB, pid int) int64 {
+	t.Helper()
+	return statusKB(t, pid, "VmHWM:") * 1024
+}
+
+func statusKB(t testing.TB, pid int, key string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("status of pid %d: %v", pid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(l)
+		if len(fields) == 3 && fields[0] == key && fields[2] == "kB" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatalf("%s of pid %d: %v", key, pid, err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", key, pid)
+	return 0
+}

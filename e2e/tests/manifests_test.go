@@ -7,10 +7,12 @@ package tests
 // objects), and the rendered NetworkPolicy and metrics objects fit the Deployment.
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	k8sv1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -42,6 +44,12 @@ func TestManifestsDefaultApplyServerDryRun(t *testing.T) {
 		"networkpolicy.networking.k8s.io/migration-target-operator",
 		"validatingwebhookconfiguration.admissionregistration.k8s.io/migration-target",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/migration-target",
+		"clusterrole.rbac.authorization.k8s.io/migration-target-gate-releaser",
+		"clusterrolebinding.rbac.authorization.k8s.io/migration-target-gate-releaser",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/migration-target-scheduling-gate",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/migration-target-scheduling-gate",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/migration-target-operator-writes",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/migration-target-operator-writes",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, r.Stdout)
@@ -106,9 +114,15 @@ func TestManifestsOperatorServiceAccountLeastPrivilege(t *testing.T) {
 // rendered is manifests/default as `kubectl kustomize` renders it, one object per kind/name.
 func rendered(t *testing.T) map[string][]byte {
 	t.Helper()
-	r := framework.KubectlAs(t, framework.AdminUser, "", "kustomize", filepath.Join(framework.RepoRoot(t), "manifests", "default"))
+	return renderedDir(t, filepath.Join(framework.RepoRoot(t), "manifests", "default"))
+}
+
+// renderedDir is the kustomization in dir as `kubectl kustomize` renders it.
+func renderedDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	r := framework.KubectlAs(t, framework.AdminUser, "", "kustomize", dir)
 	if r.Code != 0 {
-		t.Fatalf("kubectl kustomize manifests/default: %s", r)
+		t.Fatalf("kubectl kustomize %s: %s", dir, r)
 	}
 	out := map[string][]byte{}
 	for _, doc := range strings.Split(r.Stdout, "\n---\n") {
@@ -218,4 +232,99 @@ func TestManifestsNetworkPolicyAndMetricsObjects(t *testing.T) {
 		strings.Join(reader.Rules[0].Verbs, ",") != "get" || len(reader.Rules[0].Resources) != 0 {
 		t.Errorf("the metrics-reader role grants %v; want exactly get on /metrics", reader.Rules)
 	}
+}
+
+// The admission policies (issue 45): fail closed, bound with Deny; the gate's on pod UPDATE
+// (and pods/status, which may change labels), the operator's writes on pod UPDATE and DELETE; the operator named by a ServiceAccount name and a
+// permission only the releaser ClusterRoleBinding grants, so that no policy names the
+// operator's namespace: an overlay that moves the operator moves the binding's subject and
+// the policies stay right.
+func TestManifestsAdmissionPolicies(t *testing.T) {
+	t.Parallel()
+	objs := rendered(t)
+	policies := map[string][]string{
+		"migration-target-scheduling-gate": {"pods UPDATE", "pods/status UPDATE"},
+		"migration-target-operator-writes": {"pods UPDATE", "pods DELETE", "pods/* UPDATE", "pods/* DELETE"},
+	}
+	for name, want := range policies {
+		p := decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy/"+name)
+		b := decode[admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding/"+name)
+		if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Fail {
+			t.Errorf("%s: failurePolicy %v, want Fail", name, p.Spec.FailurePolicy)
+		}
+		if b.Spec.PolicyName != name || len(b.Spec.ValidationActions) != 1 || b.Spec.ValidationActions[0] != admissionv1.Deny ||
+			b.Spec.ParamRef != nil || b.Spec.MatchResources != nil {
+			t.Errorf("binding %s: %s; want policyName %s, validationActions [Deny], every request the policy matches", name, framework.ToJSON(b.Spec), name)
+		}
+		if p.Spec.MatchConstraints == nil || len(p.Spec.MatchConstraints.ResourceRules) == 0 {
+			t.Fatalf("%s: no matchConstraints", name)
+		}
+		covers := map[string]bool{}
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			if strings.Join(r.APIGroups, ",") != "" || strings.Join(r.APIVersions, ",") != "v1" {
+				t.Errorf("%s: rule %s is not core/v1", name, framework.ToJSON(r))
+			}
+			for _, res := range r.Resources {
+				for _, op := range r.Operations {
+					covers[res+" "+string(op)] = true
+				}
+			}
+		}
+		for _, w := range want {
+			if !covers[w] {
+				t.Errorf("%s covers %v; want %v", name, covers, want)
+			}
+		}
+		// (The project shares its name with the namespace, so messages may say it.)
+		text := specOf(t, objs["ValidatingAdmissionPolicy/"+name])
+		for _, literal := range []string{"serviceaccount:" + framework.OperatorNamespace, "'" + framework.OperatorNamespace + "'"} {
+			if strings.Contains(text, literal) {
+				t.Errorf("%s names the operator's namespace (%s); an overlay that changes it would break the policy", name, literal)
+			}
+		}
+		if !strings.Contains(text, "authorizer.group('migration-target.kubevirt.io').resource('schedulinggates')") {
+			t.Errorf("%s does not ask the authorizer for the releaser permission", name)
+		}
+	}
+	role := decode[rbacv1.ClusterRole](t, objs, "ClusterRole/migration-target-gate-releaser")
+	if len(role.Rules) != 1 || framework.ToJSON(role.Rules[0]) != framework.ToJSON(rbacv1.PolicyRule{
+		APIGroups: []string{"migration-target.kubevirt.io"}, Resources: []string{"schedulinggates"},
+		ResourceNames: []string{"added-node-selector-term"}, Verbs: []string{"release"}}) {
+		t.Errorf("the releaser role grants %s", framework.ToJSON(role.Rules))
+	}
+
+	// An overlay in another namespace: the releaser binding follows the operator there.
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, filepath.Join(framework.RepoRoot(t), "manifests", "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := "namespace: kmt-e2e-elsewhere\nresources:\n  - " + rel + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	moved := renderedDir(t, dir)
+	for _, key := range []string{"ClusterRoleBinding/migration-target-gate-releaser", "ClusterRoleBinding/migration-target-operator"} {
+		crb := decode[rbacv1.ClusterRoleBinding](t, moved, key)
+		if len(crb.Subjects) != 1 || crb.Subjects[0].Kind != rbacv1.ServiceAccountKind ||
+			crb.Subjects[0].Name != "migration-target-operator" || crb.Subjects[0].Namespace != "kmt-e2e-elsewhere" {
+			t.Errorf("overlay in kmt-e2e-elsewhere: %s subjects %s", key, framework.ToJSON(crb.Subjects))
+		}
+	}
+	for _, key := range []string{"ValidatingAdmissionPolicy/migration-target-scheduling-gate", "ValidatingAdmissionPolicy/migration-target-operator-writes"} {
+		if specOf(t, moved[key]) != specOf(t, objs[key]) {
+			t.Errorf("the overlay in another namespace changed the spec of %s", key)
+		}
+	}
+}
+
+// specOf is the text of a rendered object from its spec on (kustomize adds a namespace to the
+// metadata of kinds it does not know as cluster-scoped; the API server drops it).
+func specOf(t *testing.T, doc []byte) string {
+	t.Helper()
+	i := strings.Index(string(doc), "\nspec:")
+	if i < 0 {
+		t.Fatalf("no spec in %s", doc)
+	}
+	return string(doc[i:])
 }

@@ -1,6 +1,12 @@
 #include "webhook/certs/bootstrap.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -33,13 +39,26 @@ std::string ReadFile(const std::filesystem::path& p) {
   return s.str();
 }
 
-void WriteAtomically(const std::filesystem::path& p, const std::string& content) {
+// Writes `content` to a temporary file created with `mode` (never wider, whatever the umask:
+// a private key is never readable by others, not even for a moment), then renames it into
+// place.
+void WriteAtomically(const std::filesystem::path& p, const std::string& content, mode_t mode) {
   std::filesystem::path tmp = p;
   tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) throw std::runtime_error("cannot create " + tmp.string() + ": " + strerror(errno));
+  bool ok = ::fchmod(fd, mode) == 0;  // the umask may have narrowed it; never widens
+  for (size_t off = 0; ok && off < content.size();) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) off += static_cast<size_t>(n);
+  }
+  ok = ::close(fd) == 0 && ok;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + tmp.string());
   }
   std::filesystem::rename(tmp, p);
 }
@@ -108,11 +127,20 @@ bool CertBootstrap::WriteFiles(const std::string& ca, const std::string& cert,
   std::filesystem::create_directories(dir);
   bool wrote = false;
   // Key before certificate: a reload that sees the new certificate finds its key.
-  const std::pair<const char*, const std::string*> files[] = {
-      {"ca.crt", &ca}, {"tls.key", &key}, {"tls.crt", &cert}};
-  for (const auto& [name, content] : files) {
-    if (ReadFile(dir / name) == *content) continue;
-    WriteAtomically(dir / name, *content);
+  // The key only for the operator's own user; certificates are public.
+  struct File {
+    const char* name;
+    const std::string* content;
+    mode_t mode;
+  };
+  const File files[] = {{"ca.crt", &ca, 0644}, {"tls.key", &key, 0600}, {"tls.crt", &cert, 0644}};
+  for (const File& f : files) {
+    std::error_code ec;
+    const auto perms = std::filesystem::status(dir / f.name, ec).permissions();
+    const bool mode_ok =
+        !ec && (static_cast<mode_t>(perms) & 0777) == f.mode;  // an older 0644 key is redone
+    if (mode_ok && ReadFile(dir / f.name) == *f.content) continue;
+    WriteAtomically(dir / f.name, *f.content, f.mode);
     wrote = true;
   }
   return wrote;

@@ -78,6 +78,15 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
   std::string crt = Slurp(f.dir / "tls.crt");
   std::string key = Slurp(f.dir / "tls.key");
   CHECK(Verifies(ca, crt, key));
+  // The private key is the operator's alone; the certificates are public.
+  auto mode = [&](const char* name) {
+    return static_cast<int>(std::filesystem::status(f.dir / name).permissions() &
+                            std::filesystem::perms::all);
+  };
+  CHECK(mode("tls.key") == 0600);
+  CHECK(mode("tls.crt") == 0644);
+  CHECK(mode("ca.crt") == 0644);
+  CHECK_FALSE(std::filesystem::exists(f.dir / "tls.key.tmp"));
   CHECK(Inspect(crt)->hosts == std::vector<std::string>{"127.0.0.1", "localhost"});
   CHECK(f.CaBundle(kube::kValidatingWebhookConfigurations) == kube::EncodeBase64(ca));
   CHECK(f.CaBundle(kube::kMutatingWebhookConfigurations) == kube::EncodeBase64(ca));
@@ -103,6 +112,16 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
     CHECK(Slurp(f.dir / "ca.crt") == ca);
     CHECK(Slurp(f.dir / "tls.crt") != crt);
     CHECK(Verifies(ca, Slurp(f.dir / "tls.crt"), Slurp(f.dir / "tls.key")));
+  }
+
+  SECTION("a key file written before with a wider mode is rewritten 0600") {
+    std::filesystem::permissions(f.dir / "tls.key", std::filesystem::perms::owner_read |
+                                                        std::filesystem::perms::owner_write |
+                                                        std::filesystem::perms::group_read |
+                                                        std::filesystem::perms::others_read);
+    CHECK(boot.Ensure().files_written);
+    CHECK(mode("tls.key") == 0600);
+    CHECK(Slurp(f.dir / "tls.key") == key);
   }
 
   SECTION("a changed host list gets a new serving certificate") {
