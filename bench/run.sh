@@ -9,8 +9,8 @@
 #            N = 1, 50, 200, memory with 5,000 nodes, 10,000 VMIMs, 10,000 target pods
 #            (about 10-15 minutes on 2 cores);
 #   --quick: the same benchmarks, smaller: webhook 1 s per rate, gate release N = 1, 50,
-#            memory 500 nodes, 1,000 VMIMs, 1,000 pods (2.5 minutes on 2 cores at load 8,
-#            starting the control plane included; what hack/test.sh runs).
+#            memory 500 nodes, 1,000 VMIMs, 1,000 pods (2.5-3 minutes on 2 cores at load
+#            8-20, starting the control plane included; what hack/test.sh runs).
 #
 # The cluster benchmarks start their own control plane with e2e/cluster.sh (run dir
 # $KMT_E2E_DIR, default /tmp/kmt-bench-e2e; ports from $KMT_E2E_PORT_BASE, default 30000,
