@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -11,6 +13,7 @@
 
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
+#include "kube/paging.h"
 #include "kube/resources.h"
 #include "kube/rest_client.h"
 
@@ -48,6 +51,81 @@ void EnsureNamespace(kube::KubeClient& client, const std::string& ns) {
       throw std::runtime_error("namespace " + ns + " has no default ServiceAccount after 60 s");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void DeleteNamespace(kube::KubeClient& client, const std::string& ns) {
+  try {
+    client.Delete(kube::kNamespaces, "", ns);
+  } catch (const kube::KubeError& e) {
+    if (e.kind() != kube::ErrorKind::kNotFound) throw;
+  }
+  const kube::Json no_finalizers = {{"metadata", {{"finalizers", nullptr}}}};
+  for (const kube::Resource* r :
+       {&kube::kVirtualMachineInstanceMigrations, &kube::kVirtualMachineInstances}) {
+    const kube::Json items = kube::ListAll(client, *r, ns)["items"];
+    ParallelFor(items.size(), 16, [&](size_t i) {
+      const kube::Json& meta = items[i]["metadata"];
+      if (!meta.contains("finalizers") || meta["finalizers"].empty()) return;
+      try {
+        client.Patch(*r, ns, meta.value("name", ""), kube::PatchType::kMergePatch, no_finalizers);
+      } catch (const kube::KubeError& e) {
+        if (e.kind() != kube::ErrorKind::kNotFound) throw;
+      }
+    });
+  }
+}
+
+void WaitNoMigrations(kube::KubeClient& client, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  kube::ListOptions one_vmim;
+  one_vmim.limit = 1;
+  kube::ListOptions one_pod = one_vmim;
+  one_pod.label_selector = "kubevirt.io=virt-launcher";
+  for (;;) {
+    kube::Json left = client.List(kube::kVirtualMachineInstanceMigrations, "", one_vmim)["items"];
+    std::string kind = "VMIM";
+    if (left.empty()) {
+      left = client.List(kube::kPods, "", one_pod)["items"];
+      kind = "virt-launcher pod";
+    }
+    if (left.empty()) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      const kube::Json& meta = left[0]["metadata"];
+      throw std::runtime_error(kind + " " + meta.value("namespace", "") + "/" +
+                               meta.value("name", "") + " of an earlier run still exists after " +
+                               std::to_string(timeout.count()) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+void EnsureLogDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw std::runtime_error("--log-dir=" + dir + ": cannot create it as a directory" +
+                             (ec ? ": " + ec.message() : std::string()));
+  }
+}
+
+void CheckListenPorts(int first, int last) {
+  if (first < 1024 || last > 65535 || first > last) {
+    throw std::runtime_error("ports " + std::to_string(first) + "-" + std::to_string(last) +
+                             " are outside 1024-65535");
+  }
+  std::ifstream range_file("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (!(range_file >> low >> high)) {
+    throw std::runtime_error(
+        "cannot read /proc/sys/net/ipv4/ip_local_port_range to check the operator's ports");
+  }
+  if (first <= high && last >= low) {
+    throw std::runtime_error("ports " + std::to_string(first) + "-" + std::to_string(last) +
+                             " overlap the kernel's ephemeral port range " + std::to_string(low) +
+                             "-" + std::to_string(high) +
+                             " (a client socket can take one first); choose a --port-base below " +
+                             std::to_string(low - (last - first)));
   }
 }
 

@@ -1,19 +1,22 @@
 // Gate release latency on the real control plane against a floor measured in the same run
 // (DESIGN.md §6: p99 ≤ 2 × the floor at 200 concurrent migrations).
 //
-// For each N: N VMIMs with a node term, then N gated virt-launcher target pods created at
-// once (as the mutating webhook leaves them); per pod, the time from its create call
-// returning to a watch seeing the gate gone with the term ANDed into its affinity.
+// For each N: N VMIs (virt-api refuses a VMIM whose VMI does not exist), N VMIMs with a
+// node term, then N gated virt-launcher target pods created at once (as the mutating
+// webhook leaves them); per pod, the time from its create call returning to a watch seeing
+// the gate gone with the term ANDed into its affinity. Only the pods are timed.
 //   operator: //controller:operator out of cluster (--disable-webhook, no leader election,
 //             its default client QPS and workers) does the release;
 //   floor:    a minimal client in this process: one watch on the namespace's pods and, per
 //             gated pod seen, one guarded JSON Patch (api::AndTermIntoPod: the AND + the gate
 //             removal) from 2 threads (the operator's default worker count), no QPS limit.
-// The two never run at once. Needs a cluster without anything else acting on VMIMs
-// (bench/run.sh stops virt-controller, which fails VMIMs whose VMI does not exist).
+// The two never run at once. Needs a cluster without anything else acting on VMIs and
+// VMIMs (bench/run.sh stops virt-controller, which would start the VMIs, render target pods
+// of its own and fail the VMIMs of VMIs that are not running).
 //
 //   gate_release_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
-//       [--sizes=1,50,200] [--report=FILE] [--log-dir=DIR] [--timeout=120]
+//       [--sizes=1,50,200] [--report=FILE] [--log-dir=DIR (created)] [--timeout=120]
+//       [--port-base=30780 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -40,8 +43,6 @@ namespace kmt::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kHealthPort = 36781;
-constexpr int kMetricsPort = 36780;
 constexpr const char* kTermNode = "node-a";  // an e2e fake node
 
 api::NodeSelectorTerm TheTerm() {
@@ -153,6 +154,9 @@ GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const s
   const std::string ns = fmt::format("bench-gate-{}-{}-{}", mode, n, getpid());
   EnsureNamespace(client, ns);
   const api::NodeSelectorTerm term = TheTerm();
+  ParallelFor(n, 16, [&](size_t i) {
+    client.Create(kube::kVirtualMachineInstances, ns, Vmi(static_cast<int>(i), ns));
+  });
   std::vector<Json> vmims(n);
   ParallelFor(n, 16, [&](size_t i) {
     vmims[i] = client.Create(kube::kVirtualMachineInstanceMigrations, ns,
@@ -189,10 +193,7 @@ GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const s
   run.latency = Summarize(tracker.Latencies());
   run.throughput = tracker.Throughput();
   run.released = tracker.released();
-  try {
-    client.Delete(kube::kNamespaces, "", ns);
-  } catch (const std::exception&) {
-  }
+  DeleteNamespace(client, ns);
   return run;
 }
 
@@ -207,6 +208,7 @@ int Main(int argc, char** argv) {
   std::string kubeconfig, operator_bin, report, log_dir = "/tmp";
   std::vector<size_t> sizes = {1, 50, 200};
   int timeout = 120;
+  int port_base = 30780;
   std::vector<std::string> operator_args;  // --operator-arg=FLAG, repeatable: tuning trials
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -227,6 +229,8 @@ int Main(int argc, char** argv) {
       operator_args.push_back(*v);
     } else if (auto v = value("--timeout")) {
       timeout = std::stoi(*v);
+    } else if (auto v = value("--port-base")) {
+      port_base = std::stoi(*v);
     } else if (auto v = value("--sizes")) {
       sizes.clear();
       std::string s = *v;
@@ -244,6 +248,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--kubeconfig and --operator are required\n");
     return 2;
   }
+  const int metrics_port = port_base, health_port = port_base + 1;
+  CheckListenPorts(metrics_port, health_port);
+  EnsureLogDir(log_dir);
   auto client = MakeUnthrottledClient(kubeconfig);
   std::vector<GateRun> op_runs, floor_runs;
   {
@@ -251,12 +258,12 @@ int Main(int argc, char** argv) {
         "--kubeconfig=" + kubeconfig,
         "--leader-elect=false",
         "--disable-webhook",
-        fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
-        fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort),
+        fmt::format("--health-probe-bind-address=127.0.0.1:{}", health_port),
+        fmt::format("--metrics-bind-address=127.0.0.1:{}", metrics_port),
         "--metrics-secure=false"};
     args.insert(args.end(), operator_args.begin(), operator_args.end());
     OperatorProcess op(operator_bin, args, log_dir + "/gate-release-operator.log");
-    if (!op.WaitReady(kHealthPort, std::chrono::seconds(60))) {
+    if (!op.WaitReady(health_port, std::chrono::seconds(60))) {
       std::fprintf(stderr, "the operator did not become ready; see %s/gate-release-operator.log\n",
                    log_dir.c_str());
       return 1;
@@ -281,8 +288,9 @@ int Main(int argc, char** argv) {
   const std::string table = MarkdownTable(
       "Gate release latency (real control plane)", rows,
       {"Per target pod: create call returned → a watch sees the gate gone and the term ANDed "
-       "into its required node affinity. N VMIMs with a node term, then N gated virt-launcher "
-       "target pods created at once (64 creating threads at most), fresh namespace per run. "
+       "into its required node affinity. N VMIs and N VMIMs with a node term (both through "
+       "KubeVirt's virt-api webhooks, not timed), then N gated virt-launcher target pods "
+       "created at once (64 creating threads at most), fresh namespace per run. "
        "Operator: //controller:operator out of cluster, --disable-webhook, "
        "--leader-elect=false, " +
        OperatorFlagsText(operator_args) +
@@ -290,8 +298,9 @@ int Main(int argc, char** argv) {
        "watch and one guarded JSON Patch per gated pod (api::AndTermIntoPod), 2 patching "
        "threads, no client QPS limit; same cluster, run after the operator stopped. "
        "Throughput ratio = floor ÷ operator. virt-controller is stopped during this benchmark "
-       "(it would fail VMIMs whose VMI does not exist, and the operator leaves final VMIMs "
-       "alone)."});
+       "(it would start the VMIs, render target pods of its own and fail the VMIMs of VMIs "
+       "that are not running; the operator leaves final VMIMs alone), so the VMIs stay "
+       "Pending."});
   std::printf("\n%s", table.c_str());
   AppendToFile(report, table);
   return ok ? 0 : 1;

@@ -221,6 +221,18 @@ Json TargetPod(int i, const std::string& ns, const std::string& vmim_name,
           {"spec", spec}};
 }
 
+Json Vmi(int i, const std::string& ns) {
+  // The e2e framework's NewVMI (e2e/framework/kubevirt.go), the smallest VMI virt-api admits.
+  return {{"apiVersion", "kubevirt.io/v1"},
+          {"kind", "VirtualMachineInstance"},
+          {"metadata", {{"name", fmt::format("vm-{}", i)}, {"namespace", ns}}},
+          {"spec",
+           {{"domain",
+             {{"resources", {{"requests", {{"memory", "128Mi"}}}}},
+              {"devices", {{"autoattachPodInterface", false}}}}},
+            {"terminationGracePeriodSeconds", 0}}}};
+}
+
 Json Vmim(int i, const std::string& ns, const std::string& term) {
   Json meta = {{"name", fmt::format("mig-{}", i)},
                {"namespace", ns},

@@ -35,6 +35,12 @@ Json BoundLauncherPod(int i, const std::string& ns, const std::string& node);
 Json TargetPod(int i, const std::string& ns, const std::string& vmim_name,
                const std::string& vmim_uid, const std::string& source_node, bool gated);
 
+// VMI "vm-<i>" as a user writes it (128Mi of memory, no devices), which virt-api's
+// webhooks accept and default. The cluster benchmarks create it before its VMIM because
+// virt-api refuses a VMIM whose VMI does not exist; with virt-controller stopped nothing
+// runs it, so it stays Pending, which virt-api still lets migrate.
+Json Vmi(int i, const std::string& ns);
+
 // A VMIM "mig-<i>" of VMI "vm-<i>", with the added-term annotation when `term` is not empty.
 Json Vmim(int i, const std::string& ns, const std::string& term);
 

@@ -7,9 +7,13 @@
 // from leading, so it syncs its caches (readiness waits for that) but reconciles nothing,
 // and the measurement is the caches, not work in flight. It is restarted after each batch
 // of objects, so every figure is a fresh sync: empty → + nodes → + VMIMs → + target pods.
+// Each VMIM's VMI is created just before it (virt-api refuses a VMIM whose VMI does not
+// exist); the operator caches no VMIs, so they are in no figure. virt-controller must be
+// stopped (bench/run.sh does), or it would start the VMIs and fail their VMIMs.
 //
 //   memory_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
-//       [--nodes=5000] [--vmims=10000] [--pods=10000] [--report=FILE] [--log-dir=DIR]
+//       [--nodes=5000] [--vmims=10000] [--pods=10000] [--report=FILE] [--log-dir=DIR (created)]
+//       [--port-base=30790 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>
 
 #include <chrono>
@@ -27,22 +31,21 @@
 namespace kmt::bench {
 namespace {
 
-constexpr int kHealthPort = 36791;
-constexpr int kMetricsPort = 36790;
 constexpr const char* kNs = "bench-memory";
 constexpr const char* kLease = "kmt-bench-held";
 
 uint64_t MeasureOperator(const std::string& bin, const std::string& kubeconfig,
-                         const std::string& log) {
+                         const std::string& log, int metrics_port) {
+  const int health_port = metrics_port + 1;
   OperatorProcess op(
       bin,
       {"--kubeconfig=" + kubeconfig, "--leader-elect=true",
        std::string("--leader-election-namespace=") + kNs,
        std::string("--leader-election-id=") + kLease, "--disable-webhook",
-       fmt::format("--health-probe-bind-address=127.0.0.1:{}", kHealthPort),
-       fmt::format("--metrics-bind-address=127.0.0.1:{}", kMetricsPort), "--metrics-secure=false"},
+       fmt::format("--health-probe-bind-address=127.0.0.1:{}", health_port),
+       fmt::format("--metrics-bind-address=127.0.0.1:{}", metrics_port), "--metrics-secure=false"},
       log);
-  if (!op.WaitReady(kHealthPort, std::chrono::seconds(300))) {
+  if (!op.WaitReady(health_port, std::chrono::seconds(300))) {
     throw std::runtime_error("the operator did not become ready (caches not synced); see " + log);
   }
   // Let the allocator settle after the initial LIST pages are freed; keep the largest of
@@ -58,6 +61,7 @@ uint64_t MeasureOperator(const std::string& bin, const std::string& kubeconfig,
 int Main(int argc, char** argv) {
   std::string kubeconfig, operator_bin, report, log_dir = "/tmp";
   size_t nodes = 5000, vmims = 10000, pods = 10000;
+  int port_base = 30790;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* flag) -> std::optional<std::string> {
@@ -79,6 +83,8 @@ int Main(int argc, char** argv) {
       vmims = std::stoul(*v);
     else if (auto v = value("--pods"))
       pods = std::stoul(*v);
+    else if (auto v = value("--port-base"))
+      port_base = std::stoi(*v);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -88,7 +94,12 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--kubeconfig and --operator are required\n");
     return 2;
   }
+  CheckListenPorts(port_base, port_base + 1);
+  EnsureLogDir(log_dir);
   auto client = MakeUnthrottledClient(kubeconfig);
+  // The floor must be an empty cluster: wait for earlier runs' namespaces (the gate release
+  // benchmark's VMIMs and pods) to be gone.
+  WaitNoMigrations(*client, std::chrono::seconds(180));
   EnsureNamespace(*client, kNs);
   client->Create(
       kube::kLeases, kNs,
@@ -100,20 +111,11 @@ int Main(int argc, char** argv) {
          {"leaseDurationSeconds", 3600},
          {"acquireTime", controller::FormatMicroTime(std::chrono::system_clock::now())},
          {"renewTime", controller::FormatMicroTime(std::chrono::system_clock::now())}}}});
-  // The floor must be an empty cluster: wait for earlier runs' namespaces (the gate release
-  // benchmark's VMIMs and pods) to be gone.
-  const auto quiet_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
-  kube::ListOptions one;
-  one.limit = 1;
-  while (!client->List(kube::kVirtualMachineInstanceMigrations, "", one)["items"].empty() &&
-         std::chrono::steady_clock::now() < quiet_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
   const std::string log = log_dir + "/memory-operator.log";
   MemoryFigures f;
   f.counts = {nodes, vmims, pods};
 
-  f.rss_empty = MeasureOperator(operator_bin, kubeconfig, log);
+  f.rss_empty = MeasureOperator(operator_bin, kubeconfig, log, port_base);
   std::fprintf(stderr, "empty: %s\n", FormatBytes(static_cast<double>(f.rss_empty)).c_str());
 
   const auto load = [&](size_t n, const std::function<Json(size_t)>& create) {
@@ -127,9 +129,12 @@ int Main(int argc, char** argv) {
   f.json_bytes[0] = load(nodes, [&](size_t i) {
     return client->Create(kube::kNodes, "", KwokNode(static_cast<int>(i)));
   });
-  f.rss_after[0] = MeasureOperator(operator_bin, kubeconfig, log);
+  f.rss_after[0] = MeasureOperator(operator_bin, kubeconfig, log, port_base);
   std::fprintf(stderr, "+nodes: %s\n", FormatBytes(static_cast<double>(f.rss_after[0])).c_str());
   std::vector<Json> created_vmims(vmims);
+  ParallelFor(vmims, 32, [&](size_t i) {
+    client->Create(kube::kVirtualMachineInstances, kNs, Vmi(static_cast<int>(i), kNs));
+  });
   f.json_bytes[1] = load(vmims, [&](size_t i) {
     created_vmims[i] =
         client->Create(kube::kVirtualMachineInstanceMigrations, kNs,
@@ -137,7 +142,7 @@ int Main(int argc, char** argv) {
                             NodeTerm(NodeName(static_cast<int>(i % std::max<size_t>(nodes, 1))))));
     return created_vmims[i];
   });
-  f.rss_after[1] = MeasureOperator(operator_bin, kubeconfig, log);
+  f.rss_after[1] = MeasureOperator(operator_bin, kubeconfig, log, port_base);
   std::fprintf(stderr, "+vmims: %s\n", FormatBytes(static_cast<double>(f.rss_after[1])).c_str());
   f.json_bytes[2] = load(pods, [&](size_t i) {
     const Json& v = created_vmims[i % std::max<size_t>(vmims, 1)];
@@ -148,7 +153,7 @@ int Main(int argc, char** argv) {
                   /*gated=*/true));
   });
   f.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  f.rss_after[2] = MeasureOperator(operator_bin, kubeconfig, log);
+  f.rss_after[2] = MeasureOperator(operator_bin, kubeconfig, log, port_base);
   std::fprintf(stderr, "+pods: %s\n", FormatBytes(static_cast<double>(f.rss_after[2])).c_str());
 
   const std::string table =

@@ -20,11 +20,17 @@ namespace kmt::bench {
 
 OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<std::string>& args,
                                  const std::string& log_file) {
+  // Opened here rather than in the child, so a bad path is reported as the log's fault and
+  // not as the binary's (posix_spawn reports a failed file action as its own error).
+  const int log_fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    throw std::runtime_error("cannot open the operator's log file " + log_file + ": " +
+                             std::strerror(errno));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
   std::vector<std::string> all = {binary};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -32,6 +38,7 @@ OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<st
   argv.push_back(nullptr);
   const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  close(log_fd);
   if (rc != 0) {
     pid_ = -1;
     throw std::runtime_error("cannot start " + binary + ": " + std::strerror(rc));

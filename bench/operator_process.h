@@ -16,7 +16,8 @@ namespace kmt::bench {
 class OperatorProcess {
  public:
   // Starts `binary` with `args`, stdout and stderr appended to `log_file`. Throws
-  // std::runtime_error when it cannot be spawned.
+  // std::runtime_error naming the file at fault: the log file when it cannot be opened
+  // (e.g. its directory does not exist), the binary when it cannot be spawned.
   OperatorProcess(const std::string& binary, const std::vector<std::string>& args,
                   const std::string& log_file);
   ~OperatorProcess();  // Stop()

@@ -122,11 +122,25 @@ img_rc=${PIPESTATUS[0]}
 img_summary=$(grep -E '^image: [0-9]+ passed, [0-9]+ failed' /tmp/kmt-image.log | tail -1 | sed 's/^image: //')
 [[ -n $img_summary ]] || img_summary="0 passed, 1 failed"
 
+# bench/run.sh --quick: every benchmark once, small, the cluster ones on a control plane of
+# their own (the e2e tier's binaries); passes when each ran and printed its rows (no budget
+# asserted). It reuses this script's Bazel output base and disk cache.
+bench_summary="0 passed, 0 failed"
+bench_rc=0
+if [[ ${KMT_SKIP_E2E:-0} != 1 ]]; then
+  echo "=== bench: bench/run.sh --quick"
+  { e2e/build-binaries.sh >/dev/null && KMT_BENCH_OUTPUT_BASE= KMT_CACHE="$CACHE_ROOT" bench/run.sh --quick; } 2>&1 \
+    | tee /tmp/kmt-bench.log
+  bench_rc=${PIPESTATUS[0]}
+  bench_summary=$(grep -E '^bench: [0-9]+ passed, [0-9]+ failed' /tmp/kmt-bench.log | tail -1 | sed 's/^bench: //')
+  [[ -n $bench_summary ]] || bench_summary="0 passed, 1 failed"
+fi
+
 # Arguments: "name=summary" for each tier ("N passed, M failed"), then "--", then each exit code.
 python3 - "format=$fmt_summary" "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
   "monitoring=$mon_summary" "differential=$diff_summary" "e2e=$e2e_summary" "kube-cluster=$kc_summary" \
-  "image=$img_summary" -- \
-  "$fmt_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$mon_rc" "$diff_rc" "$e2e_rc" "$kc_rc" "$img_rc" <<'PY'
+  "image=$img_summary" "bench=$bench_summary" -- \
+  "$fmt_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$mon_rc" "$diff_rc" "$e2e_rc" "$kc_rc" "$img_rc" "$bench_rc" <<'PY'
 import re, sys
 args = sys.argv[1:]
 sep = args.index("--")
@@ -141,4 +155,4 @@ if any(int(rc) != 0 for rc in args[sep + 1:]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $fmt_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $mon_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 && $kc_rc -eq 0 && $img_rc -eq 0 ]]
+[[ $fmt_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $mon_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 && $kc_rc -eq 0 && $img_rc -eq 0 && $bench_rc -eq 0 ]]
