@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/version.h"
 #include "cli/args.h"
 #include "cli/cancel_cmd.h"
 #include "cli/completion.h"
@@ -78,6 +79,13 @@ int Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "__complete" || args[0] == "__completeNoDesc")) {
     return RunComplete({args.begin() + 1, args.end()}, args[0] == "__complete");
+  }
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--version") {
+      std::cout << kmt::base::VersionLine("kubectl-migrate") << "\n";
+      return 0;
+    }
   }
   auto parsed = kmt::cli::ParseArgs(args);
   if (!parsed.invocation) return UsageError(parsed.error);

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "base/version.h"
 #include "controller/log.h"
 
 namespace kmt::controller {
@@ -103,6 +104,9 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
       ->type_name("DURATION")
       ->default_str("2s");
 
+  app.set_version_flag("--version", base::VersionLine("migration-target-operator"),
+                       "Print the release and commit, then exit");
+
   FlagParse out;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed list
   try {
@@ -110,6 +114,10 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
   } catch (const CLI::CallForHelp&) {
     out.exit_code = 0;
     out.output = app.help();
+    return out;
+  } catch (const CLI::CallForVersion&) {
+    out.exit_code = 0;
+    out.output = base::VersionLine("migration-target-operator");
     return out;
   } catch (const CLI::ParseError& e) {
     out.exit_code = 2;

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/version.h"
+
 namespace kmt::controller {
 namespace {
 
@@ -131,6 +133,15 @@ TEST_CASE("--help prints usage and exits 0") {
   FlagParse p = ParseOperatorFlags({"--help"}, &f);
   CHECK(p.exit_code == 0);
   CHECK(p.output.find("--leader-election-id") != std::string::npos);
+}
+
+TEST_CASE("--version prints the release and commit and exits 0") {
+  OperatorFlags f;
+  FlagParse p = ParseOperatorFlags({"--version"}, &f);
+  CHECK(p.exit_code == 0);
+  CHECK(p.output == "migration-target-operator " + std::string(base::kRelease) + " (commit " +
+                        std::string(base::Commit()) + ")");
+  CHECK(ParseOperatorFlags({"--help"}, &f).output.find("--version") != std::string::npos);
 }
 
 TEST_CASE("virt-api's VMIMs: untrusted by default, trusted and renamed by flag") {

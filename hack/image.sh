@@ -173,7 +173,10 @@ make_bases
 ctx=$(make_context)
 trap 'rm -rf "$ctx"' EXIT
 base_ids=$(for b in "debian:$SUITE" "debian:$SUITE-slim"; do bh images --noheading --no-trunc --format '{{.ID}}' "$b"; done)
-hash=$( { context_hash "$ctx"; echo "$base_ids"; buildah --version; } | sha256sum | cut -c1-16)
+# The commit --version reports: HEAD, marked -dirty when the tree differs from it.
+COMMIT=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[[ $COMMIT == unknown ]] || git diff --quiet HEAD -- 2>/dev/null || COMMIT=$COMMIT-dirty
+hash=$( { context_hash "$ctx"; echo "$base_ids"; buildah --version; echo "$COMMIT"; } | sha256sum | cut -c1-16)
 ARCHIVE=$IMG_CACHE/archives/kubevirt-migration-target-$TAG-$hash.oci.tar
 
 image_id() { bh images --noheading --no-trunc --format '{{.ID}}' "$IMAGE" 2>/dev/null; }
@@ -184,7 +187,7 @@ else
   echo "image: buildah bud -f Dockerfile (context $hash)" >&2
   # --layers: the build stage's toolchain layer (hack/install-deps.sh) is reused while sources
   # change; --network host: apt-get in RUN steps without a CNI bridge or iptables rules.
-  bh bud --pull=never --network host --layers --isolation oci \
+  bh bud --pull=never --network host --layers --isolation oci --build-arg KMT_COMMIT="$COMMIT" \
     -t "$IMAGE" -f "$ctx/Dockerfile" "$ctx" >&2
   rm -f "$IMG_CACHE"/archives/kubevirt-migration-target-*.oci.tar*
   bh push --quiet --format oci "$IMAGE" "oci-archive:$ARCHIVE:$IMAGE" >&2

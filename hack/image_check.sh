@@ -19,7 +19,7 @@ bh() { buildah --root "$IMG_CACHE/storage" --runroot "$RUNROOT" --storage-driver
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "image: ok   $*"; }
 bad() { fail=$((fail + 1)); echo "image: FAIL $*"; }
-CHECKS=12  # how many checks follow the build; all count as failed when the build does
+CHECKS=14  # how many checks follow the build; all count as failed when the build does
 finish() {
   echo "image: $pass passed, $fail failed"
   exit $((fail > 0))
@@ -190,6 +190,19 @@ else
 fi
 run plugin '[]' '["/usr/local/bin/kubectl-migrate", "--help"]'
 if [[ $(rc plugin) == 0 ]]; then ok "kubectl-migrate --help exits 0"; else bad "kubectl-migrate --help: exit $(rc plugin)"; show plugin; fi
+# --version of both: exit 0, the release manifests/default deploys, and a commit.
+run version '["--version"]'
+if [[ $(rc version) == 0 ]] && grep -qE "^migration-target-operator $TAG \(commit [0-9a-f]{12}(-dirty)?\)$" "$WORK/version.out"; then
+  ok "ENTRYPOINT --version exits 0 ($(head -1 "$WORK/version.out"))"
+else
+  bad "ENTRYPOINT --version: exit $(rc version), want \"migration-target-operator $TAG (commit <sha>)\""; show version
+fi
+run plugin_version '[]' '["/usr/local/bin/kubectl-migrate", "--version"]'
+if [[ $(rc plugin_version) == 0 ]] && grep -qE "^kubectl-migrate $TAG \(commit [0-9a-f]{12}(-dirty)?\)$" "$WORK/plugin_version.out"; then
+  ok "kubectl-migrate --version exits 0 ($(head -1 "$WORK/plugin_version.out"))"
+else
+  bad "kubectl-migrate --version: exit $(rc plugin_version)"; show plugin_version
+fi
 
 # 4. Every shared library of both binaries resolves inside the runtime image.
 run ldd '[]' '["/usr/bin/ldd", "/usr/local/bin/migration-target-operator", "/usr/local/bin/kubectl-migrate"]'
