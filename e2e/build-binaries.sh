@@ -4,7 +4,7 @@
 #   $KMT_K8S_BIN:   kube-apiserver kube-scheduler kube-controller-manager kubectl etcd
 #   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands), crdgen
 #                   (KubeVirt's generators: CRDs, RBAC, webhooks), all of one KubeVirt release
-#   $KMT_TOOLS_BIN: fake-node-agent (this project's e2e tool)
+#   $KMT_TOOLS_BIN: fake-node-agent, webhook-echo (this project's e2e tools)
 #   $KMT_DESCHEDULER_BIN: descheduler (run once by scenarios that ask for it)
 #   $KMT_NODE_BIN:  kubelet, kube-proxy (the real node infra-0, e2e/node.sh; default pair only)
 #   $KMT_PROM_BIN:  promtool (Prometheus; only when asked for: hack/monitoring_check.sh)
@@ -109,7 +109,8 @@ wants kubevirt && build "$KMT_KV_BIN" "$KMT_KV_MODULE" "$KMT_KV_LDFLAGS" -tags "
   virtctl="$kv_virtctl" \
   crdgen="$kv_crdgen"
 wants tools && build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
-  fake-node-agent=./cmd/fake-node-agent
+  fake-node-agent=./cmd/fake-node-agent \
+  webhook-echo=./cmd/webhook-echo
 wants descheduler && build "$KMT_DESCHEDULER_BIN" "$KMT_ROOT/e2e/tools/descheduler" "$KMT_DESCHEDULER_LDFLAGS" \
   descheduler=sigs.k8s.io/descheduler/cmd/descheduler
 # kubelet links statically with CGO_ENABLED=0 like the rest (upstream links it dynamically; nothing

@@ -78,7 +78,7 @@ KMT_PROM_BIN="$KMT_CACHE/bin/prometheus-$PROMETHEUS_VERSION-$(kmt_hash "$KMT_ROO
 
 KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
 KMT_KV_BINARIES=(virt-controller virt-api virtctl crdgen)
-KMT_TOOLS_BINARIES=(fake-node-agent)
+KMT_TOOLS_BINARIES=(fake-node-agent webhook-echo)
 KMT_DESCHEDULER_BINARIES=(descheduler)
 KMT_NODE_BINARIES=(kubelet kube-proxy)
 

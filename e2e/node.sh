@@ -11,6 +11,9 @@
 #   e2e/node.sh down   delete its pods, stop everything, unmount, remove its bridge, cgroups, network
 #                      namespaces and iptables chains, restore the sysctls kubelet/kube-proxy changed
 #   e2e/node.sh env    print the node's variables (KMT_E2E_NODE_*)
+#   e2e/node.sh state  print what the node may change on the machine (iptables rules, nft tables,
+#                      the sysctls below, links, network namespaces, mounts and processes naming the
+#                      run dir, its cgroups): e2e/run.sh compares it before `up` and after `down`
 #
 # Everything machine-wide is named after KMT_E2E_PORT_BASE (bridge kmt<base>, cgroup /kmt-<base>,
 # pod CIDR 10.245.<base/1000 % 256>.0/24), so a second cluster with another port base gets its own.
@@ -38,6 +41,7 @@ LOCK=/run/kmt-e2e-real-node.lock
 CNI_BIN=/usr/lib/cni
 PAUSE_IMAGE=kmt.local/pause:1
 BUSYBOX_IMAGE=kmt.local/busybox:1
+WEBHOOK_IMAGE=kmt.local/webhook-echo:1
 # What kubelet (protectKernelDefaults: false) and kube-proxy may set; `down` puts them back.
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys
   kernel.keys.root_maxbytes net.ipv4.conf.all.route_localnet net.ipv4.ip_forward
@@ -102,7 +106,8 @@ oci_archive() {
 }
 
 # The sandbox image: Kubernetes' own pause.c from the k8s.io/kubernetes module (the release the
-# node runs), linked statically. The test image: Debian's statically linked busybox.
+# node runs), linked statically. The test images: Debian's statically linked busybox, and the
+# static webhook-echo (e2e/cmd/webhook-echo, built by build-binaries.sh tools).
 build_images() {
   mkdir -p "$ND/images/pause/bin" "$ND/images/busybox/bin" "$ND/images/busybox/www" "$ND/images/busybox/tmp"
   local src
@@ -113,6 +118,9 @@ build_images() {
   for a in sh cat echo ls sleep tail httpd nc rm hostname; do ln -sf busybox "$ND/images/busybox/bin/$a"; done
   echo "kmt busybox image" >"$ND/images/busybox/www/index.html"
   oci_archive "$BUSYBOX_IMAGE" "$ND/images/busybox" "$ND/images/busybox.oci.tar" '["/bin/sh"]'
+  mkdir -p "$ND/images/webhook"
+  cp "$KMT_TOOLS_BIN/webhook-echo" "$ND/images/webhook/webhook-echo"
+  oci_archive "$WEBHOOK_IMAGE" "$ND/images/webhook" "$ND/images/webhook.oci.tar" '["/webhook-echo"]'
 }
 
 # ---------------------------------------------------------------- containerd
@@ -228,6 +236,7 @@ cmd_up() {
   for b in containerd runc ctr iptables-save; do
     command -v "$b" >/dev/null || { kmt_log "node: $b missing (hack/install-deps.sh)"; return 1; }
   done
+  [[ -x $KMT_TOOLS_BIN/webhook-echo ]] || "$KMT_ROOT/e2e/build-binaries.sh" tools
   [[ -x $CNI_BIN/bridge && -x $CNI_BIN/host-local && -x /bin/busybox ]] ||
     { kmt_log "node: CNI plugins or busybox-static missing (hack/install-deps.sh)"; return 1; }
   for b in "${KMT_NODE_BINARIES[@]}"; do
@@ -253,6 +262,7 @@ cmd_up() {
   wait_for containerd "containerd serving" 30 ctr_ version
   ctr_ images import "$ND/images/pause.oci.tar" >/dev/null
   ctr_ images import "$ND/images/busybox.oci.tar" >/dev/null
+  ctr_ images import "$ND/images/webhook.oci.tar" >/dev/null
   kmt_log "node: containerd up, images imported after $((SECONDS - t0))s"
 
   "$KMT_ROOT/e2e/cluster.sh" kubeconfig "system:node:$NODE_NAME" system:nodes >/dev/null
@@ -276,12 +286,37 @@ cmd_up() {
   kmt_log "node: $NODE_NAME up in $((SECONDS - t0))s (IP $ip, pods $POD_CIDR, bridge $BRIDGE)"
 }
 
+cmd_state() {
+  local t s
+  for t in iptables ip6tables; do
+    echo "## $t"
+    "$t-save" 2>/dev/null | grep -v '^#' | sed -E 's/ \[[0-9]+:[0-9]+\]$//' || true
+  done
+  echo "## nft tables"
+  command -v nft >/dev/null && nft list tables 2>/dev/null | sort
+  echo "## sysctls"
+  for s in "${SYSCTLS[@]}"; do
+    [[ -r /proc/sys/${s//.//} ]] && echo "$s=$(tr '\t' ' ' <"/proc/sys/${s//.//}")"
+  done
+  echo "## links"
+  ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+  echo "## netns"
+  find /run/netns -mindepth 1 -maxdepth 1 -printf "%f\n" 2>/dev/null | sort || true
+  echo "## mounts under $RUN"
+  awk '{print $5}' /proc/self/mountinfo | grep -F "$RUN/" | sort || true
+  echo "## processes naming $RUN or $CTR_SOCK"
+  pgrep -af -- "$RUN/|$CTR_SOCK" 2>/dev/null | grep -v -- "node.sh state" | awk '{$1=""; print}' | sort || true
+  echo "## cgroups $CGROUP_ROOT"
+  ls -d /sys/fs/cgroup/*"$CGROUP_ROOT" 2>/dev/null || true
+}
+
 cmd_env() {
   cat <<EOF
 export KMT_E2E_NODE_NAME=$NODE_NAME
 export KMT_E2E_NODE_IP=$(node_ip)
 export KMT_E2E_NODE_POD_CIDR=$POD_CIDR
 export KMT_E2E_NODE_BUSYBOX_IMAGE=$BUSYBOX_IMAGE
+export KMT_E2E_NODE_WEBHOOK_IMAGE=$WEBHOOK_IMAGE
 export KMT_E2E_NODE_CTR_ADDRESS=$CTR_SOCK
 export KMT_E2E_NODE_DIR=$ND
 EOF
@@ -390,5 +425,6 @@ case ${1:-} in
   up) cmd_up ;;
   down) cmd_down ;;
   env) cmd_env ;;
+  state) cmd_state ;;
   *) sed -n '2,/^set -E/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -12,11 +12,12 @@ import (
 // RealNode is the real node e2e/node.sh starts beside the fake ones: a kubelet with containerd
 // and a CNI bridge, tainted RealNodeTaint and labelled RealNodeLabel (see e2e/README.md).
 type RealNode struct {
-	Name       string
-	IP         string
-	PodCIDR    string
-	Image      string // a locally built image imported into its containerd (static busybox)
-	CtrAddress string // its containerd's socket, for `ctr -n k8s.io`
+	Name         string
+	IP           string
+	PodCIDR      string
+	Image        string // a locally built image imported into its containerd (static busybox)
+	WebhookImage string // e2e/cmd/webhook-echo, imported the same way
+	CtrAddress   string // its containerd's socket, for `ctr -n k8s.io`
 }
 
 // RealNodeLabel and RealNodeTaint keep every pod but those that ask for it off the real node.
@@ -34,9 +35,9 @@ func RequireRealNode(t testing.TB) RealNode {
 	n := RealNode{
 		Name: os.Getenv("KMT_E2E_NODE_NAME"), IP: os.Getenv("KMT_E2E_NODE_IP"),
 		PodCIDR: os.Getenv("KMT_E2E_NODE_POD_CIDR"), Image: os.Getenv("KMT_E2E_NODE_BUSYBOX_IMAGE"),
-		CtrAddress: os.Getenv("KMT_E2E_NODE_CTR_ADDRESS"),
+		CtrAddress: os.Getenv("KMT_E2E_NODE_CTR_ADDRESS"), WebhookImage: os.Getenv("KMT_E2E_NODE_WEBHOOK_IMAGE"),
 	}
-	if n.Name == "" || n.IP == "" || n.Image == "" || n.CtrAddress == "" {
+	if n.Name == "" || n.IP == "" || n.Image == "" || n.CtrAddress == "" || n.WebhookImage == "" {
 		t.Fatalf("KMT_E2E_REAL_NODE=1 but the node's variables are missing (source <(e2e/cluster.sh env)): %+v", n)
 	}
 	return n

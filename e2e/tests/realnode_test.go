@@ -1,14 +1,24 @@
 package tests
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	k8sv1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -256,4 +266,165 @@ func httpGet(url string) (string, error) {
 
 func ctrIDs(out string) []string {
 	return strings.Fields(out)
+}
+
+// TestRealNodeWebhookServedByPod: an HTTPS validating webhook served by a pod on infra-0 (the
+// static webhook-echo image) is called by the API server through its Service (kube-proxy's
+// ClusterIP rules on the host), with TLS verified for <service>.<namespace>.svc: a ConfigMap named
+// deny-* is refused with the pod's name in the message, another is admitted.
+func TestRealNodeWebhookServedByPod(t *testing.T) {
+	f := fw(t)
+	node := framework.RequireRealNode(t)
+	ns := f.BareNamespace(t)
+	kube := f.Admin.Kube
+	caPEM, certPEM, keyPEM := signServing(t, "echo-webhook."+ns+".svc")
+	if _, err := kube.CoreV1().Secrets(ns).Create(framework.Ctx(t), &k8sv1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-tls"}, Type: k8sv1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create secret: %v", err)
+	}
+	pod := &k8sv1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-webhook", Labels: map[string]string{"app": "echo-webhook"}},
+		Spec: k8sv1.PodSpec{
+			TerminationGracePeriodSeconds: ptrInt64(1),
+			Volumes: []k8sv1.Volume{{Name: "tls", VolumeSource: k8sv1.VolumeSource{
+				Secret: &k8sv1.SecretVolumeSource{SecretName: "echo-tls"}}}},
+			Containers: []k8sv1.Container{{
+				Name: "webhook", Image: node.WebhookImage, ImagePullPolicy: k8sv1.PullNever,
+				Ports:        []k8sv1.ContainerPort{{Name: "https", ContainerPort: 8443}},
+				VolumeMounts: []k8sv1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},
+				ReadinessProbe: &k8sv1.Probe{
+					ProbeHandler: k8sv1.ProbeHandler{HTTPGet: &k8sv1.HTTPGetAction{
+						Path: "/healthz", Port: intstr.FromInt32(8443), Scheme: k8sv1.URISchemeHTTPS}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+	framework.OnRealNode(&pod.Spec)
+	if _, err := kube.CoreV1().Pods(ns).Create(framework.Ctx(t), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	if _, err := kube.CoreV1().Services(ns).Create(framework.Ctx(t), &k8sv1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-webhook"},
+		Spec: k8sv1.ServiceSpec{Selector: map[string]string{"app": "echo-webhook"},
+			Ports: []k8sv1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromString("https")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create service: %v", err)
+	}
+	var podIP string
+	framework.Eventually(t, 90*time.Second, "webhook pod Ready on "+node.Name, func() (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(framework.Ctx(t), "echo-webhook", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		podIP = p.Status.PodIP
+		return p.Spec.NodeName == node.Name && podReady(p), fmt.Sprintf("node %q, phase %s", p.Spec.NodeName, p.Status.Phase)
+	})
+	framework.Eventually(t, 30*time.Second, "EndpointSlice of echo-webhook ready", func() (bool, string) {
+		return endpointReady(t, f, ns, "echo-webhook", podIP)
+	})
+
+	name := "kmt-e2e-echo-" + ns
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	port := int32(443)
+	path := "/validate"
+	timeout := int32(5)
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "echo.realnode.kmt.local",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service:  &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "echo-webhook", Path: &path, Port: &port},
+				CABundle: caPEM,
+			},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          &timeout,
+		}},
+	}
+	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(framework.Ctx(t), cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingWebhookConfiguration: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(framework.Ctx(t), name, metav1.DeleteOptions{})
+	})
+
+	// The configuration takes effect asynchronously: wait until a deny-* create is refused by the pod.
+	i := 0
+	framework.Eventually(t, 30*time.Second, "ConfigMap deny-* refused by the webhook pod", func() (bool, string) {
+		i++
+		_, err := kube.CoreV1().ConfigMaps(ns).Create(framework.Ctx(t), &k8sv1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("deny-%d", i)}}, metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), "denied by webhook-echo pod echo-webhook"), fmt.Sprintf("err %v", err)
+	})
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(framework.Ctx(t), &k8sv1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "ok-1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("ConfigMap ok-1 through the webhook: %v", err)
+	}
+	r := framework.KubectlAs(t, framework.AdminUser, "", "-n", ns, "logs", "echo-webhook")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "name=ok-1 allowed=true") {
+		t.Fatalf("webhook pod's log lacks the review of ok-1\n%s", r)
+	}
+}
+
+// signServing returns the cluster CA and a P-256 serving certificate and key for dnsName, signed
+// by the cluster CA ($KMT_E2E_DIR/pki/ca.{crt,key}), all PEM.
+func signServing(t *testing.T, dnsName string) (caPEM, certPEM, keyPEM []byte) {
+	t.Helper()
+	dir := filepath.Join(os.Getenv("KMT_E2E_DIR"), "pki")
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKeyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(caKeyPEM)
+	if cb == nil || kb == nil {
+		t.Fatal("cluster CA: no PEM")
+	}
+	caCert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		if k1, err1 := x509.ParsePKCS1PrivateKey(kb.Bytes); err1 == nil {
+			caKey = k1
+		} else {
+			t.Fatalf("cluster CA key: %v", err)
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: dnsName},
+		DNSNames:     []string{dnsName},
+		NotBefore:    time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return caPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
