@@ -252,6 +252,8 @@ cmd_up() {
   [[ -n $ip ]] || { kmt_log "node: no global IPv4 address for --node-ip (loopback is refused)"; return 1; }
   rm -rf "$ND"
   mkdir -p "$ND/logs" "$ND/pids" "$ND/images"
+  # A failing step stops what started and puts the machine back (the run dir's logs go too).
+  trap 'kmt_log "node: up failed at node.sh line $LINENO: $BASH_COMMAND; stopping"; trap - ERR; cmd_down' ERR
   snapshot_machine
   for d in /sys/fs/cgroup/*/; do
     [[ -d $d && $(stat -f -c %T "$d") =~ ^(cgroupfs|cgroup2fs)$ ]] && mkdir -p "$d${CGROUP_ROOT#/}"
@@ -283,6 +285,7 @@ cmd_up() {
     --iptables-localhost-nodeports=false --v 2
   wait_for kube-proxy "kube-proxy healthy" 60 proxy_healthy
   cmd_env >"$ND/env"
+  trap - ERR
   kmt_log "node: $NODE_NAME up in $((SECONDS - t0))s (IP $ip, pods $POD_CIDR, bridge $BRIDGE)"
 }
 
