@@ -4,21 +4,23 @@
 #   $KMT_K8S_BIN:   kube-apiserver kube-scheduler kube-controller-manager kubectl etcd
 #   $KMT_KV_BIN:    virt-controller, virt-api, virtctl (KubeVirt's migration commands), crdgen
 #                   (KubeVirt's generators: CRDs, RBAC, webhooks), all of one KubeVirt release
-#   $KMT_TOOLS_BIN: fake-node-agent (this project's e2e tool)
+#   $KMT_TOOLS_BIN: fake-node-agent, webhook-echo (this project's e2e tools)
 #   $KMT_DESCHEDULER_BIN: descheduler (run once by scenarios that ask for it)
+#   $KMT_NODE_BIN:  kubelet, kube-proxy (the real node infra-0, e2e/node.sh; default pair only)
 #   $KMT_PROM_BIN:  promtool (Prometheus; only when asked for: hack/monitoring_check.sh)
 # A cache directory that exists is complete (it is renamed into place after a
 # successful build), so later runs reuse it without touching Go.
 # KMT_E2E_MATRIX (default, old, new) selects the pair of hack/versions.env.
 # Usage: e2e/build-binaries.sh [--print-env] [GROUP...]
 #   --print-env  print KMT_K8S_BIN=... lines for the five directories and exit.
-#   GROUP        k8s, kubevirt, tools, descheduler, prometheus; default: all but prometheus.
+#   GROUP        k8s, kubevirt, tools, descheduler, node, prometheus; default: all but prometheus
+#                (node only on the default pair).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 if [[ ${1:-} == --print-env ]]; then
-  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\nKMT_DESCHEDULER_BIN=%s\nKMT_PROM_BIN=%s\n' \
-    "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN" "$KMT_DESCHEDULER_BIN" "$KMT_PROM_BIN"
+  printf 'KMT_K8S_BIN=%s\nKMT_KV_BIN=%s\nKMT_TOOLS_BIN=%s\nKMT_DESCHEDULER_BIN=%s\nKMT_NODE_BIN=%s\nKMT_PROM_BIN=%s\n' \
+    "$KMT_K8S_BIN" "$KMT_KV_BIN" "$KMT_TOOLS_BIN" "$KMT_DESCHEDULER_BIN" "$KMT_NODE_BIN" "$KMT_PROM_BIN"
   exit 0
 fi
 
@@ -32,6 +34,7 @@ check_pin() { # file module version
 check_pin "$KMT_K8S_MODULE/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION"
 check_pin "$KMT_K8S_MODULE/go.mod" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin "$KMT_KV_MODULE/go.mod" kubevirt.io/kubevirt "$KUBEVIRT_VERSION"
+check_pin "$KMT_NODE_MODULE/go.mod" k8s.io/kubernetes "$KUBERNETES_VERSION"
 check_pin "$KMT_ROOT/e2e/tools/descheduler/go.mod" sigs.k8s.io/descheduler "$DESCHEDULER_VERSION"
 check_pin "$KMT_ROOT/e2e/tools/prometheus/go.mod" github.com/prometheus/prometheus "$PROMETHEUS_VERSION"
 grep -q "k8s.io/api => k8s.io/api $KUBERNETES_STAGING_VERSION" "$KMT_K8S_MODULE/go.mod" \
@@ -72,11 +75,14 @@ build() {
 }
 
 groups=("$@")
-[[ ${#groups[@]} -gt 0 ]] || groups=(k8s kubevirt tools descheduler)
+if [[ ${#groups[@]} -eq 0 ]]; then
+  groups=(k8s kubevirt tools descheduler)
+  [[ $KMT_E2E_MATRIX != default ]] || groups+=(node)
+fi
 for g in "${groups[@]}"; do
   case $g in
-    k8s | kubevirt | tools | descheduler | prometheus) ;;
-    *) echo "build-binaries: unknown group $g (k8s, kubevirt, tools, descheduler, prometheus)" >&2; exit 2 ;;
+    k8s | kubevirt | tools | descheduler | node | prometheus) ;;
+    *) echo "build-binaries: unknown group $g (k8s, kubevirt, tools, descheduler, node, prometheus)" >&2; exit 2 ;;
   esac
 done
 wants() { [[ " ${groups[*]} " == *" $1 "* ]]; }
@@ -103,9 +109,15 @@ wants kubevirt && build "$KMT_KV_BIN" "$KMT_KV_MODULE" "$KMT_KV_LDFLAGS" -tags "
   virtctl="$kv_virtctl" \
   crdgen="$kv_crdgen"
 wants tools && build "$KMT_TOOLS_BIN" "$KMT_ROOT/e2e" "-s -w" \
-  fake-node-agent=./cmd/fake-node-agent
+  fake-node-agent=./cmd/fake-node-agent \
+  webhook-echo=./cmd/webhook-echo
 wants descheduler && build "$KMT_DESCHEDULER_BIN" "$KMT_ROOT/e2e/tools/descheduler" "$KMT_DESCHEDULER_LDFLAGS" \
   descheduler=sigs.k8s.io/descheduler/cmd/descheduler
+# kubelet links statically with CGO_ENABLED=0 like the rest (upstream links it dynamically; nothing
+# it runs here needs cgo: see e2e/README.md "The real node").
+wants node && build "$KMT_NODE_BIN" "$KMT_NODE_MODULE" "$KMT_K8S_LDFLAGS" \
+  kubelet=k8s.io/kubernetes/cmd/kubelet \
+  kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
 wants prometheus && build "$KMT_PROM_BIN" "$KMT_ROOT/e2e/tools/prometheus" "-s -w" \
   promtool=github.com/prometheus/prometheus/cmd/promtool
 kmt_log "build-binaries: done in $((SECONDS - total))s"

@@ -20,7 +20,8 @@
 # Environment: KMT_E2E_DIR (run dir, default /tmp/kmt-e2e), KMT_E2E_PORT_BASE (default
 # 26000), KMT_E2E_NODES (fake node names, default node-a,node-b,node-c),
 # KMT_E2E_VIRT_CONTROLLER_IDENTITY (kubevirt: KubeVirt's own RBAC for virt-controller,
-# the default; admin: system:masters).
+# the default; admin: system:masters), KMT_E2E_REAL_NODE (1, the default on the default pair: also
+# the real node infra-0 of e2e/node.sh, which needs root; 0: only the fake nodes).
 # -E: the ERR trap of `up` also fires for a command failing inside a function.
 set -Eeuo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -35,6 +36,7 @@ PIDS=$RUN/pids
 APISERVER_URL=https://127.0.0.1:$KMT_PORT_APISERVER
 NODES=${KMT_E2E_NODES:-node-a,node-b,node-c}
 VC_IDENTITY=${KMT_E2E_VIRT_CONTROLLER_IDENTITY:-kubevirt}
+if [[ $KMT_E2E_MATRIX == default ]]; then REAL_NODE=${KMT_E2E_REAL_NODE:-1}; else REAL_NODE=${KMT_E2E_REAL_NODE:-0}; fi
 # Never pulled: there is no kubelet. A reserved TLD makes that obvious.
 LAUNCHER_IMAGE=registry.invalid/kubevirt/virt-launcher:$KUBEVIRT_VERSION
 
@@ -153,6 +155,11 @@ subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:virt-api.kubevirt.svc" "ec -pkeyop
   sign virt-api-handler-client "/CN=kubevirt.io:system:client:virt-handler" "basicConstraints=CA:FALSE
 keyUsage=digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
+  # kube-apiserver's client certificate towards kubelets (logs, exec, port-forward); the kubelet
+  # authenticates it against the cluster CA and authorizes system:masters through RBAC.
+  sign apiserver-kubelet-client "/CN=kube-apiserver-kubelet-client/O=system:masters" "basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
   openssl_quiet genrsa -out "$PKI/sa.key" 2048
   openssl_quiet rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
   client_kubeconfig admin kmt-admin system:masters
@@ -244,6 +251,8 @@ start_apiserver() {
     --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
     --disable-admission-plugins TaintNodesByCondition \
     --allow-privileged=true --profiling=false --endpoint-reconciler-type none \
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP \
     --v 1
   wait_for kube-apiserver "kube-apiserver /readyz" 120 ready_apiserver
 }
@@ -261,11 +270,14 @@ start_scheduler() {
 # expanded for it (pkg/virt-controller/watch/migration isMigrationProtected), and the
 # eviction API reads that status too, as on any real cluster.
 start_controller_manager() {
+  # The real node's Services need Endpoints/EndpointSlices (kube-proxy reads the slices).
+  local node_controllers=
+  [[ $REAL_NODE != 1 ]] || node_controllers=,endpoints-controller,endpointslice-controller
   start kube-controller-manager "$KMT_K8S_BIN/kube-controller-manager" \
     --kubeconfig "$RUN/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$KMT_PORT_CONTROLLER_MANAGER" --leader-elect=false --profiling=false \
-    --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,disruption-controller \
+    --controllers namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,disruption-controller$node_controllers \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --use-service-account-credentials=false --v 1
   wait_for kube-controller-manager "kube-controller-manager /healthz" 60 healthy_local "$KMT_PORT_CONTROLLER_MANAGER"
@@ -440,6 +452,9 @@ cmd_up() {
   kmt_log "cluster: virt-api ready after $((SECONDS - t0))s"
   start_agent
   start_virt_controller
+  if [[ $REAL_NODE == 1 ]]; then
+    "$KMT_ROOT/e2e/node.sh" up
+  fi
   write_env
   trap - ERR
   kmt_log "cluster: up in $((SECONDS - t0))s; source <(e2e/cluster.sh env)"
@@ -463,12 +478,16 @@ export KMT_E2E_KUBERNETES_VERSION=$KUBERNETES_VERSION
 export KMT_E2E_KUBEVIRT_VERSION=$KUBEVIRT_VERSION
 export KMT_DESCHEDULER=$KMT_DESCHEDULER_BIN/descheduler
 export PATH=$KMT_K8S_BIN:\$PATH
+export KMT_E2E_REAL_NODE=$REAL_NODE
 EOF
+  [[ $REAL_NODE != 1 ]] || "$KMT_ROOT/e2e/node.sh" env >>"$RUN/env"
 }
 
 # Stops every process `up` or `start` recorded: TERM to its process group,
 # then KILL after a bounded wait.
 cmd_down() {
+  # The real node first, while the API server still answers (its pods are deleted through it).
+  "$KMT_ROOT/e2e/node.sh" down || true
   if [[ -d $PIDS ]]; then
     local pids=()
     for f in "$PIDS"/*.pid; do

@@ -66,13 +66,21 @@ KMT_DESCHEDULER_BIN="$KMT_CACHE/bin/descheduler-$DESCHEDULER_VERSION-$(kmt_hash 
 # the project's own small Go tools (the fake node agent): keyed by their sources too.
 KMT_TOOLS_BIN="$KMT_CACHE/bin/e2e-tools-$(kmt_hash "$KMT_ROOT/e2e/go.mod" "$KMT_ROOT/e2e/go.sum" $(find "$KMT_ROOT/e2e/cmd" "$KMT_ROOT/e2e/third_party" -type f | sort))"
 
+# kubelet and kube-proxy for the real node infra-0 (e2e/node.sh): the same Kubernetes release from
+# their own module (e2e/tools/node: e2e/tools/k8s's requirements plus the 9 the two commands add),
+# so adding them left the control plane's cache key alone. Keyed like the control plane. Only the
+# default pair has a real node.
+KMT_NODE_MODULE=$KMT_ROOT/e2e/tools/node
+KMT_NODE_BIN="$KMT_CACHE/bin/node-$KUBERNETES_VERSION-$(kmt_hash <(echo "$KMT_K8S_LDFLAGS") "$KMT_NODE_MODULE/go.mod" "$KMT_NODE_MODULE/go.sum")"
+
 # promtool: keyed by the Prometheus version and its tool module's go.mod/go.sum.
 KMT_PROM_BIN="$KMT_CACHE/bin/prometheus-$PROMETHEUS_VERSION-$(kmt_hash "$KMT_ROOT/e2e/tools/prometheus/go.mod" "$KMT_ROOT/e2e/tools/prometheus/go.sum")"
 
 KMT_K8S_BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd)
 KMT_KV_BINARIES=(virt-controller virt-api virtctl crdgen)
-KMT_TOOLS_BINARIES=(fake-node-agent)
+KMT_TOOLS_BINARIES=(fake-node-agent webhook-echo)
 KMT_DESCHEDULER_BINARIES=(descheduler)
+KMT_NODE_BINARIES=(kubelet kube-proxy)
 
 # Ports on 127.0.0.1: KMT_E2E_PORT_BASE (default 26000) plus a fixed offset each.
 KMT_E2E_PORT_BASE=${KMT_E2E_PORT_BASE:-26000}

@@ -23,6 +23,14 @@ if ! e2e/build-binaries.sh; then
 fi
 t_build=$((SECONDS - t0))
 
+# The real node changes the machine (iptables, sysctls, links, mounts, cgroups): what `down` leaves
+# must equal what was there before `up` (e2e/node.sh state); a difference fails the run.
+real_node=0
+if [[ $KMT_E2E_MATRIX == default && ${KMT_E2E_REAL_NODE:-1} == 1 ]]; then
+  real_node=1
+  e2e/node.sh state >"/tmp/kmt-e2e-machine.$$.before" 2>/dev/null
+fi
+
 cleanup() {
   local rc=$?
   if [[ ${failed_any:-1} != 0 && -d $KMT_E2E_DIR/logs ]]; then
@@ -30,6 +38,20 @@ cleanup() {
     rm -rf "$dest" && mkdir -p "$dest" && cp -r "$KMT_E2E_DIR/logs" "$dest/" && echo "e2e: component logs copied to $dest/logs"
   fi
   e2e/cluster.sh down
+  if ((real_node)); then
+    e2e/node.sh state >"/tmp/kmt-e2e-machine.$$.after" 2>/dev/null
+    if ! diff -u "/tmp/kmt-e2e-machine.$$.before" "/tmp/kmt-e2e-machine.$$.after" >"/tmp/kmt-e2e-machine.$$.diff"; then
+      echo "e2e: the machine differs after down from before up (real node left something behind):"
+      cat "/tmp/kmt-e2e-machine.$$.diff"
+      echo "--- FAIL: MachineStateAfterDown"
+      rm -f /tmp/kmt-e2e-machine.$$.*
+      summary "${passed:-0}" "$((${failed:-0} + 1))"
+      exit 1
+    else
+      echo "e2e: machine state after down equals before up (iptables, nft, sysctls, links, netns, mounts, processes, cgroups)"
+    fi
+    rm -f /tmp/kmt-e2e-machine.$$.*
+  fi
   return $rc
 }
 trap cleanup EXIT

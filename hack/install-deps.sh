@@ -39,6 +39,13 @@ PACKAGES=(
   buildah                  # builds the Dockerfile from local bases, no registry
   debootstrap              # the Debian bases, from this machine's apt mirror
   runc                     # runs the image as a kubelet's runtime would
+  # The real node infra-0 (e2e/node.sh): its runtime, its pod network, kube-proxy's rules, the
+  # test image's static busybox; nft deletes the empty iptables-nft tables on `down`.
+  containerd
+  containernetworking-plugins
+  iptables
+  nftables
+  busybox-static
 )
 
 missing=()

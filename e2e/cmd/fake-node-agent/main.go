@@ -218,6 +218,30 @@ func runQueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[string
 	}
 }
 
+// fakeNodeLabel marks the nodes this agent plays: its own (FakeNode) and the extra ones the
+// scenarios create by copying a fake node's labels. A real node (e2e/node.sh's infra-0, with a
+// real kubelet) has no such label and is left alone.
+const fakeNodeLabel = "type"
+
+// played returns the node if this agent plays it, else an error.
+func (a *agent) played(name string) (*k8sv1.Node, error) {
+	node, err := a.nodes.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if node.Labels[fakeNodeLabel] != "kwok" {
+		return nil, fmt.Errorf("node %s has a real kubelet", name)
+	}
+	return node, nil
+}
+
+// realNode is true for an existing node this agent does not play. Pods on a node that is gone
+// are still finished by the agent, as before.
+func (a *agent) realNode(name string) bool {
+	node, err := a.nodes.Get(name)
+	return err == nil && node.Labels[fakeNodeLabel] != "kwok"
+}
+
 // ensureNode creates a node like KubeVirt's KWOK nodes, with the labels
 // virt-handler's node labeller would add, and a Ready condition a kubelet would
 // report. The index picks a distinct InternalIP.
@@ -301,6 +325,9 @@ func (a *agent) syncPod(ctx context.Context, key string) error {
 	if pod.Spec.NodeName == "" {
 		return nil
 	}
+	if a.realNode(pod.Spec.NodeName) {
+		return nil // a real kubelet's pod (e2e/node.sh): its kubelet writes status and deletes it
+	}
 	if pod.DeletionTimestamp != nil {
 		// A kubelet stops the containers, then removes the pod with grace period 0.
 		err := a.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
@@ -312,7 +339,7 @@ func (a *agent) syncPod(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	node, err := a.nodes.Get(pod.Spec.NodeName)
+	node, err := a.played(pod.Spec.NodeName)
 	if err != nil {
 		return nil // not a node this agent plays; nothing would start the pod
 	}
@@ -468,7 +495,7 @@ func (a *agent) syncVMI(ctx context.Context, key string) error {
 	if vmi.DeletionTimestamp != nil || vmi.IsFinal() || vmi.Status.NodeName == "" {
 		return nil
 	}
-	if _, err := a.nodes.Get(vmi.Status.NodeName); err != nil {
+	if _, err := a.played(vmi.Status.NodeName); err != nil {
 		return nil // not on a node this agent plays
 	}
 	old := vmi.Status.Phase
@@ -528,7 +555,7 @@ func (a *agent) migrationStep(ctx context.Context, vmi *virtv1.VirtualMachineIns
 	if ms.MigrationUID == "" || ms.TargetNode == "" {
 		return false, nil // not handed off to the handlers yet
 	}
-	target, err := a.nodes.Get(ms.TargetNode)
+	target, err := a.played(ms.TargetNode)
 	if err != nil {
 		return false, nil
 	}
@@ -587,7 +614,7 @@ func (a *agent) finishLauncherPods(ctx context.Context, vmi *virtv1.VirtualMachi
 		if !done {
 			continue
 		}
-		node, err := a.nodes.Get(pod.Spec.NodeName)
+		node, err := a.played(pod.Spec.NodeName)
 		if err != nil {
 			continue
 		}
