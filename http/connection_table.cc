@@ -82,19 +82,12 @@ ConnectionTable::Admission ConnectionTable::Open(Phase first, TimePoint now,
   Admission a;
   a.id = next_id_++;
   std::string key(source);
-  if (limits_.max_per_source > 0 && FromSource(key) >= limits_.max_per_source) {
-    a.evicted = Victim(key, /*own_only=*/true);
-  } else if (entries_.size() >= limits_.max_connections) {
-    a.evicted = Victim(key, /*own_only=*/false);
-  } else {
-    a.evicted = std::nullopt;
-    ++per_source_[key];
-    entries_.emplace(a.id, Entry{first, now, now, now, false, std::move(key)});
-    a.admitted = true;
-    return a;
+  const bool source_full = limits_.max_per_source > 0 && FromSource(key) >= limits_.max_per_source;
+  if (source_full || entries_.size() >= limits_.max_connections) {
+    a.evicted = Victim(key, /*own_only=*/source_full);
+    if (!a.evicted) return a;  // refused
+    Erase(entries_.find(*a.evicted));
   }
-  if (!a.evicted) return a;  // refused
-  Erase(entries_.find(*a.evicted));
   ++per_source_[key];
   entries_.emplace(a.id, Entry{first, now, now, now, false, std::move(key)});
   a.admitted = true;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <linux/sockios.h>
-#include <malloc.h>
 #include <sys/ioctl.h>
 
 #include <boost/asio.hpp>
@@ -20,6 +19,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/heap.h"
 #include "http/handler_pool.h"
 
 namespace kmt::http {
@@ -55,15 +55,6 @@ constexpr size_t kMaxChunkSizeDigits = 16;
 constexpr size_t kTrimAfterBytes = 1024 * 1024;
 constexpr size_t kTrimAfterCloses = 64;
 constexpr std::chrono::milliseconds kTrimInterval{1000};
-
-// Hands freed heap memory back to the system. Under ASan or TSan the sanitizer's allocator
-// owns the heap (glibc's is never initialised, and initialising it lazily from two threads
-// races), so there is nothing of glibc's to trim.
-void TrimHeap() {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  malloc_trim(0);
-#endif
-}
 
 Response DefaultErrorBody(int status, std::string_view message) {
   Response r;
@@ -250,7 +241,7 @@ class Server::Impl {
     trim_due = false;
     closes_since_trim = 0;
     last_trim = now;
-    TrimHeap();
+    base::TrimHeap();
   }
 
   void ScheduleSweep() {
@@ -451,16 +442,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       }
       if (!parser_->is_done() && !AdmitBody()) return;
     }
-    if (parser_->chunked() && phase_ == Phase::kBody) {
-      // A trailer section is parsed once whole, into the message's fields.
-      if (parser_->is_done() && FieldBytes() - header_bytes_ > server_.cfg.max_chunk_line_bytes) {
-        return FailChunkLine();
-      }
-      // The parser takes chunk data as it comes (each piece reserved as it is); what it
-      // leaves in the buffer is an unfinished chunk-size line or trailer section.
-      if (!parser_->is_done() && buffer_.size() > server_.cfg.max_chunk_line_bytes) {
-        return FailChunkLine();
-      }
+    // A trailer section is parsed once whole, into the message's fields. (An unfinished
+    // chunk line or trailer stays in the read buffer, whose cap ends it: buffer_overflow.)
+    if (parser_->chunked() && phase_ == Phase::kBody && parser_->is_done() &&
+        FieldBytes() - header_bytes_ > server_.cfg.max_chunk_line_bytes) {
+      return FailChunkLine();
     }
     if (parser_->is_done()) return Dispatch();
     ReadSome();
@@ -499,8 +485,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       parser_->body_limit(cap);
       header_bytes_ = FieldBytes();
     }
-    // From here the parser takes everything the buffer holds at each read, so that what it
-    // leaves there is only an unfinished chunk line or trailer.
+    // From here each read parses everything the buffer holds (the chunk callbacks check and
+    // reserve each piece as it is parsed).
     parser_->eager(true);
     return true;
   }

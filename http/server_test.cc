@@ -338,6 +338,40 @@ TEST_CASE("Chunk lines, extensions and trailers are capped: 400 and close, nothi
     CHECK_FALSE(closed);  // keep-alive
     close(fd);
   }
+  SECTION(
+      "a chunked body whose first chunk arrives with the headers, on a connection whose "
+      "read buffer an earlier request grew") {
+    int fd = Connect(server.port());
+    const std::string first(16 * 1024, 'f');
+    SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                    std::to_string(first.size()) + "\r\n\r\n" + first);
+    auto [answer1, closed1] = ReadUntilClosed(fd, milliseconds(500));
+    REQUIRE(answer1.rfind("HTTP/1.1 200", 0) == 0);
+    REQUIRE_FALSE(closed1);
+    const std::string chunk(12 * 1024, 'c');
+    SendAll(fd, chunked + fmt_hex(chunk.size()) + "\r\n" + chunk + "\r\n0\r\n\r\n");
+    auto [answer2, closed2] = ReadUntilClosed(fd, milliseconds(500));
+    CHECK(answer2.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(answer2.size() > chunk.size());
+    CHECK(answer2.compare(answer2.size() - chunk.size(), chunk.size(), chunk) == 0);
+    CHECK_FALSE(closed2);
+    close(fd);
+  }
+  SECTION(
+      "a chunked request pipelined behind another: its headers and first chunk already "
+      "in the read buffer") {
+    int fd = Connect(server.port());
+    const std::string chunk(12 * 1024, 'p');
+    SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab" + chunked +
+                    fmt_hex(chunk.size()) + "\r\n" + chunk + "\r\n0\r\n\r\n");
+    auto [answer, closed] = ReadUntilClosed(fd, milliseconds(500));
+    CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(answer.find("HTTP/1.1 400") == std::string::npos);
+    CHECK(answer.size() > chunk.size());
+    CHECK(answer.compare(answer.size() - chunk.size(), chunk.size(), chunk) == 0);
+    CHECK_FALSE(closed);
+    close(fd);
+  }
   CHECK(Eventually([&] { return server.held_body_bytes() == 0; }));
 }
 

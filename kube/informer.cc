@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
+#include "base/heap.h"
 #include "kube/reads.h"
 
 #if defined(__GLIBC__)
-#include <malloc.h>
 #endif
 
 namespace kmt::kube {
@@ -195,17 +195,8 @@ void InformerCore::Apply(WatcherStep step) {
   Deliver(deliveries);
   if (trim_after_step) {
     step = WatcherStep();  // the last page's objects first
-    TrimHeap();
+    base::TrimHeap();
   }
-}
-
-void TrimHeap() {
-  // Under ASan or TSan the sanitizer's allocator owns the heap and glibc's is never
-  // initialised, so malloc_trim would initialise it lazily, racing between informer threads
-  // (seen: a SEGV in mtrim under ASan); there is nothing of glibc's to trim then anyway.
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  malloc_trim(0);
-#endif
 }
 
 void InformerCore::Deliver(const std::vector<Delivery>& deliveries) {

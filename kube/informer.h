@@ -48,9 +48,6 @@ struct InformerOptions {
 // MetaNamespaceKeyFunc).
 std::string ObjectKey(const Json& object);
 
-// Returns the allocator's free pages to the kernel where the C library can (glibc).
-void TrimHeap();
-
 // The type-erased core; use Informer<T> below.
 class InformerCore {
  public:

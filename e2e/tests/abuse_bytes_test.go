@@ -202,7 +202,12 @@ func TestAbuseBytes(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					conn := dialWebhook(t, webhook)
+					// Not dialWebhook: t.Fatalf may only be called from the test's goroutine.
+					conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", webhook, framework.WebhookTLS(t))
+					if err != nil {
+						t.Errorf("dial the webhook: %v", err)
+						return
+					}
 					defer conn.Close()
 					_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
 					got := make(chan int, 1)
