@@ -1,5 +1,8 @@
 #include "base/heap.h"
 
+// A C library header first: it is what defines __GLIBC__ (tested below).
+#include <cstdlib>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
