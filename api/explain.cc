@@ -141,6 +141,7 @@ std::string ClaimText(const TargetPod& pod, const PodClaim& c) {
       return "PersistentVolume " + c.resolution.volume + " (" + claim + ") not found";
     case ClaimState::kNotLookedUp:
     case ClaimState::kWaitForFirstConsumer:
+    case ClaimState::kVolumeNotClaimed:
     case ClaimState::kBound:
       break;
   }

@@ -33,6 +33,19 @@ bool Bound(const json& pvc) {
          annotations.contains(kAnnBindCompleted);
 }
 
+// The PV controller's IsVolumeBoundToClaim: the PV's claimRef names the claim (and its uid,
+// when the claimRef has one).
+bool VolumeBoundTo(const json& pv, const json& pvc) {
+  const json& ref = At(At(pv, "spec"), "claimRef");
+  const json& meta = At(pvc, "metadata");
+  if (!ref.is_object() || Str(ref, "name").empty()) return false;
+  if (Str(ref, "name") != Str(meta, "name") || Str(ref, "namespace") != Str(meta, "namespace")) {
+    return false;
+  }
+  const std::string uid = Str(ref, "uid");
+  return uid.empty() || uid == Str(meta, "uid");
+}
+
 std::string_view TrimSpace(std::string_view s) {
   constexpr std::string_view kSpace = " \t\n\v\f\r";
   const size_t b = s.find_first_not_of(kSpace);
@@ -115,6 +128,10 @@ ClaimResolution ResolveClaim(const json* pvc, const json* storage_class, const j
   }
   if (pv == nullptr) {
     r.state = ClaimState::kVolumeMissing;
+    return r;
+  }
+  if (!VolumeBoundTo(*pv, *pvc)) {
+    r.state = ClaimState::kVolumeNotClaimed;
     return r;
   }
   r.state = ClaimState::kBound;

@@ -13,6 +13,7 @@
 //   spec.volumeName set and annotation
 //     pv.kubernetes.io/bind-completed (bound), its PV:
 //       missing                                         kVolumeMissing        every node (2)
+//       present, its spec.claimRef not this claim       kVolumeNotClaimed     none: not checked (4)
 //       present                                         kBound                see below
 //   else, no spec.volumeName and its StorageClass
 //     exists with volumeBindingMode WaitForFirstConsumer kWaitForFirstConsumer none: not checked
@@ -24,6 +25,13 @@
 //   (3) VolumeBinding PreFilter: "pod has unbound immediate PersistentVolumeClaims"
 //       (GetPodVolumeClaims: an unbound claim with a volumeName counts as immediate;
 //       IsDelayBindingMode: no class or a missing class is Immediate).
+//   (4) Not the scheduler's rule (checkBoundClaims reads the named PV whoever it belongs to)
+//       but the PV controller's (IsVolumeBoundToClaim: claimRef namespace and name equal,
+//       and the uid when the claimRef has one): a tenant can write any volumeName and the
+//       bind-completed annotation on a claim of its own, and what the explainer says lands in
+//       the VMIM's conditions, which the VM's owner reads. So a PV is described only to the
+//       claim it is bound to; any other claim learns only that it exists (as the scheduler
+//       refuses a claim whose PV is missing, that much is visible anyway).
 //
 // A bound claim keeps two things of its PV:
 //   - spec.nodeAffinity.required (VolumeBinding checkBoundClaims → component-helpers
@@ -66,6 +74,7 @@ enum class ClaimState : uint8_t {
   kWaitForFirstConsumer,  // not bound, binding waits for the pod: not checked
   kBound,                 // bound; its PV was read
   kVolumeMissing,         // bound to a PV that does not exist
+  kVolumeNotClaimed,      // names a PV that exists but is not bound to it: not described
 };
 
 // The PV topology label keys VolumeZone reads, legacy beta first (its order).

@@ -35,15 +35,17 @@ const json kWffc = Class("WaitForFirstConsumer");
 const json kImmediate = Class("Immediate");
 
 json Pv(const json& patch = json::object()) {
-  json pv = {{"metadata", {{"name", "pv-1"}}},
-             {"spec",
-              {{"nodeAffinity",
-                {{"required",
-                  {{"nodeSelectorTerms",
-                    {{{"matchExpressions",
-                       {{{"key", "kubernetes.io/hostname"},
-                         {"operator", "In"},
-                         {"values", {"node-1"}}}}}}}}}}}}}}};
+  json pv = {
+      {"metadata", {{"name", "pv-1"}}},
+      {"spec",
+       {{"claimRef", {{"kind", "PersistentVolumeClaim"}, {"namespace", "vms"}, {"name", "disk-a"}}},
+        {"nodeAffinity",
+         {{"required",
+           {{"nodeSelectorTerms",
+             {{{"matchExpressions",
+                {{{"key", "kubernetes.io/hostname"},
+                  {"operator", "In"},
+                  {"values", {"node-1"}}}}}}}}}}}}}}};
   pv.merge_patch(patch);
   return pv;
 }
@@ -87,6 +89,17 @@ TEST_CASE("ResolveClaim: the states of VolumeBinding's PreFilter and checkBoundC
       {"PVC missing", std::nullopt, std::nullopt, std::nullopt, ClaimState::kMissing},
       {"bound", pvc_bound, std::nullopt, pv, ClaimState::kBound},
       {"bound, PV missing", pvc_bound, std::nullopt, std::nullopt, ClaimState::kVolumeMissing},
+      {"bound, the PV's claimRef has the claim's uid", Pvc({{"metadata", {{"uid", "u-1"}}}}),
+       std::nullopt, Pv({{"spec", {{"claimRef", {{"uid", "u-1"}}}}}}), ClaimState::kBound},
+      {"the PV's claimRef names a claim of another namespace", pvc_bound, std::nullopt,
+       Pv({{"spec", {{"claimRef", {{"namespace", "other"}}}}}}), ClaimState::kVolumeNotClaimed},
+      {"the PV's claimRef names another claim", pvc_bound, std::nullopt,
+       Pv({{"spec", {{"claimRef", {{"name", "disk-b"}}}}}}), ClaimState::kVolumeNotClaimed},
+      {"the PV's claimRef has another uid (the claim was recreated)",
+       Pvc({{"metadata", {{"uid", "u-2"}}}}), std::nullopt,
+       Pv({{"spec", {{"claimRef", {{"uid", "u-1"}}}}}}), ClaimState::kVolumeNotClaimed},
+      {"the PV has no claimRef (Available)", pvc_bound, std::nullopt,
+       Pv({{"spec", {{"claimRef", nullptr}}}}), ClaimState::kVolumeNotClaimed},
       {"Lost wins over bound", Pvc({{"status", {{"phase", "Lost"}}}}), std::nullopt, pv,
        ClaimState::kLost},
       {"being deleted", Pvc({{"metadata", {{"deletionTimestamp", "2025-01-01T00:00:00Z"}}}}),

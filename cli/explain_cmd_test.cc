@@ -154,7 +154,8 @@ TEST_CASE("explain reads the VM's claims and PVs: a PV pinned to a zone, an unbo
           {{"name", "data"}, {"annotations", {{"pv.kubernetes.io/bind-completed", "yes"}}}}},
          {"spec", {{"volumeName", "pv-data"}}}});
     fake.Create(kube::kPersistentVolumes, "",
-                json::parse(R"({"metadata": {"name": "pv-data"}, "spec": {"nodeAffinity":
+                json::parse(R"({"metadata": {"name": "pv-data"}, "spec": {
+                  "claimRef": {"namespace": "prod", "name": "data"}, "nodeAffinity":
                   {"required": {"nodeSelectorTerms": [{"matchExpressions":
                     [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["w1", "w6"]}]}]}}}})"));
     MountClaim(fake, "data");
@@ -165,6 +166,27 @@ TEST_CASE("explain reads the VM's claims and PVs: a PV pinned to a zone, an unbo
                          "`kubernetes.io/hostname In [w1, w6]` excludes it\n") !=
           std::string::npos);
     CHECK(out.str().find("0 of 6 nodes would take") != std::string::npos);
+  }
+  SECTION("a PV whose claimRef names another claim is not described, with a note") {
+    fake.Create(
+        kube::kPersistentVolumeClaims, "prod",
+        {{"metadata",
+          {{"name", "data"}, {"annotations", {{"pv.kubernetes.io/bind-completed", "yes"}}}}},
+         {"spec", {{"volumeName", "pv-theirs"}}}});
+    fake.Create(kube::kPersistentVolumes, "",
+                json::parse(R"({"metadata": {"name": "pv-theirs"}, "spec": {
+                  "claimRef": {"namespace": "other", "name": "data"}, "nodeAffinity":
+                  {"required": {"nodeSelectorTerms": [{"matchExpressions":
+                    [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["w1"]}]}]}}}})"));
+    MountClaim(fake, "data");
+    std::ostringstream out, err;
+    CHECK(RunExplain("prod", "db-1", std::nullopt, fake, {out, err}) == 0);
+    CAPTURE(out.str(), err.str());
+    CHECK(out.str().find("w3     fits\n") != std::string::npos);
+    CHECK(out.str().find("pv-theirs") == std::string::npos);
+    CHECK(err.str() ==
+          "note: claim prod/data names PersistentVolume pv-theirs, whose claimRef names another "
+          "claim; that volume is not checked\n");
   }
   SECTION("a claim that does not exist keeps it off every node") {
     MountClaim(fake, "gone");

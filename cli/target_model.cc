@@ -52,10 +52,15 @@ void ResolveTargetClaims(kube::KubeClient& client, api::TargetPod& pod, std::ost
         << "); volumes not read are not checked\n";
   }
   for (const api::PodClaim& c : pod.claims) {
-    if (c.resolution.state != api::ClaimState::kWaitForFirstConsumer) continue;
-    err << "note: claim " << pod.ns << "/" << c.name
-        << " is not bound and waits for its first consumer (WaitForFirstConsumer); where it "
-           "can be provisioned is not checked\n";
+    if (c.resolution.state == api::ClaimState::kWaitForFirstConsumer) {
+      err << "note: claim " << pod.ns << "/" << c.name
+          << " is not bound and waits for its first consumer (WaitForFirstConsumer); where it "
+             "can be provisioned is not checked\n";
+    } else if (c.resolution.state == api::ClaimState::kVolumeNotClaimed) {
+      err << "note: claim " << pod.ns << "/" << c.name << " names PersistentVolume "
+          << c.resolution.volume
+          << ", whose claimRef names another claim; that volume is not checked\n";
+    }
   }
 }
 

@@ -158,7 +158,8 @@ TEST_CASE(
     w.client.Create(kube::kPersistentVolumes, "",
                     {{"metadata", {{"name", "pv-1"}}},
                      {"spec",
-                      {{"nodeAffinity",
+                      {{"claimRef", {{"namespace", kNs}, {"name", "disk-a"}}},
+                       {"nodeAffinity",
                         {{"required",
                           {{"nodeSelectorTerms",
                             {{{"matchExpressions",
@@ -200,6 +201,21 @@ TEST_CASE(
               "every node the added term allows is out for good: node-1: PersistentVolume pv-1 "
               "(claim vms/disk-a) node affinity `kubernetes.io/hostname In [node-src]` excludes "
               "it; node-3: PersistentVolume pv-1") != std::string::npos);
+  }
+  SECTION("a PV bound to another namespace's claim is not described to this one") {
+    // The tenant wrote volumeName and bind-completed on a claim of its own, naming a PV of
+    // another namespace: the VMIM's conditions (which the VM's owner reads) say nothing of
+    // that PV, neither its name nor its node affinity.
+    pv_on("node-src");
+    json pv = w.client.Get(kube::kPersistentVolumes, "", "pv-1");
+    pv["spec"]["claimRef"]["namespace"] = "other-tenant";
+    w.client.Update(kube::kPersistentVolumes, "", pv);
+    REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+    json cond = w.Conditions()[1];
+    CHECK(cond["reason"] == "Unschedulable");
+    CHECK(cond["message"] ==
+          "Target pod vms/virt-launcher-vm-1-target is unschedulable: 0/2 nodes are available. "
+          "Per node the added term allows: node-1: fits; node-3: cordoned");
   }
   SECTION("a failed read of the volumes retries the key") {
     pv_on("node-3");

@@ -144,7 +144,8 @@ TEST_CASE("ResolveClaims reads the target pod's volumes from the API, not from a
        {"spec", {{"volumeName", "pv-1"}}}});
   client.Create(
       kube::kPersistentVolumes, "",
-      {{"metadata", {{"name", "pv-1"}, {"labels", {{"topology.kubernetes.io/zone", "a"}}}}}});
+      {{"metadata", {{"name", "pv-1"}, {"labels", {{"topology.kubernetes.io/zone", "a"}}}}},
+       {"spec", {{"claimRef", {{"namespace", kNs}, {"name", "disk-a"}}}}}});
   InformerView view(client, clock);  // not started: nothing cached
   api::TargetPod pod = api::TargetPod::FromJson(Pod({.claims = {"disk-a", "disk-b"}}));
   view.ResolveClaims(pod);
