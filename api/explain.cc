@@ -300,7 +300,8 @@ struct Explainer::Impl {
 
 Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
                      std::string_view source_node, std::span<const NodeInfo> nodes,
-                     std::span<const BoundPod> bound, std::span<const NamespaceInfo> namespaces)
+                     std::span<const BoundPod> bound, std::span<const NamespaceInfo> namespaces,
+                     Disclosure disclosure)
     : nodes_(nodes) {
   auto impl = std::make_shared<Impl>();
   impl->pod = &pod;
@@ -407,7 +408,8 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   impl->rules.emplace(
       pod, nodes, bound, namespaces,
       [&](size_t i) { return m.RequiredNodeAffinityMatches(nodes[i]); },
-      [&](size_t i) { return m.TaintsTolerated(nodes[i]); });
+      [&](size_t i) { return m.TaintsTolerated(nodes[i]); },
+      disclosure == Disclosure::kEveryNamespace);
   impl_ = std::move(impl);
 }
 

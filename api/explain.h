@@ -73,6 +73,15 @@ struct NodeExplanation {
   bool fits() const { return reasons.empty(); }
 };
 
+// Whom an explanation is written for. The reconcile loop writes into the VMIM's conditions
+// and Events, which the VM's owner (a tenant) reads: pods of other namespaces are counted
+// there, never named. `kubectl migrate explain` runs with its user's own credentials, which
+// had to list those pods to explain anything: it names them.
+enum class Disclosure : uint8_t {
+  kOwnNamespace,    // name the pod's own namespace's objects; count the others
+  kEveryNamespace,  // name every object read
+};
+
 class Explainer {
  public:
   // `pod.required_affinity` must be the VM's own (without the added term).
@@ -82,7 +91,8 @@ class Explainer {
   // WantsNamespaces(pod, bound); otherwise it may stay empty (no term reads it).
   Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term, std::string_view source_node,
             std::span<const NodeInfo> nodes, std::span<const BoundPod> bound,
-            std::span<const NamespaceInfo> namespaces = {});
+            std::span<const NamespaceInfo> namespaces = {},
+            Disclosure disclosure = Disclosure::kOwnNamespace);
 
   size_t node_count() const { return nodes_.size(); }
   // Hot path: the reasons node `i` is out, as a mask. No allocation.

@@ -574,7 +574,7 @@ TEST_CASE("Explainer: existing pods' required anti-affinity toward the VM's pod"
   if (row.pod_extra.is_object()) extra.merge_patch(row.pod_extra);
   const std::vector<BoundPod> bound{Running("za1", "guard", {{"app", "guard"}}, extra, row.pod_ns),
                                     Running("zb1", "plain", {{"app", "web"}})};
-  const Explainer e(pod, nullptr, "", nodes, bound, row.namespaces);
+  const Explainer e(pod, nullptr, "", nodes, bound, row.namespaces, Disclosure::kEveryNamespace);
   CHECK(Out(e, K::kExistingPodAntiAffinity) == row.out);
   if (row.out[1]) {
     CHECK(Only(e, Bit(K::kExistingPodAntiAffinity))[1] ==
@@ -582,6 +582,55 @@ TEST_CASE("Explainer: existing pods' required anti-affinity toward the VM's pod"
                                "pod " + row.pod_ns + "/guard's anti-affinity (topologyKey " +
                                    row.term["topologyKey"].get<std::string>() + ") excludes it"}});
   }
+  // Written for the VM's owner (the VMIM's conditions): the same verdicts; a pod of another
+  // namespace is counted, not named.
+  const Explainer tenant(pod, nullptr, "", nodes, bound, row.namespaces);
+  CHECK(Out(tenant, K::kExistingPodAntiAffinity) == row.out);
+  if (row.out[1]) {
+    const std::string key = row.term["topologyKey"].get<std::string>();
+    CHECK(Only(tenant, Bit(K::kExistingPodAntiAffinity))[1] ==
+          std::vector<Reason>{
+              {K::kExistingPodAntiAffinity,
+               row.pod_ns == "vms"
+                   ? "pod vms/guard's anti-affinity (topologyKey " + key + ") excludes it"
+                   : "the anti-affinity of 1 pod in other namespaces (topologyKey " + key +
+                         ") excludes it"}});
+  }
+}
+
+TEST_CASE("Explainer for the VM's owner: other namespaces' pods counted once each, not named") {
+  TargetPod pod = Pod();  // namespace vms
+  pod.labels = Labels{{"app", "web"}};
+  const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("zb1", "b")};
+  const json zone_web = {{"labelSelector", {{"matchLabels", {{"app", "web"}}}}},
+                         {"topologyKey", kZone},
+                         {"namespaces", {"vms"}}};
+  const json host_web = {{"labelSelector", {{"matchLabels", {{"app", "web"}}}}},
+                         {"topologyKey", "kubernetes.io/hostname"},
+                         {"namespaces", {"vms"}}};
+  json two_terms = AntiAffinity(zone_web);
+  two_terms["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+      .push_back(zone_web);
+  const std::vector<BoundPod> bound{
+      Running("za1", "secret-a", {{"app", "x"}}, two_terms, "tenant-a"),
+      Running("za1", "secret-b", {{"app", "x"}}, AntiAffinity(zone_web), "tenant-b"),
+      Running("za1", "secret-c", {{"app", "x"}}, AntiAffinity(host_web), "tenant-b"),
+      Running("za1", "mine", {{"app", "x"}}, AntiAffinity(zone_web), "vms")};
+  const Explainer tenant(pod, nullptr, "", nodes, bound);
+  const std::vector<Reason> want{
+      {K::kExistingPodAntiAffinity,
+       "pod vms/mine's anti-affinity (topologyKey topology.kubernetes.io/zone) excludes it"},
+      {K::kExistingPodAntiAffinity,
+       "the anti-affinity of 1 pod in other namespaces (topologyKey kubernetes.io/hostname) "
+       "excludes it"},
+      {K::kExistingPodAntiAffinity,
+       "the anti-affinity of 2 pods in other namespaces (topologyKey topology.kubernetes.io/zone) "
+       "excludes it"}};
+  const auto got = Only(tenant, Bit(K::kExistingPodAntiAffinity))[0];
+  CHECK(got == want);
+  for (const Reason& r : got) CHECK(r.text.find("secret") == std::string::npos);
+  const Explainer admin(pod, nullptr, "", nodes, bound, {}, Disclosure::kEveryNamespace);
+  CHECK(Only(admin, Bit(K::kExistingPodAntiAffinity))[0].size() == 4);
 }
 
 TEST_CASE("Explainer: the VM's own required pod affinity") {

@@ -27,7 +27,7 @@ std::string Pods(int64_t n) {
 PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
                    std::span<const BoundPod> bound, std::span<const NamespaceInfo> namespaces,
                    const std::function<bool(size_t)>& node_affinity_ok,
-                   const std::function<bool(size_t)>& taints_ok)
+                   const std::function<bool(size_t)>& taints_ok, bool name_other_namespaces)
     : nodes_(nodes) {
   const NamespaceIndex ns_index(namespaces);
   const Labels* own_ns_labels = ns_index.Find(pod.ns);
@@ -42,7 +42,8 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
   };
 
   // Existing pods' required anti-affinity toward the pod.
-  for (const auto& b : bound) {
+  for (size_t bi = 0; bi < bound.size(); ++bi) {
+    const BoundPod& b = bound[bi];
     if (b.anti_affinity.empty()) continue;
     const NodeInfo* node = node_of(b);
     if (node == nullptr) continue;
@@ -53,7 +54,9 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
       const InternId value = node->labels.FindId(term.topology_key);
       if (value == kNoIntern) continue;
       blocked_.emplace_back(term.topology_key, value);
-      blockers_.push_back({{term.topology_key, value}, b.ns + "/" + b.name, t.topology_key});
+      const bool named = name_other_namespaces || b.ns == pod.ns;
+      blockers_.push_back(
+          {{term.topology_key, value}, named ? b.ns + "/" + b.name : "", bi, t.topology_key});
     }
   }
   SortUnique(blocked_);
@@ -197,11 +200,26 @@ uint8_t PodRules::Evaluate(size_t i) const {
 std::vector<std::string> PodRules::OthersAntiAffinityTexts(size_t i) const {
   std::vector<std::string> out;
   const Labels& labels = nodes_[i].labels;
+  // Pods not named: counted per topology key, each pod once (it may have several terms).
+  std::vector<std::pair<std::string_view, size_t>> unnamed;  // topology key, pod
   for (const auto& b : blockers_) {
     if (labels.FindId(b.domain.first) != b.domain.second) continue;
+    if (b.who.empty()) {
+      unnamed.emplace_back(b.topology_key, b.pod);
+      continue;
+    }
     std::string text =
         "pod " + b.who + "'s anti-affinity (topologyKey " + b.topology_key + ") excludes it";
     if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(std::move(text));
+  }
+  std::sort(unnamed.begin(), unnamed.end());
+  unnamed.erase(std::unique(unnamed.begin(), unnamed.end()), unnamed.end());
+  for (size_t at = 0; at < unnamed.size();) {
+    const std::string_view key = unnamed[at].first;
+    size_t n = 0;
+    for (; at < unnamed.size() && unnamed[at].first == key; ++at) ++n;
+    out.push_back("the anti-affinity of " + std::to_string(n) + (n == 1 ? " pod" : " pods") +
+                  " in other namespaces (topologyKey " + std::string(key) + ") excludes it");
   }
   return out;
 }

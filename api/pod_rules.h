@@ -48,16 +48,18 @@ class PodRules {
   // `node_affinity_ok(i)`: node i passes the pod's nodeSelector and required node affinity
   // as the scheduler sees the pod; `taints_ok(i)`: node i has no NoSchedule/NoExecute taint
   // the pod does not tolerate. `pod` and `nodes` must outlive this object; `bound`,
-  // `namespaces` and the functions are only used here.
+  // `namespaces` and the functions are only used here. `name_other_namespaces`: texts name
+  // pods of other namespaces than the pod's (else they count them, see Disclosure).
   PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes, std::span<const BoundPod> bound,
            std::span<const NamespaceInfo> namespaces,
            const std::function<bool(size_t)>& node_affinity_ok,
-           const std::function<bool(size_t)>& taints_ok);
+           const std::function<bool(size_t)>& taints_ok, bool name_other_namespaces);
 
   // The rules node i fails, as Rule bits. No allocation.
   uint8_t Evaluate(size_t i) const;
   // Texts of each failing rule on node i (cold path), e.g.
   //   "pod vms/db-0's anti-affinity (topologyKey zone) excludes it"
+  //   "the anti-affinity of 2 pods in other namespaces (topologyKey zone) excludes it"
   //   "VM's own pod affinity (topologyKey zone, selector app=db) has no matching pod there"
   //   "topology spread (zone, maxSkew 1): 3 matching pods there, 1 in the emptiest domain"
   std::vector<std::string> OthersAntiAffinityTexts(size_t i) const;
@@ -68,7 +70,8 @@ class PodRules {
   using Domain = std::pair<InternId, InternId>;  // topology key, value
   struct Blocker {
     Domain domain;
-    std::string who;  // "ns/name"
+    std::string who;  // "ns/name", or "" for a pod of another namespace (not named)
+    size_t pod;       // its index in `bound`: unnamed pods are counted once each
     std::string topology_key;
   };
   struct Spread {

@@ -32,7 +32,9 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
     std::vector<api::NamespaceInfo> namespaces;
     if (api::WantsNamespaces(*pod, bound)) namespaces = ListNamespaceInfos(client, io.err);
 
-    api::Explainer explainer(*pod, term ? &*term : nullptr, source_node, nodes, bound, namespaces);
+    // Its user listed every pod to get here: the texts name them, whatever their namespace.
+    api::Explainer explainer(*pod, term ? &*term : nullptr, source_node, nodes, bound, namespaces,
+                             api::Disclosure::kEveryNamespace);
     auto all = explainer.ExplainAll();
     size_t width = 4;
     size_t allowed = 0, fits = 0;

@@ -151,7 +151,8 @@ VmiVerdict Explain(const json& vmi, const std::string& node, const api::PolicySe
       namespaces = ListNamespaceInfos(client, err);
     const api::Explainer explainer(*pod, v.policy ? &v.policy->term : nullptr, node, nodes, bound,
                                    namespaces ? std::span<const api::NamespaceInfo>(*namespaces)
-                                              : std::span<const api::NamespaceInfo>());
+                                              : std::span<const api::NamespaceInfo>(),
+                                   api::Disclosure::kEveryNamespace);
     for (api::NodeExplanation& e : explainer.ExplainAll()) {
       if (e.node == node) continue;
       if (v.policy != nullptr) NamePolicyTerm(e, *v.policy);

@@ -103,18 +103,31 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
   for (size_t i = 0; i < in.nodes.size(); ++i) {
     if (explainer.Evaluate(i) != 0) continue;
     const api::NodeInfo& node = in.nodes[i];
+    // The message lands in the VMIM's conditions, which the VM's owner reads: pods of other
+    // namespaces are counted there, not named.
     std::vector<std::string> holders;
+    size_t elsewhere = 0;
+    const std::string own_prefix = pod.ns + "/";
     for (const Inbound& other : in.inbound) {
-      if (MayLandOn(other, node)) holders.push_back(other.pod);
+      if (!MayLandOn(other, node)) continue;
+      if (other.pod.starts_with(own_prefix)) {
+        holders.push_back(other.pod);
+      } else {
+        ++elsewhere;
+      }
     }
-    if (static_cast<int64_t>(holders.size()) < cap) {
+    const size_t count = holders.size() + elsewhere;
+    if (static_cast<int64_t>(count) < cap) {
       j.free.push_back(node.name);
       continue;
     }
     j.full.push_back(node.name);
     std::sort(holders.begin(), holders.end());
-    j.full_text.push_back(
-        fmt::format("{} {}/{} ({})", node.name, holders.size(), cap, api::ListFirst(holders, 3)));
+    std::string who = api::ListFirst(holders, 3);
+    if (elsewhere > 0) {
+      who += fmt::format("{}{} in other namespaces", holders.empty() ? "" : ", ", elsewhere);
+    }
+    j.full_text.push_back(fmt::format("{} {}/{} ({})", node.name, count, cap, who));
   }
   std::sort(j.free.begin(), j.free.end());
   return j;

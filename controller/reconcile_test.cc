@@ -924,6 +924,19 @@ TEST_CASE("Under maxInboundPerNode the nodes at the limit are excluded from the 
     CHECK_FALSE(again.conditions_changed);
     CHECK(again.events.empty());
     CHECK(again.waits_for_inbound);
+    // Target pods of other namespaces are counted in the message, not named: the VM's
+    // owner reads it.
+    l.o.inbound = {{"vms/other-target", "", std::nullopt, std::nullopt},
+                   {"tenant-b/secret-target", "node-3", std::nullopt, std::nullopt},
+                   {"tenant-c/secret-target", "node-3", std::nullopt, std::nullopt}};
+    Plan counted = Reconcile(l.o, kNow + std::chrono::seconds(5));
+    REQUIRE(counted.conditions.size() == 1);
+    CHECK(counted.conditions[0].message ==
+          "MigrationTargetPolicy \"spread\" allows 1 inbound migration per node "
+          "(maxInboundPerNode), and every node target pod vms/virt-launcher-vm-1-target may go "
+          "to has that many: node-1 1/1 (vms/other-target), node-3 3/1 (vms/other-target, 2 in "
+          "other namespaces); the scheduling gate stays until one frees up");
+    for (const auto& e : counted.events) CHECK(e.message.find("secret") == std::string::npos);
     // node-3 frees up once the other binds to node-1: released, the condition turns True.
     l.o.inbound = {{"vms/other-target", "node-1", std::nullopt, std::nullopt}};
     Plan released = Reconcile(l.o, kNow + std::chrono::seconds(6));
