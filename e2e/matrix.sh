@@ -84,7 +84,7 @@ head = """# Compatibility
 The e2e tier (e2e/tests) on each pair of the matrix in `hack/versions.env`, written by
 `e2e/matrix.sh` (which runs `KMT_E2E_MATRIX=<pair> e2e/run.sh` per pair). CI runs the default pair
 on every submission; this file keeps the last result of each pair. Scenarios that need what a
-pair lacks skip themselves and say why; README "Requirements" lists them.
+pair lacks skip themselves and say why; docs/install.md "Requirements" lists them.
 """
 open(out, "w").write(head + "\n" + "\n\n".join(sections[p] for p in ["default", "old", "new"] if p in sections) + "\n")
 PY

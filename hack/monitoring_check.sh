@@ -6,7 +6,11 @@
 #     (each test run on its own, so the count is per test), and every alert has at least one
 #     test where it fires and one where it does not;
 #   - every metric the rules read is one the operator registers (controller/*.cc);
-#   - every alert has a runbook section in README.md ("#### AlertName");
+#   - every alert has runbook_url docs/runbooks/<alert>.md, and that page exists with its
+#     Meaning, Impact, Diagnosis and Mitigation sections (and every runbook page is an alert's);
+#   - the documentation (hack/docs_check.py): README.md keeps its two commands, every relative
+#     link in README.md and docs/ resolves (files and #anchors), and docs/flags.md documents
+#     every flag of the operator's --help and no other;
 #   - the ServiceMonitor selects manifests/default's metrics Service, by a port it has, and
 #     trusts the CA of the Secret the operator keeps its certificate in.
 # promtool is built from the Prometheus Go module at PROMETHEUS_VERSION (hack/versions.env)
@@ -109,10 +113,24 @@ for a in alerts:
     bare = len(re.findall(r'\{', a["expr"])) - len(re.findall(r'\{job="migration-target-metrics"', a["expr"]))
     print(("ok" if bare == 0 else "FAIL") + f" alert {a['alert']} selects job=\"migration-target-metrics\" in every selector")
 
-readme = open("README.md").read()
+# Runbooks: runbook_url is the page's path in this repository (docs/operating.md says why).
+import os
 for a in alerts:
-    print(("ok" if re.search(rf'^#### {a["alert"]}\s*$', readme, re.M) else "FAIL")
-          + f" README.md has a runbook section for {a['alert']}")
+    name, url = a["alert"], a.get("annotations", {}).get("runbook_url", "")
+    want = f"docs/runbooks/{name}.md"
+    print(("ok" if url == want else "FAIL") + f" alert {name} has runbook_url {want} (has {url!r})")
+    page = open(want).read() if os.path.isfile(want) else ""
+    print(("ok" if page else "FAIL") + f" the runbook {want} exists")
+    sections = [s for s in ("Meaning", "Impact", "Diagnosis", "Mitigation")
+                if not re.search(rf'^## {s}\s*$', page, re.M)]
+    print(("ok" if page.startswith(f"# {name}\n") and not sections else "FAIL")
+          + f" the runbook {want} is titled {name} and has its sections (missing: {sections or 'none'})")
+    print(("ok" if "runbook" not in a.get("annotations", {}) else "FAIL")
+          + f" alert {name} has no prose runbook annotation beside runbook_url")
+names = {a["alert"] for a in alerts}
+for page in sorted(glob.glob("docs/runbooks/*.md")):
+    stem = os.path.basename(page)[:-3]
+    print(("ok" if stem in names else "FAIL") + f" the runbook {page} belongs to an alert")
 
 default = [d for d in yaml.safe_load_all(open(f"{tmp}/default.yaml")) if d]
 mon = [d for d in yaml.safe_load_all(open(f"{tmp}/monitoring.yaml")) if d]
@@ -145,6 +163,21 @@ webhook_svc = next((d for d in default if d["kind"] == "Service" and d["metadata
 print(("ok" if webhook_svc else "FAIL") + f" the ServiceMonitor's serverName {server} is the webhook Service the certificate names")
 PY
 [[ -s $tmp/findings.txt ]] || bad "the coverage and consistency checks printed nothing"
+
+# The documentation checks need the operator's --help: build it (a cache hit after
+# `bazel test //...` in hack/test.sh) with the disk cache the test command uses.
+if /usr/bin/python3 hack/docs_check.py --self-test >"$tmp/docs-self.txt" 2>&1; then
+  echo "ok docs_check.py --self-test" >>"$tmp/findings.txt"
+else
+  echo "FAIL docs_check.py --self-test: $(tail -3 "$tmp/docs-self.txt")" >>"$tmp/findings.txt"
+fi
+CACHE_ROOT=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
+if bazel build --disk_cache="$CACHE_ROOT/bazel-disk" //controller:operator >"$tmp/bazel.log" 2>&1 &&
+  operator="$(bazel info bazel-bin 2>/dev/null)/controller/operator" && [[ -x $operator ]]; then
+  /usr/bin/python3 hack/docs_check.py "$operator" >>"$tmp/findings.txt" 2>&1
+else
+  echo "FAIL building //controller:operator for the flags check: $(tail -3 "$tmp/bazel.log")" >>"$tmp/findings.txt"
+fi
 while IFS= read -r line; do
   case $line in
     ok\ *) ok "${line#ok }" ;;

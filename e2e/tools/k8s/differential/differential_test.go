@@ -9,7 +9,7 @@ package differential
 //     members), converted v1 → internal core by the generated conversion, and checked by
 //     k8s.io/kubernetes/pkg/apis/core/validation ValidateNodeSelectorTerm (what the API
 //     server runs on a pod's required node affinity). The project must say "invalid"
-//     exactly when Kubernetes does, or when one of the project's stricter rules (README
+//     exactly when Kubernetes does, or when one of the project's stricter rules (docs/api.md
 //     "Validation", projectRules below) applies; on inputs Kubernetes decodes cleanly
 //     the causes must be Kubernetes' own, type, field and message.
 //   - matching: k8s.io/component-helpers/scheduling/corev1/nodeaffinity
@@ -199,7 +199,7 @@ func validateUpstream(text []byte) upstream {
 	return u
 }
 
-// projectRules are the project's documented rules beyond Kubernetes' (README
+// projectRules are the project's documented rules beyond Kubernetes' (docs/api.md
 // "Validation"), by name, that apply to a text Kubernetes decoded.
 func projectRules(text []byte, u upstream) []string {
 	var rules []string
