@@ -156,7 +156,7 @@ func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
 }
 
 // The NetworkPolicy selects the operator's pods and opens exactly their three ports: the
-// webhook and probe ports to every source (the API server's source varies, README "Network
+// webhook and probe ports to every source (the API server's source varies, docs/operating.md "Network
 // policy"), the metrics port only to namespaces labelled metrics=enabled; and the metrics
 // Service and reader role fit the Deployment.
 func TestManifestsNetworkPolicyAndMetricsObjects(t *testing.T) {
@@ -199,7 +199,7 @@ func TestManifestsNetworkPolicyAndMetricsObjects(t *testing.T) {
 		// Every source: the API server's (and the kubelet's) address cannot be named portably,
 		// and a policy that drops the API server blocks every migration (fail-closed webhooks).
 		if rule := opened[name]; len(rule.From) != 0 {
-			t.Errorf("port %s admits only %v; it must admit every source (README, \"Network policy\")", name, rule.From)
+			t.Errorf("port %s admits only %v; it must admit every source (docs/operating.md, \"Network policy\")", name, rule.From)
 		}
 	}
 	metricsRule := opened["metrics"]
