@@ -107,11 +107,60 @@ def granted():
     return out
 
 
+def granted_rows():
+    """(role kind, group, resource, names, verb) of every rule in rbac.yaml."""
+    out = set()
+    path = os.path.join(ROOT, "manifests/default/rbac.yaml")
+    for doc in yaml.safe_load_all(open(path)):
+        if not doc or doc.get("kind") not in ("ClusterRole", "Role"):
+            continue
+        for rule in doc.get("rules", []):
+            names = ",".join(sorted(rule.get("resourceNames", [])))
+            for g in rule.get("apiGroups", []):
+                for r in rule.get("resources", []):
+                    for v in rule.get("verbs", []):
+                        out.add((doc["kind"], g or "core", r, names, v))
+    return out
+
+
+DOC_TABLE = "docs/security.md"
+
+
+def documented_rows():
+    """The same tuples from the table between the rbac-table markers of docs/security.md;
+    None when the markers are missing."""
+    text = open(os.path.join(ROOT, DOC_TABLE)).read()
+    m = re.search(r"<!-- rbac-table:begin.*?-->(.*?)<!-- rbac-table:end -->", text, re.S)
+    if not m:
+        return None
+    out = set()
+    for line in m.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 5 or cells[0] in ("Role", "") or set(cells[0]) <= set("-"):
+            continue
+        kind = "Role" if cells[0].startswith("Role") else cells[0]
+        names = ",".join(sorted(n.strip() for n in cells[3].split(",") if n.strip()))
+        for v in cells[4].split(","):
+            out.add((kind, cells[1], cells[2], names, v.strip()))
+    return out
+
+
 def main():
     consts = resources()
     used, unclassified = used_verbs(consts)
     grants = granted()
     failures = []
+    # The documented table says exactly what rbac.yaml grants.
+    rows, documented = granted_rows(), documented_rows()
+    if documented is None:
+        failures.append(f"{DOC_TABLE} has no rbac-table markers")
+        documented = set()
+    for r in sorted(rows - documented):
+        failures.append(f"granted but not in {DOC_TABLE}'s table: {r[0]} {r[4]} {r[2]}.{r[1]}"
+                        + (f" ({r[3]})" if r[3] else ""))
+    for r in sorted(documented - rows):
+        failures.append(f"in {DOC_TABLE}'s table but not granted: {r[0]} {r[4]} {r[2]}.{r[1]}"
+                        + (f" ({r[3]})" if r[3] else ""))
     for u in unclassified:
         failures.append(f"unclassified use of a resource (teach hack/rbac_check.py): {u}")
     for key, where in sorted(used.items()):
@@ -125,7 +174,7 @@ def main():
         print(f"  uses {key[2]:6} {key[1]}.{key[0] or 'core'}  ({where[0]})")
     for f in failures:
         print("FAIL " + f)
-    checks = len(used) + len(grants)
+    checks = len(used) + len(grants) + len(rows | documented)
     print(f"rbac: {checks - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
@@ -137,7 +186,7 @@ def self_test():
     import tempfile
     tmp = tempfile.mkdtemp()
     try:
-        for d in SOURCE_DIRS + ["manifests"]:
+        for d in SOURCE_DIRS + ["manifests", "docs"]:
             shutil.copytree(os.path.join(ROOT, d), os.path.join(tmp, d))
         rbac = os.path.join(tmp, "manifests/default/rbac.yaml")
         original = open(rbac).read()
@@ -157,7 +206,26 @@ def self_test():
             if out.returncode == 0 or want not in out.stdout:
                 print(f"rbac self-test: expected a failure naming {want!r}, got:\n{out.stdout}")
                 return 1
-        print("rbac self-test: the check catches a missing and an unused grant")
+        open(rbac, "w").write(original)
+        doc = os.path.join(tmp, DOC_TABLE)
+        original_doc = open(doc).read()
+        doc_cases = [
+            ("| core | nodes | | list, watch |", "| core | nodes | | list |",
+             "granted but not in docs/security.md's table: ClusterRole watch nodes.core"),
+            ("| core | events | | create |", "| core | events | | create, delete |",
+             "in docs/security.md's table but not granted: ClusterRole delete events.core"),
+        ]
+        for old, new, want in doc_cases:
+            if old not in original_doc:
+                print(f"rbac self-test: fixture text not found: {old!r}")
+                return 1
+            open(doc, "w").write(original_doc.replace(old, new, 1))
+            out = subprocess.run([sys.executable, __file__, tmp], capture_output=True, text=True)
+            if out.returncode == 0 or want not in out.stdout:
+                print(f"rbac self-test: expected a failure naming {want!r}, got:\n{out.stdout}")
+                return 1
+        print("rbac self-test: the check catches a missing and an unused grant, and a table "
+              "that differs from rbac.yaml either way")
         return 0
     finally:
         shutil.rmtree(tmp)
