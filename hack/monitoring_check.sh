@@ -155,9 +155,11 @@ if len(svcs) == 1:
     print(("ok" if ep.get("scheme") == "https" and "--metrics-secure=false" not in args else "FAIL")
           + " the ServiceMonitor scrapes HTTPS and the operator serves HTTPS")
     print(("ok" if ep.get("bearerTokenFile") else "FAIL") + " the ServiceMonitor sends a bearer token")
-ca = sm["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"]
+ca_ref = sm["spec"]["endpoints"][0]["tlsConfig"]["ca"]
+ca = ca_ref.get("configMap", {}).get("name", "")
 boot = open("webhook/certs/bootstrap.h").read()
-print(("ok" if f'"{ca}"' in boot else "FAIL") + f" the ServiceMonitor trusts the CA of the Secret {ca} the operator keeps")
+print(("ok" if ca and "secret" not in ca_ref and f'ca_config_map_name = "{ca}"' in boot else "FAIL")
+      + f" the ServiceMonitor trusts the CA certificate the operator publishes in ConfigMap {ca or '(none)'}, and reads no Secret")
 server = sm["spec"]["endpoints"][0]["tlsConfig"]["serverName"]
 webhook_svc = next((d for d in default if d["kind"] == "Service" and d["metadata"]["name"] + "." + d["metadata"]["namespace"] + ".svc" == server), None)
 print(("ok" if webhook_svc else "FAIL") + f" the ServiceMonitor's serverName {server} is the webhook Service the certificate names")

@@ -22,6 +22,7 @@ inline const Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subje
 inline const Resource kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", false,
                                     "TokenReview"};
 inline const Resource kSecrets{"", "v1", "secrets", true, "Secret"};
+inline const Resource kConfigMaps{"", "v1", "configmaps", true, "ConfigMap"};
 inline const Resource kValidatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
                                                        "validatingwebhookconfigurations", false,
                                                        "ValidatingWebhookConfiguration"};

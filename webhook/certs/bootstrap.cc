@@ -173,6 +173,42 @@ int CertBootstrap::InjectCa(const kube::Resource& r, const std::string& ca_b64) 
   return changed;
 }
 
+bool CertBootstrap::PublishCa(const std::string& ca) {
+  if (options_.ca_config_map_name.empty()) return false;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::optional<json> found =
+        kube::GetIfExists(client_, kube::kConfigMaps, options_.ns, options_.ca_config_map_name);
+    try {
+      if (!found) {
+        json fresh = {{"apiVersion", "v1"},
+                      {"kind", "ConfigMap"},
+                      {"metadata",
+                       {{"name", options_.ca_config_map_name},
+                        {"namespace", options_.ns},
+                        {"labels", {{"app.kubernetes.io/name", "kubevirt-migration-target"}}}}},
+                      {"data", {{"ca.crt", ca}}}};
+        client_.Create(kube::kConfigMaps, options_.ns, fresh);
+        return true;
+      }
+      json& cm = *found;
+      // Exactly the certificate: a key added by hand is dropped too.
+      if (cm.contains("data") && cm["data"] == json{{"ca.crt", ca}} && !cm.contains("binaryData")) {
+        return false;
+      }
+      cm["data"] = {{"ca.crt", ca}};
+      cm.erase("binaryData");
+      client_.Update(kube::kConfigMaps, options_.ns, cm);
+      return true;
+    } catch (const kube::KubeError& e) {
+      // Another replica wrote first (409 on create or update): look again.
+      if (kube::DispositionOf(e) != kube::Disposition::kReread) throw;
+    }
+  }
+  throw kube::KubeError(kube::ErrorKind::kConflict,
+                        "configmap " + options_.ns + "/" + options_.ca_config_map_name +
+                            " kept changing while the CA certificate was published");
+}
+
 BootstrapResult CertBootstrap::Ensure() {
   BootstrapResult result;
   json secret = EnsureSecret(result);
@@ -181,6 +217,7 @@ BootstrapResult CertBootstrap::Ensure() {
   const std::string ca_b64 = kube::EncodeBase64(ca);
   result.webhooks_patched = InjectCa(kube::kValidatingWebhookConfigurations, ca_b64) +
                             InjectCa(kube::kMutatingWebhookConfigurations, ca_b64);
+  result.ca_published = PublishCa(ca);
   return result;
 }
 

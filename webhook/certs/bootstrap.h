@@ -12,7 +12,12 @@
 //      rename; the webhook server's hot reload picks them up);
 //   4. set clientConfig.caBundle of every webhook of the Validating- and
 //      MutatingWebhookConfiguration <webhook_config_name> when it differs, with a
-//      JSON Patch whose `test` ops pin each webhook's name.
+//      JSON Patch whose `test` ops pin each webhook's name;
+//   5. publish the CA certificate alone in ConfigMap <ns>/<ca_config_map_name> (key
+//      ca.crt) when it differs: what a metrics scraper verifies the operator with. The
+//      Secret holds both private keys (the CA's and the serving one): whoever reads it can
+//      sign or present a webhook certificate the API server trusts, so nothing but the
+//      operator needs to read it.
 // A webhook configuration that does not exist is skipped (not yet applied).
 #pragma once
 
@@ -29,6 +34,8 @@ struct BootstrapOptions {
   std::string ns = "kubevirt-migration-target";
   std::string secret_name = "migration-target-webhook-cert";
   std::string webhook_config_name = "migration-target";
+  // The CA certificate, public, for scrapers (manifests/monitoring); "" publishes none.
+  std::string ca_config_map_name = "migration-target-webhook-ca";
   // Subject alternative names of the serving certificate (DNS names or IPs).
   std::vector<std::string> hosts = {"migration-target-webhook.kubevirt-migration-target.svc",
                                     "migration-target-webhook.kubevirt-migration-target.svc."
@@ -43,7 +50,8 @@ struct BootstrapResult {
   bool secret_created = false;
   bool secret_renewed = false;
   bool files_written = false;
-  int webhooks_patched = 0;  // webhook entries whose caBundle changed
+  int webhooks_patched = 0;   // webhook entries whose caBundle changed
+  bool ca_published = false;  // the CA ConfigMap was created or updated
 };
 
 class CertBootstrap {
@@ -61,6 +69,7 @@ class CertBootstrap {
   nlohmann::json EnsureSecret(BootstrapResult& result);
   bool WriteFiles(const std::string& ca, const std::string& cert, const std::string& key);
   int InjectCa(const kube::Resource& r, const std::string& ca_b64);
+  bool PublishCa(const std::string& ca);
 
   kube::KubeClient& client_;
   BootstrapOptions options_;

@@ -92,6 +92,10 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
   CHECK(f.CaBundle(kube::kMutatingWebhookConfigurations) == kube::EncodeBase64(ca));
   json secret = f.fake.Get(kube::kSecrets, "kmt", "migration-target-webhook-cert");
   CHECK(kube::DecodeBase64(secret["data"]["tls.crt"].get<std::string>()) == crt);
+  // Scrapers read the CA certificate from a ConfigMap that holds nothing else: no key.
+  CHECK(r.ca_published);
+  json cm = f.fake.Get(kube::kConfigMaps, "kmt", "migration-target-webhook-ca");
+  CHECK(cm["data"] == json{{"ca.crt", ca}});
 
   SECTION("a second run changes nothing") {
     auto rv = f.fake.ResourceVersion();
@@ -100,7 +104,31 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
     CHECK_FALSE(again.secret_renewed);
     CHECK_FALSE(again.files_written);
     CHECK(again.webhooks_patched == 0);
+    CHECK_FALSE(again.ca_published);
     CHECK(f.fake.ResourceVersion() == rv);
+  }
+
+  SECTION("the CA ConfigMap is put back as it was: a key added by hand goes, an edit is undone") {
+    json cm = f.fake.Get(kube::kConfigMaps, "kmt", "migration-target-webhook-ca");
+    cm["data"]["ca.crt"] = "tampered";
+    cm["data"]["extra"] = "x";
+    f.fake.Update(kube::kConfigMaps, "kmt", cm);
+    BootstrapResult again = boot.Ensure();
+    CHECK(again.ca_published);
+    CHECK(f.fake.Get(kube::kConfigMaps, "kmt", "migration-target-webhook-ca")["data"] ==
+          json{{"ca.crt", ca}});
+  }
+
+  SECTION("a new CA is published with the new caBundle") {
+    f.now += hours(24 * 365 * 10);  // the CA itself is near its end
+    BootstrapResult renewed = boot.Ensure();
+    CHECK(renewed.secret_renewed);
+    CHECK(renewed.ca_published);
+    const std::string new_ca = Slurp(f.dir / "ca.crt");
+    CHECK(new_ca != ca);
+    CHECK(f.fake.Get(kube::kConfigMaps, "kmt", "migration-target-webhook-ca")["data"]["ca.crt"] ==
+          new_ca);
+    CHECK(f.CaBundle(kube::kValidatingWebhookConfigurations) == kube::EncodeBase64(new_ca));
   }
 
   SECTION("near expiry the serving certificate is renewed under the same CA") {
