@@ -39,6 +39,10 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
                  "With --webhook-cert-mode=self: DNS names or IPs of the serving certificate "
                  "(default: the Service's DNS names)")
       ->delimiter(',');
+  app.add_option("--webhook-client-ca", f->webhook_client_ca,
+                 "PEM file of the CAs whose client certificates the webhook port requires "
+                 "(mutual TLS with the API server), reloaded when it changes; empty: any "
+                 "client may connect");
   app.add_option("--kube-api-qps", f->kube_api_qps, "Requests per second to the API server")
       ->check(CLI::PositiveNumber);
   app.add_option("--kube-api-burst", f->kube_api_burst, "Burst of requests to the API server")

@@ -18,6 +18,9 @@ struct OperatorFlags {
   std::string webhook_cert_mode = "files";  // files | self
   // With webhook_cert_mode "self": the serving certificate's names ("" = the Service's).
   std::vector<std::string> webhook_cert_hosts;
+  // Mutual TLS on the webhook port: a PEM bundle of the CAs whose client certificates it
+  // accepts ("" = any client may connect; see docs/security.md).
+  std::string webhook_client_ca;
   std::string health_probe_bind_address = ":8081";
   // kubebuilder v4's metrics: HTTPS on :8443, the scraper's token checked by a TokenReview
   // and its right to `get` /metrics by a SubjectAccessReview (controller/metrics_auth.h).

@@ -316,6 +316,7 @@ void Operator::Start() {
     wo.port = f.webhook_port;
     wo.cert_file = f.webhook_cert_dir + "/tls.crt";
     wo.key_file = f.webhook_cert_dir + "/tls.key";
+    wo.client_ca_file = f.webhook_client_ca;
     s.webhook_metrics = std::make_unique<WebhookMetrics>(
         s.registry, std::vector<std::string>{std::string(webhook::kValidateVmimPath),
                                              std::string(webhook::kMutatePodPath)});

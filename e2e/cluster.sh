@@ -138,10 +138,56 @@ make_front_proxy_pki() {
   rm -f "$PKI/front-proxy-client.csr" "$PKI/front-proxy-client.ext"
 }
 
+# Mutual TLS between kube-apiserver and the operator's webhook (--webhook-client-ca), as the
+# Kubernetes documentation on authenticating API servers to webhooks describes: a CA of its
+# own (no other client certificate of the cluster passes), the API server's client
+# certificate in the kubeconfig its admission configuration names, with one user per webhook
+# address (replica 0's URL: the webhook configurations point there; KubeVirt's own webhooks
+# get no client certificate). The e2e probes hold a certificate of that CA too
+# (webhook-probe), so they reach the HTTP layer as a holder of stolen credentials would.
+make_webhook_client_pki() {
+  local name
+  openssl_quiet req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=kmt-e2e-webhook-client-ca" -keyout "$PKI/webhook-client-ca.key" -out "$PKI/webhook-client-ca.crt"
+  for name in apiserver-webhook-client webhook-probe; do
+    openssl_quiet req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+      -keyout "$PKI/$name.key" -out "$PKI/$name.csr"
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n' >"$PKI/$name.ext"
+    openssl_quiet x509 -req -in "$PKI/$name.csr" -CA "$PKI/webhook-client-ca.crt" \
+      -CAkey "$PKI/webhook-client-ca.key" -CAcreateserial -days 2 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt"
+    rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+  done
+  cat >"$PKI/webhook-clients.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "127.0.0.1:$((KMT_E2E_PORT_BASE + 944))"
+  user:
+    client-certificate: $PKI/apiserver-webhook-client.crt
+    client-key: $PKI/apiserver-webhook-client.key
+EOF
+  cat >"$PKI/admission.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $PKI/webhook-clients.kubeconfig
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $PKI/webhook-clients.kubeconfig
+EOF
+}
+
 make_pki() {
   mkdir -p "$PKI"
   make_ca
   make_front_proxy_pki
+  make_webhook_client_pki
   serving_cert apiserver
   serving_cert virt-controller
   # virt-api is reached by URL for its webhooks (127.0.0.1) and through the aggregator for
@@ -249,6 +295,7 @@ start_apiserver() {
     --service-cluster-ip-range 10.96.0.0/16 \
     --authorization-mode RBAC \
     --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --admission-control-config-file "$PKI/admission.yaml" \
     --disable-admission-plugins TaintNodesByCondition \
     --allow-privileged=true --profiling=false --endpoint-reconciler-type none \
     --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
@@ -469,6 +516,9 @@ export KMT_E2E_ADMIN_KUBECONFIG=$RUN/admin.kubeconfig
 export KMT_E2E_VM_OWNER_KUBECONFIG=$RUN/vm-owner.kubeconfig
 export KMT_E2E_APISERVER=$APISERVER_URL
 export KMT_E2E_CA=$PKI/ca.crt
+export KMT_E2E_WEBHOOK_CLIENT_CA=$PKI/webhook-client-ca.crt
+export KMT_E2E_WEBHOOK_CLIENT_CERT=$PKI/webhook-probe.crt
+export KMT_E2E_WEBHOOK_CLIENT_KEY=$PKI/webhook-probe.key
 export KMT_E2E_NODES=$NODES
 export KMT_KUBECTL=$KUBECTL
 export KUBECACHEDIR=$RUN/kube-cache

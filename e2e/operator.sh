@@ -116,6 +116,7 @@ start_replica() {
   e2e/cluster.sh start "operator-$name" -- "$bin" --kubeconfig "$kc" \
     --leader-elect --leader-election-namespace "$NS" \
     --webhook-port "$(port_webhook "$index")" --webhook-cert-mode files --webhook-cert-dir "$dir" \
+    --webhook-client-ca "$RUN/pki/webhook-client-ca.crt" \
     --metrics-bind-address "127.0.0.1:$(port_metrics "$index")" \
     --health-probe-bind-address "127.0.0.1:$(port_probes "$index")" "$@" >/dev/null
   local deadline=$((SECONDS + 60))

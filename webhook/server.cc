@@ -52,6 +52,9 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
     : options_(std::move(options)),
       routes_(std::move(routes)),
       cert_(std::make_unique<ServingCertificate>(options_.cert_file, options_.key_file)) {
+  if (!options_.client_ca_file.empty()) {
+    client_ca_ = std::make_unique<ClientCertificateAuthority>(options_.client_ca_file);
+  }
   http::ServerConfig c;
   c.address = options_.address;
   c.port = options_.port;
@@ -63,7 +66,9 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
   c.handler_queue = options_.max_queued_reviews;
   c.observer = options_.observer;
   c.log = [this](const http::LogRecord& rec) { Log(rec); };
-  c.configure_tls = [this](SSL_CTX* ctx) { return ConfigureServingTls(ctx, *cert_); };
+  c.configure_tls = [this](SSL_CTX* ctx) {
+    return ConfigureServingTls(ctx, *cert_, client_ca_.get());
+  };
   c.error_body = [](int status, std::string_view message) {
     return JsonAnswer(status, StatusJson(status, StatusReason(status), message));
   };
@@ -118,7 +123,21 @@ void AdmissionServer::Log(ServerLogEntry entry) const {
   (options_.log ? options_.log : http::LogToStderr)(entry);
 }
 
+void AdmissionServer::ReloadClientCa() {
+  if (!client_ca_) return;
+  ReloadResult r = client_ca_->Reload();
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (r.outcome == ReloadOutcome::kLoaded) {
+    last_client_ca_failure_.clear();
+    Log({false, "Loaded client CA", {{"file", client_ca_->file()}, {"ca", r.message}}});
+  } else if (r.outcome == ReloadOutcome::kFailed && r.message != last_client_ca_failure_) {
+    last_client_ca_failure_ = r.message;  // once per distinct failure
+    Log({true, "Failed to load client CA", {{"file", client_ca_->file()}, {"error", r.message}}});
+  }
+}
+
 bool AdmissionServer::ReloadCertificate() {
+  ReloadClientCa();
   ReloadResult r = cert_->Reload();
   switch (r.outcome) {
     case ReloadOutcome::kLoaded: {
@@ -180,7 +199,9 @@ void AdmissionServer::Stop() {
   if (was_serving) Log({false, "Stopped admission server", {{"port", std::to_string(port())}}});
 }
 
-bool AdmissionServer::Ready() const { return serving_ && cert_->Loaded(); }
+bool AdmissionServer::Ready() const {
+  return serving_ && cert_->Loaded() && (!client_ca_ || client_ca_->Loaded());
+}
 
 int AdmissionServer::port() const { return http_->port(); }
 

@@ -23,6 +23,10 @@
 //
 // GET /healthz answers 200 while the server runs; GET /readyz answers 200 once a
 // certificate is loaded, 503 before.
+//
+// With client_ca_file (mutual TLS), a handshake completes only for a client certificate that
+// chains to that bundle (webhook/serving_cert.h): a client that is not the API server gets no
+// HTTP at all, so it can neither send forged reviews nor read what the answers reveal.
 #pragma once
 
 #include <atomic>
@@ -44,6 +48,7 @@
 namespace kmt::webhook {
 
 class ServingCertificate;
+class ClientCertificateAuthority;
 
 // One record of the server's log: a message and its fields, in order.
 using ServerLogEntry = http::LogRecord;
@@ -55,6 +60,11 @@ struct ServerOptions {
   std::string cert_file = "/tmp/k8s-webhook-server/serving-certs/tls.crt";
   std::string key_file = "/tmp/k8s-webhook-server/serving-certs/tls.key";
   std::chrono::milliseconds cert_poll_interval{1000};
+  // Mutual TLS: a PEM bundle of the CAs whose client certificates the port accepts (the API
+  // server presents one when its admission configuration gives it a kubeconfig for webhooks).
+  // "" (default): any client that reaches the port may send reviews. Reloaded as it rotates,
+  // with the serving pair; the server is not Ready() before it loads.
+  std::string client_ca_file;
 
   // Deadlines per connection phase and the bound on open connections (http/connection_table.h).
   http::Limits limits;
@@ -102,7 +112,7 @@ class AdmissionServer {
   // Stops accepting, lets requests in flight finish, joins every thread. Idempotent.
   void Stop();
 
-  // Serving with a certificate loaded.
+  // Serving with a certificate loaded (and the client CA bundle, when one is configured).
   bool Ready() const;
 
   // The bound port (useful with port 0); 0 before Start().
@@ -117,11 +127,14 @@ class AdmissionServer {
 
  private:
   void Log(ServerLogEntry entry) const;
+  void ReloadClientCa();
   void PollCertificate();
 
   ServerOptions options_;
   std::vector<Route> routes_;
   std::unique_ptr<ServingCertificate> cert_;
+  std::unique_ptr<ClientCertificateAuthority> client_ca_;  // null: no client certificates
+  std::string last_client_ca_failure_;                     // guarded by log_mu_
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> serving_{false};
   std::mutex log_mu_;

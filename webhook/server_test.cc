@@ -9,9 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <future>
 #include <memory>
@@ -28,6 +30,10 @@ namespace {
 
 using testing::TestAuthority;
 using testing::WriteFileAtomically;
+
+// A client the server refuses during the TLS handshake may still be writing: its write must
+// fail with EPIPE, not end the test binary.
+const bool kSigpipeIgnored = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 
 std::string Review(const std::string& uid, const std::string& padding = "") {
   Json review = {{"apiVersion", "admission.k8s.io/v1"},
@@ -281,6 +287,84 @@ TEST_CASE("Server becomes ready when a certificate appears") {
     if (l.find("Failed to load serving certificate") != std::string::npos) ++failures;
   }
   CHECK(failures == 1);  // reported once, not on every poll
+}
+
+TEST_CASE("Mutual TLS: only clients with a certificate of the client CA are served") {
+  TestAuthority clients;  // the API server's client CA (another CA than the serving one)
+  TestAuthority stranger;
+  std::string client_ca_file;
+  Fixture f({{"/validate", AllowAll}}, /*with_cert=*/true, [&](ServerOptions& o) {
+    client_ca_file = o.cert_file + ".client-ca";
+    WriteFileAtomically(client_ca_file, clients.ca_pem());
+    o.client_ca_file = client_ca_file;
+  });
+  REQUIRE(Eventually([&] { return f.server->Ready(); }));
+  auto write_pair = [&](const std::string& name, const testing::PemPair& pair) {
+    WriteFileAtomically(f.dir + "/" + name + ".crt", pair.cert);
+    WriteFileAtomically(f.dir + "/" + name + ".key", pair.key);
+  };
+  write_pair("apiserver", clients.IssueClient(0x10, "kube-apiserver"));
+  write_pair("forger", stranger.IssueClient(0x11, "kube-apiserver"));
+  write_pair("server-only", clients.IssueClient(0x12, "kube-apiserver", "serverAuth"));
+  auto post_as = [&](const std::string& name) {
+    std::unique_ptr<httplib::SSLClient> cli =
+        name.empty() ? std::make_unique<httplib::SSLClient>("127.0.0.1", f.server->port())
+                     : std::make_unique<httplib::SSLClient>("127.0.0.1", f.server->port(),
+                                                            f.dir + "/" + name + ".crt",
+                                                            f.dir + "/" + name + ".key");
+    cli->set_ca_cert_path(f.ca_file.c_str());
+    cli->enable_server_certificate_verification(true);
+    cli->set_connection_timeout(5, 0);
+    cli->set_read_timeout(5, 0);
+    auto res = cli->Post("/validate", Review("u-1"), "application/json");
+    return res ? res->status : -1;
+  };
+  CHECK(post_as("apiserver") == 200);
+  CHECK(post_as("") == -1);             // no certificate: no handshake, no HTTP
+  CHECK(post_as("forger") == -1);       // another CA
+  CHECK(post_as("server-only") == -1);  // not for client authentication
+  // Probes verify only the server: the handshake without a client certificate fails.
+  CHECK_FALSE(
+      testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_2_VERSION, f.ca.ca_pem()).connected);
+
+  SECTION("a rotated client CA applies from the next handshake") {
+    WriteFileAtomically(client_ca_file, stranger.ca_pem());
+    REQUIRE(Eventually([&] { return post_as("forger") == 200; }));
+    CHECK(post_as("apiserver") == -1);
+  }
+  SECTION("a client CA file that breaks keeps the last bundle, and says so once") {
+    WriteFileAtomically(client_ca_file, "not a certificate");
+    REQUIRE(Eventually([&] {
+      std::lock_guard<std::mutex> lock(f.logs_mu);
+      return std::count(f.logs.begin(), f.logs.end(), "Failed to load client CA") == 1;
+    }));
+    CHECK(post_as("apiserver") == 200);
+    CHECK(f.server->Ready());
+  }
+}
+
+TEST_CASE("Mutual TLS: no client CA loaded, no handshake and not ready") {
+  TestAuthority clients;
+  std::string client_ca_file;
+  Fixture f({{"/validate", AllowAll}}, /*with_cert=*/true, [&](ServerOptions& o) {
+    client_ca_file = o.cert_file + ".client-ca";  // not written yet
+    o.client_ca_file = client_ca_file;
+  });
+  CHECK_FALSE(f.server->Ready());
+  const auto pair = clients.IssueClient(0x20, "kube-apiserver");
+  WriteFileAtomically(f.dir + "/c.crt", pair.cert);
+  WriteFileAtomically(f.dir + "/c.key", pair.key);
+  auto post = [&] {
+    httplib::SSLClient cli("127.0.0.1", f.server->port(), f.dir + "/c.crt", f.dir + "/c.key");
+    cli.set_ca_cert_path(f.ca_file.c_str());
+    cli.enable_server_certificate_verification(true);
+    auto res = cli.Post("/validate", Review("u-2"), "application/json");
+    return res ? res->status : -1;
+  };
+  CHECK(post() == -1);
+  WriteFileAtomically(client_ca_file, clients.ca_pem());
+  REQUIRE(Eventually([&] { return f.server->Ready(); }));
+  CHECK(post() == 200);
 }
 
 TEST_CASE("Rejected requests are logged at most once a second, with how many were not") {

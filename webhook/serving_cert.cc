@@ -172,13 +172,111 @@ constexpr const char* kTls12Ciphers =
 
 }  // namespace
 
-bool ConfigureServingTls(SSL_CTX* ctx, ServingCertificate& cert) {
+// One parsed CA bundle: a store of its certificates (X509_STORE is safe to verify against
+// from several threads at once).
+struct ClientCertificateAuthority::Bundle {
+  X509_STORE* store = nullptr;
+  size_t count = 0;
+  std::string description;
+
+  Bundle() = default;
+  Bundle(const Bundle&) = delete;
+  Bundle& operator=(const Bundle&) = delete;
+  ~Bundle() { X509_STORE_free(store); }
+};
+
+ClientCertificateAuthority::ClientCertificateAuthority(std::string ca_file)
+    : ca_file_(std::move(ca_file)) {}
+
+ClientCertificateAuthority::~ClientCertificateAuthority() = default;
+
+ReloadResult ClientCertificateAuthority::Reload() {
+  std::lock_guard<std::mutex> reload_lock(reload_mu_);
+  auto bytes = ReadWholeFile(ca_file_);
+  if (!bytes) {
+    return {ReloadOutcome::kFailed, fmt::format("cannot read client CA file {}", ca_file_)};
+  }
+  if (*bytes == last_bytes_) return {ReloadOutcome::kUnchanged, {}};
+  last_bytes_ = *bytes;
+
+  ERR_clear_error();
+  auto bundle = std::make_shared<Bundle>();
+  bundle->store = X509_STORE_new();
+  BIO* bio = BIO_new_mem_buf(bytes->data(), static_cast<int>(bytes->size()));
+  std::string subjects;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    const bool added = X509_STORE_add_cert(bundle->store, cert) == 1;
+    if (added) {
+      ++bundle->count;
+      subjects += (subjects.empty() ? "" : "; ") + Name(X509_get_subject_name(cert));
+    }
+    X509_free(cert);
+  }
+  ERR_clear_error();  // the loop ends on "no start line": expected
+  BIO_free(bio);
+  if (bundle->count == 0) {
+    return {ReloadOutcome::kFailed, fmt::format("no PEM certificate in {}", ca_file_)};
+  }
+  bundle->description = fmt::format("{} CA certificate{}: {}", bundle->count,
+                                    bundle->count == 1 ? "" : "s", subjects);
+  std::string message = bundle->description;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = std::move(bundle);
+  }
+  return {ReloadOutcome::kLoaded, std::move(message)};
+}
+
+bool ClientCertificateAuthority::Loaded() const { return Current() != nullptr; }
+
+std::shared_ptr<const ClientCertificateAuthority::Bundle> ClientCertificateAuthority::Current()
+    const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+void ClientCertificateAuthority::AttachTo(SSL_CTX* ctx) {
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_cert_verify_callback(ctx, &ClientCertificateAuthority::VerifyCallback, this);
+}
+
+// Replaces OpenSSL's chain building for client certificates: the chain the client sent is
+// verified against the bundle current now (a rotated bundle applies from the next handshake).
+int ClientCertificateAuthority::VerifyCallback(X509_STORE_CTX* store_ctx, void* self) {
+  auto bundle = static_cast<ClientCertificateAuthority*>(self)->Current();
+  if (!bundle) {
+    X509_STORE_CTX_set_error(store_ctx, X509_V_ERR_UNSPECIFIED);
+    return 0;
+  }
+  X509_STORE_CTX* verify = X509_STORE_CTX_new();
+  if (verify == nullptr) {
+    X509_STORE_CTX_set_error(store_ctx, X509_V_ERR_OUT_OF_MEM);
+    return 0;
+  }
+  int ok = X509_STORE_CTX_init(verify, bundle->store, X509_STORE_CTX_get0_cert(store_ctx),
+                               X509_STORE_CTX_get0_untrusted(store_ctx));
+  if (ok == 1) {
+    // The TLS client purpose: clientAuth in extendedKeyUsage when the certificate has one.
+    X509_STORE_CTX_set_default(verify, "ssl_client");
+    ok = X509_verify_cert(verify);
+  }
+  if (ok != 1) {
+    X509_STORE_CTX_set_error(store_ctx, X509_STORE_CTX_get_error(verify));
+    X509_STORE_CTX_set_error_depth(store_ctx, X509_STORE_CTX_get_error_depth(verify));
+  }
+  X509_STORE_CTX_free(verify);
+  return ok == 1 ? 1 : 0;
+}
+
+bool ConfigureServingTls(SSL_CTX* ctx, ServingCertificate& cert,
+                         ClientCertificateAuthority* client_ca) {
   SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                SSL_OP_CIPHER_SERVER_PREFERENCE |
                                SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) return false;
   if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1) return false;
   cert.AttachTo(ctx);
+  if (client_ca != nullptr) client_ca->AttachTo(ctx);
   return true;
 }
 

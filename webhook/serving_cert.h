@@ -65,9 +65,48 @@ class ServingCertificate {
   std::mutex reload_mu_;
 };
 
+// The certificate authorities whose client certificates a port accepts (mutual TLS, the
+// webhook's --webhook-client-ca): a PEM bundle, reloaded as it rotates like the serving pair.
+// Each handshake asks the client for a certificate and completes only when the client sends
+// one that chains to the bundle current at that moment, for client authentication (the
+// extendedKeyUsage clientAuth, when the certificate has that extension). No bundle loaded
+// (missing or unparsable file): every handshake fails. The certificate request names no
+// acceptable CAs, so a client with one certificate (the API server's kubeconfig entry for
+// webhooks) always sends it.
+class ClientCertificateAuthority {
+ public:
+  explicit ClientCertificateAuthority(std::string ca_file);
+  ~ClientCertificateAuthority();
+  ClientCertificateAuthority(const ClientCertificateAuthority&) = delete;
+  ClientCertificateAuthority& operator=(const ClientCertificateAuthority&) = delete;
+
+  // Reads the file and, when its bytes differ from the previous attempt, parses every
+  // certificate in it (at least one) and swaps the bundle in. Thread-safe.
+  ReloadResult Reload();
+  bool Loaded() const;
+  const std::string& file() const { return ca_file_; }
+
+  // Makes every handshake on `ctx` require and verify a client certificate against the
+  // current bundle. This object must outlive `ctx`'s connections.
+  void AttachTo(SSL_CTX* ctx);
+
+ private:
+  struct Bundle;
+  static int VerifyCallback(X509_STORE_CTX* store_ctx, void* self);
+  std::shared_ptr<const Bundle> Current() const;
+
+  const std::string ca_file_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Bundle> current_;  // guarded by mu_
+  std::string last_bytes_;                 // guarded by reload_mu_
+  std::mutex reload_mu_;
+};
+
 // Sets up a server context the way every HTTPS port of the operator serves (the webhook and
 // /metrics): TLS 1.2 or newer, forward-secret AEAD suites for TLS 1.2, no compression or
-// renegotiation, and `cert`'s current pair on every handshake. False when OpenSSL refuses.
-bool ConfigureServingTls(SSL_CTX* ctx, ServingCertificate& cert);
+// renegotiation, and `cert`'s current pair on every handshake; with `client_ca`, a client
+// certificate it verifies is required too. False when OpenSSL refuses.
+bool ConfigureServingTls(SSL_CTX* ctx, ServingCertificate& cert,
+                         ClientCertificateAuthority* client_ca = nullptr);
 
 }  // namespace kmt::webhook

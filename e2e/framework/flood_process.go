@@ -12,8 +12,6 @@ package framework
 
 import (
 	"bufio"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -155,13 +153,12 @@ func RunFloodProcessIfAsked() {
 		opts.Slots[FloodKind(kind)] = n
 	}
 	if spec.TLS {
-		ca, err := os.ReadFile(os.Getenv("KMT_E2E_CA"))
-		pool := x509.NewCertPool()
-		if err != nil || !pool.AppendCertsFromPEM(ca) {
-			fmt.Fprintf(os.Stderr, "flood process: cluster CA %q unusable: %v\n", os.Getenv("KMT_E2E_CA"), err)
+		c, err := WebhookClientTLS()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "flood process: %v\n", err)
 			os.Exit(2)
 		}
-		opts.TLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+		opts.TLS = c
 	}
 	f := StartFlood(opts)
 	stdinClosed := make(chan struct{})

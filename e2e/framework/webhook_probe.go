@@ -103,18 +103,43 @@ func EstablishedOnPort(t testing.TB, port int) int {
 }
 
 // WebhookTLS is a client configuration that verifies the webhook's serving certificate
-// against the cluster CA, as the API server does.
+// against the cluster CA, as the API server does, and presents a client certificate of the
+// webhook client CA (the operators run with --webhook-client-ca: e2e/cluster.sh).
 func WebhookTLS(t testing.TB) *tls.Config {
 	t.Helper()
+	c, err := WebhookClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// WebhookClientTLS is WebhookTLS for code without a testing.TB (the flood process).
+func WebhookClientTLS() (*tls.Config, error) {
+	c, err := WebhookServerOnlyTLS()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.LoadX509KeyPair(os.Getenv("KMT_E2E_WEBHOOK_CLIENT_CERT"), os.Getenv("KMT_E2E_WEBHOOK_CLIENT_KEY"))
+	if err != nil {
+		return nil, fmt.Errorf("webhook client certificate (KMT_E2E_WEBHOOK_CLIENT_CERT/KEY): %v", err)
+	}
+	c.Certificates = []tls.Certificate{cert}
+	return c, nil
+}
+
+// WebhookServerOnlyTLS verifies the webhook's serving certificate and presents no client
+// certificate.
+func WebhookServerOnlyTLS() (*tls.Config, error) {
 	ca, err := os.ReadFile(os.Getenv("KMT_E2E_CA"))
 	if err != nil {
-		t.Fatalf("cluster CA: %v", err)
+		return nil, fmt.Errorf("cluster CA: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		t.Fatalf("cluster CA %s holds no certificate", os.Getenv("KMT_E2E_CA"))
+		return nil, fmt.Errorf("cluster CA %s holds no certificate", os.Getenv("KMT_E2E_CA"))
 	}
-	return &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+	return &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}, nil
 }
 
 // ProbePort is the health probe port of replica index (plain HTTP).

@@ -41,7 +41,11 @@ type handshake struct {
 
 func sClient(t *testing.T, port int, args ...string) handshake {
 	t.Helper()
-	all := append([]string{"s_client", "-connect", fmt.Sprintf("127.0.0.1:%d", port), "-brief", "-no_ign_eof"}, args...)
+	// The webhook requires a client certificate (--webhook-client-ca): every case presents
+	// one of the webhook client CA, so what is judged is the protocol and the suite (the
+	// control servers ask for none and ignore it).
+	all := append([]string{"s_client", "-connect", fmt.Sprintf("127.0.0.1:%d", port), "-brief", "-no_ign_eof",
+		"-cert", os.Getenv("KMT_E2E_WEBHOOK_CLIENT_CERT"), "-key", os.Getenv("KMT_E2E_WEBHOOK_CLIENT_KEY")}, args...)
 	r := framework.Run(t, 30*time.Second, nil, "openssl", all...)
 	out := r.Stdout + r.Stderr
 	h := handshake{output: strings.TrimSpace(out)}

@@ -7,7 +7,6 @@ package tests
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -31,13 +30,7 @@ func servedSerial(t *testing.T) (string, error) {
 	if err != nil {
 		t.Fatalf("KMT_E2E_PORT_BASE: %v", err)
 	}
-	ca, err := os.ReadFile(os.Getenv("KMT_E2E_CA"))
-	if err != nil {
-		t.Fatalf("cluster CA: %v", err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	conn, err := tls.DialWithDialer(&netDialer, "tcp", fmt.Sprintf("127.0.0.1:%d", base+944), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	conn, err := tls.DialWithDialer(&netDialer, "tcp", fmt.Sprintf("127.0.0.1:%d", base+944), framework.WebhookTLS(t))
 	if err != nil {
 		return "", err
 	}

@@ -41,7 +41,8 @@ void AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
   X509_EXTENSION_free(ext);
 }
 
-X509* NewCert(long serial, const char* cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key) {
+X509* NewCert(long serial, const char* cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key,
+              const char* client_usage = nullptr) {
   X509* cert = X509_new();
   X509_set_version(cert, 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert), serial);
@@ -59,8 +60,12 @@ X509* NewCert(long serial, const char* cn, EVP_PKEY* key, X509* issuer, EVP_PKEY
   } else {
     AddExtension(cert, signer, NID_basic_constraints, "critical,CA:FALSE");
     AddExtension(cert, signer, NID_key_usage, "critical,digitalSignature");
-    AddExtension(cert, signer, NID_ext_key_usage, "serverAuth");
-    AddExtension(cert, signer, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+    if (client_usage != nullptr) {
+      AddExtension(cert, signer, NID_ext_key_usage, client_usage);
+    } else {
+      AddExtension(cert, signer, NID_ext_key_usage, "serverAuth");
+      AddExtension(cert, signer, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+    }
   }
   Check(X509_sign(cert, issuer_key ? issuer_key : key, EVP_sha256()) > 0, "sign");
   return cert;
@@ -106,6 +111,17 @@ PemPair TestAuthority::Issue(long serial) const {
   X509* cert = NewCert(serial, "kmt-webhook", key, static_cast<X509*>(ca_cert_),
                        static_cast<EVP_PKEY*>(ca_key_));
   PemPair pair{CertPem(cert) + ca_pem_, KeyPem(key)};
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return pair;
+}
+
+PemPair TestAuthority::IssueClient(long serial, const std::string& cn,
+                                   const std::string& usage) const {
+  EVP_PKEY* key = NewKey();
+  X509* cert = NewCert(serial, cn.c_str(), key, static_cast<X509*>(ca_cert_),
+                       static_cast<EVP_PKEY*>(ca_key_), usage.c_str());
+  PemPair pair{CertPem(cert), KeyPem(key)};
   X509_free(cert);
   EVP_PKEY_free(key);
   return pair;

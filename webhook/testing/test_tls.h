@@ -23,6 +23,9 @@ class TestAuthority {
 
   // A leaf with this serial number (shown by Probe as upper-case hex), valid for a day.
   PemPair Issue(long serial) const;
+  // A client certificate (extendedKeyUsage `usage`, clientAuth by default) for `cn`.
+  PemPair IssueClient(long serial, const std::string& cn,
+                      const std::string& usage = "clientAuth") const;
 
  private:
   void* ca_key_;   // EVP_PKEY*
