@@ -130,26 +130,31 @@ std::optional<ReconcileResult> Controller::ProcessNext() {
 
 ReconcileResult Controller::RunOne(const std::string& key) {
   const SteadyTime start = clock_.Now();
-  ReconcileResult r = ReconcileKey(key);
-  metrics_.ObserveReconcile(r, clock_.Now() - start);
+  const KeyOutcome outcome = ReconcileKey(key);
+  Settle(key, outcome);
+  metrics_.ObserveReconcile(outcome.result, clock_.Now() - start);
   queue_.Done(key);
-  return r;
+  return outcome.result;
 }
 
-void Controller::Settle(const std::string& key, ReconcileResult result,
-                        std::optional<Duration> after, std::optional<Duration> not_before) {
-  switch (result) {
+void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
+  if (outcome.terminal) {
+    metrics_.TerminalError();
+    queue_.Forget(key);
+    return;
+  }
+  switch (outcome.result) {
     case ReconcileResult::kSuccess:
       queue_.Forget(key);
       break;
     case ReconcileResult::kRequeueAfter:
       queue_.Forget(key);
-      queue_.AddAfter(key, *after);
+      queue_.AddAfter(key, *outcome.requeue_after);
       break;
     case ReconcileResult::kRequeue:
     case ReconcileResult::kError:
-      if (not_before) {
-        queue_.AddRateLimited(key, *not_before);
+      if (outcome.not_before) {
+        queue_.AddRateLimited(key, *outcome.not_before);
       } else {
         queue_.AddRateLimited(key);
       }
@@ -157,20 +162,15 @@ void Controller::Settle(const std::string& key, ReconcileResult result,
   }
 }
 
-ReconcileResult Controller::ReconcileKey(const std::string& key) {
+Controller::KeyOutcome Controller::ReconcileKey(const std::string& key) {
   std::string ns, name;
   if (!SplitKey(key, &ns, &name)) {
     log_.Error("Dropped malformed key", {{"key", key}});
-    metrics_.TerminalError();
-    queue_.Forget(key);
-    return ReconcileResult::kError;
+    return KeyOutcome::Terminal();
   }
   try {
     std::optional<api::MigrationInfo> vmim = view_.Migration(ns, name);
-    if (!vmim) {
-      queue_.Forget(key);
-      return ReconcileResult::kSuccess;  // deleted: nothing to do
-    }
+    if (!vmim) return KeyOutcome::Done();  // deleted: nothing to do
     // Under a policy's limit, plan and apply one such key at a time.
     std::unique_lock<std::mutex> limited(inbound_mu_, std::defer_lock);
     const bool under_limit = vmim->max_inbound.has_value() && !vmim->policy.empty();
@@ -205,10 +205,7 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
       if (under_limit) observed.inbound = LoadInbound(observed.vmim.policy, observed.vmim.uid);
       plan = Reconcile(observed, clock_.WallNow());
     }
-    if (plan.Empty()) {
-      Settle(key, ReconcileResult::kSuccess, std::nullopt);
-      return ReconcileResult::kSuccess;
-    }
+    if (plan.Empty()) return KeyOutcome::Done();
     if (plan.waits_for_inbound) {
       std::lock_guard<std::mutex> lock(waiters_mu_);
       waiters_[observed.vmim.policy].insert(key);
@@ -229,39 +226,28 @@ ReconcileResult Controller::ReconcileKey(const std::string& key) {
         for (const auto& e : plan.events) {
           if (e.reason == api::kReasonTargetPodEscapedGate) metrics_.TargetPodEscapedGate();
         }
-        if (plan.requeue_after) {
-          Settle(key, ReconcileResult::kRequeueAfter, plan.requeue_after);
-          return ReconcileResult::kRequeueAfter;
-        }
-        Settle(key, ReconcileResult::kSuccess, std::nullopt);
-        return ReconcileResult::kSuccess;
+        return plan.requeue_after ? KeyOutcome::After(*plan.requeue_after) : KeyOutcome::Done();
       case ExecOutcome::kReplan:
         log_.Debug("Re-planning after a conflict", {{"vmim", key}, {"error", done.error}});
-        Settle(key, ReconcileResult::kRequeue, std::nullopt);
-        return ReconcileResult::kRequeue;
+        return KeyOutcome::Replan();
       case ExecOutcome::kRetry:
         log_.Error("Failed to reconcile", {{"vmim", key}, {"error", done.error}});
-        Settle(key, ReconcileResult::kError, std::nullopt, done.retry_after);
-        return ReconcileResult::kError;
+        return KeyOutcome::Retry(done.retry_after);
       case ExecOutcome::kTerminal:
         log_.Error("Failed to reconcile, not retrying", {{"vmim", key}, {"error", done.error}});
-        metrics_.TerminalError();
-        queue_.Forget(key);
-        return ReconcileResult::kError;
+        return KeyOutcome::Terminal();
     }
   } catch (const kube::KubeError& e) {
     // A failed API read: retry with backoff (and after the server's Retry-After). A read
     // has no plan to re-read or to give up on: whatever its disposition, try again.
     log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
-    Settle(key, ReconcileResult::kError, std::nullopt, e.retry_after());
-    return ReconcileResult::kError;
+    return KeyOutcome::Retry(e.retry_after());
   } catch (const std::exception& e) {
     // An unexpected error: retry with backoff.
     log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
-    Settle(key, ReconcileResult::kError, std::nullopt);
-    return ReconcileResult::kError;
+    return KeyOutcome::Retry();
   }
-  return ReconcileResult::kError;
+  return KeyOutcome::Retry();  // every ExecOutcome returns above
 }
 
 }  // namespace kmt::controller

@@ -76,10 +76,26 @@ class Controller {
   WorkQueue& queue() { return queue_; }
 
  private:
-  ReconcileResult ReconcileKey(const std::string& key);
-  // after: kRequeueAfter's delay; not_before: for kRequeue/kError, the server's Retry-After.
-  void Settle(const std::string& key, ReconcileResult result, std::optional<Duration> after,
-              std::optional<Duration> not_before = std::nullopt);
+  // What one reconcile of a key came to, and so what the queue does with the key
+  // (controller-runtime's reconcileHandler: one result, turned into queue work in one place).
+  struct KeyOutcome {
+    ReconcileResult result = ReconcileResult::kSuccess;
+    std::optional<Duration> requeue_after;  // kRequeueAfter: when to look again
+    std::optional<Duration> not_before;     // kRequeue/kError: the server's Retry-After
+    bool terminal = false;                  // kError that retrying cannot fix: forgotten
+
+    static KeyOutcome Done() { return {}; }
+    static KeyOutcome After(Duration d) { return {ReconcileResult::kRequeueAfter, d, {}, false}; }
+    static KeyOutcome Replan() { return {ReconcileResult::kRequeue, {}, {}, false}; }
+    static KeyOutcome Retry(std::optional<Duration> not_before = std::nullopt) {
+      return {ReconcileResult::kError, {}, not_before, false};
+    }
+    static KeyOutcome Terminal() { return {ReconcileResult::kError, {}, {}, true}; }
+  };
+  // Reconciles the key: reads, plans, applies. Touches the queue only through the result.
+  KeyOutcome ReconcileKey(const std::string& key);
+  // The one place a result becomes queue and metric work.
+  void Settle(const std::string& key, const KeyOutcome& outcome);
   void Worker();
   // One key: reconcile, observe its duration, mark it done in the queue.
   ReconcileResult RunOne(const std::string& key);

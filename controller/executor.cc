@@ -119,7 +119,7 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
       client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch, nlohmann::json(p.ops));
     } catch (const kube::KubeError& e) {
       ExecResult r = Failed(e, /*absent_is_replan=*/true);
-      log_.Info("Failed to release gate",
+      log_.Warn("Failed to release gate",
                 {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}, {"error", r.error}});
       r.released_pods = result.released_pods;
       return r;
@@ -160,7 +160,7 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
     } catch (const kube::KubeError& e) {
       if (kube::DispositionOf(e) == kube::Disposition::kAbsent) continue;  // already gone
       ExecResult r = Failed(e, /*absent_is_replan=*/true);
-      log_.Info("Failed to delete target pod",
+      log_.Warn("Failed to delete target pod",
                 {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"error", r.error}});
       r.released_pods = result.released_pods;
       return r;
@@ -216,7 +216,7 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
         }
         ExecResult r = Failed(e, /*absent_is_replan=*/false);
         if (r.outcome != ExecOutcome::kDone) {
-          log_.Info("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
+          log_.Warn("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
         }
         if (sent) {
           // The write may have taken effect: then no later plan has these Events. Never lose

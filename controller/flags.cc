@@ -60,8 +60,8 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
   app.add_option("--metrics-cert-path", f->metrics_cert_path,
                  "Directory with tls.crt and tls.key of the metrics server (default: "
                  "--webhook-cert-dir, the webhook's certificate)");
-  app.add_option("--log-level", f->log_level, "debug, info or error")
-      ->check(CLI::IsMember({"debug", "info", "error"}));
+  app.add_option("--log-level", f->log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   app.add_option("--log-format", f->log_format, "text (key=value) or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--workers", f->workers, "Concurrent reconciles")->check(CLI::Range(1, 64));

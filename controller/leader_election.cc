@@ -97,6 +97,11 @@ void LeaderElector::Observe(const LeaseRecord& record) {
   if (!changed_to.empty() && config_.on_new_leader) config_.on_new_leader(changed_to);
 }
 
+void LeaderElector::Report(const char* what, const kube::KubeError& e) const {
+  if (e.kind() == kube::ErrorKind::kConflict || !config_.on_error) return;
+  config_.on_error(what, e.what());
+}
+
 bool LeaderElector::TryAcquireOrRenew() {
   const std::string now = FormatMicroTime(clock_.WallNow());
   LeaseRecord desired{
@@ -107,7 +112,10 @@ bool LeaderElector::TryAcquireOrRenew() {
   try {
     lease = client_.Get(kube::kLeases, config_.lease_namespace, config_.lease_name);
   } catch (const kube::KubeError& e) {
-    if (e.kind() != kube::ErrorKind::kNotFound) return false;
+    if (e.kind() != kube::ErrorKind::kNotFound) {
+      Report("get lease", e);
+      return false;
+    }
     nlohmann::json fresh = {
         {"apiVersion", "coordination.k8s.io/v1"},
         {"kind", "Lease"},
@@ -115,8 +123,9 @@ bool LeaderElector::TryAcquireOrRenew() {
         {"spec", desired.ToSpec()}};
     try {
       client_.Create(kube::kLeases, config_.lease_namespace, fresh);
-    } catch (const kube::KubeError&) {
-      return false;  // someone else created it first (409) or the API is down
+    } catch (const kube::KubeError& e) {
+      Report("create lease", e);  // someone else created it first (409) or the API is down
+      return false;
     }
     Observe(desired);
     return true;
@@ -146,7 +155,8 @@ bool LeaderElector::TryAcquireOrRenew() {
   lease["spec"] = desired.ToSpec();  // metadata.resourceVersion makes the PUT a compare-and-swap
   try {
     client_.Update(kube::kLeases, config_.lease_namespace, lease);
-  } catch (const kube::KubeError&) {
+  } catch (const kube::KubeError& e) {
+    Report("update lease", e);
     return false;
   }
   Observe(desired);
@@ -204,7 +214,8 @@ bool LeaderElector::Release() {
   nlohmann::json lease;
   try {
     lease = client_.Get(kube::kLeases, config_.lease_namespace, config_.lease_name);
-  } catch (const kube::KubeError&) {
+  } catch (const kube::KubeError& e) {
+    Report("get lease to release it", e);
     return false;
   }
   if (LeaseRecord::FromLease(lease).holder_identity != config_.identity) return true;
@@ -213,7 +224,8 @@ bool LeaderElector::Release() {
   lease["spec"] = released.ToSpec();
   try {
     client_.Update(kube::kLeases, config_.lease_namespace, lease);
-  } catch (const kube::KubeError&) {
+  } catch (const kube::KubeError& e) {
+    Report("release lease", e);
     return false;
   }
   Observe(released);

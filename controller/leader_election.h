@@ -29,6 +29,7 @@
 
 #include "controller/clock.h"
 #include "kube/client.h"
+#include "kube/error.h"
 
 namespace kmt::controller {
 
@@ -46,6 +47,9 @@ struct LeaderElectionConfig {
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string& holder)> on_new_leader;  // observed holder changed
+  // A Lease read or write that failed (what, and the error); the attempt is retried on the
+  // next period. A 409 (another replica wrote first) is the normal race and not reported.
+  std::function<void(const std::string& what, const std::string& error)> on_error;
 };
 
 // The lease record as read from or written to the API.
@@ -83,6 +87,8 @@ class LeaderElector {
   bool TryAcquireOrRenew();
 
  private:
+  // Hands a failed Lease call to config_.on_error (not a 409: that is the race).
+  void Report(const char* what, const kube::KubeError& e) const;
   enum class State { kIdle, kAcquiring, kLeading, kStopped };
   void Tick();
   void Schedule(Duration d);

@@ -21,6 +21,7 @@ struct Candidate {
   int started = 0;
   int stopped = 0;
   std::vector<std::string> leaders;
+  std::vector<std::string> errors;  // "what: error"
   std::unique_ptr<LeaderElector> elector;
 };
 
@@ -40,6 +41,9 @@ struct World {
     cfg.on_started_leading = [raw] { ++raw->started; };
     cfg.on_stopped_leading = [raw] { ++raw->stopped; };
     cfg.on_new_leader = [raw](const std::string& h) { raw->leaders.push_back(h); };
+    cfg.on_error = [raw](const std::string& what, const std::string& error) {
+      raw->errors.push_back(what + ": " + error);
+    };
     c->elector = std::make_unique<LeaderElector>(client, clock, cfg);
     return c;
   }
@@ -142,6 +146,7 @@ TEST_CASE("A conflict on renew is retried; the leader keeps the lease") {
   w.clock.Advance(seconds(2));
   REQUIRE(w.Lease().renew_time == w.At(seconds(6)));
   REQUIRE(a->stopped == 0);
+  CHECK(a->errors.empty());  // a 409 is the normal race, not an error
 }
 
 TEST_CASE("Two candidates racing to create: exactly one wins") {
@@ -170,6 +175,9 @@ TEST_CASE("A leader that cannot renew within the renew deadline stops leading") 
   w.clock.Advance(seconds(2));
   REQUIRE_FALSE(a->elector->IsLeader());
   REQUIRE(a->stopped == 1);
+  // Every failed attempt was reported (no silent catch), naming the call.
+  REQUIRE(a->errors.size() >= 5);
+  CHECK(a->errors[0].rfind("get lease: ", 0) == 0);
   // Final: it does not try again even when the API is back.
   w.client.FailNext(kube::Verb::kGet, 0, kube::ErrorKind::kUnavailable);
   w.clock.Advance(seconds(60));

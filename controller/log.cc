@@ -12,6 +12,8 @@ bool ParseLogLevel(std::string_view s, LogLevel* out) {
     *out = LogLevel::kDebug;
   } else if (s == "info") {
     *out = LogLevel::kInfo;
+  } else if (s == "warn") {
+    *out = LogLevel::kWarn;
   } else if (s == "error") {
     *out = LogLevel::kError;
   } else {
@@ -39,6 +41,8 @@ const char* LevelName(LogLevel l) {
       return "debug";
     case LogLevel::kInfo:
       return "info";
+    case LogLevel::kWarn:
+      return "warn";
     case LogLevel::kError:
       return "error";
   }

@@ -20,7 +20,7 @@
 
 namespace kmt::controller {
 
-enum class LogLevel { kDebug = 0, kInfo = 1, kError = 2 };
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 enum class LogFormat { kText, kJson };
 
 // "debug"/"info"/"error" → level; "text"/"json" → format. False on anything else.
@@ -42,6 +42,11 @@ class Logger {
   void Info(std::string_view msg, std::initializer_list<LogField> fields = {}) {
     Log(LogLevel::kInfo, msg, fields);
   }
+  // Something failed and will be retried, or was worked around.
+  void Warn(std::string_view msg, std::initializer_list<LogField> fields = {}) {
+    Log(LogLevel::kWarn, msg, fields);
+  }
+  // Something failed and is not retried, or keeps failing.
   void Error(std::string_view msg, std::initializer_list<LogField> fields = {}) {
     Log(LogLevel::kError, msg, fields);
   }

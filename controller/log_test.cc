@@ -24,6 +24,20 @@ TEST_CASE("Text logs are logfmt with quoting where needed") {
                        "error=\"the \\\"test\\\" op failed\\nline2\" empty=\"\""});
 }
 
+TEST_CASE("warn sits between info and error") {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  Logger log(clock, LogLevel::kWarn, LogFormat::kText,
+             [&](const std::string& l) { lines.push_back(l); });
+  log.Info("Released gate");
+  log.Warn("Failed to release gate", {{"error", "timeout"}});
+  log.Error("Dropped event");
+  REQUIRE(lines == std::vector<std::string>{
+                       "ts=2026-01-01T00:00:00.000000Z level=warn msg=\"Failed to release gate\" "
+                       "error=timeout",
+                       "ts=2026-01-01T00:00:00.000000Z level=error msg=\"Dropped event\""});
+}
+
 TEST_CASE("JSON logs keep ts, level, msg first and survive bad UTF-8") {
   FakeClock clock;
   std::vector<std::string> lines;
@@ -60,6 +74,8 @@ TEST_CASE("Level and format flags parse") {
   LogFormat f = LogFormat::kText;
   REQUIRE(ParseLogLevel("debug", &l));
   REQUIRE(l == LogLevel::kDebug);
+  REQUIRE(ParseLogLevel("warn", &l));
+  REQUIRE(l == LogLevel::kWarn);
   REQUIRE_FALSE(ParseLogLevel("verbose", &l));
   REQUIRE(ParseLogFormat("json", &f));
   REQUIRE(f == LogFormat::kJson);

@@ -420,6 +420,10 @@ void Operator::Start() {
       lc.on_new_leader = [&s](const std::string& holder) {
         if (holder != s.identity.id) s.log.Info("Observed new leader", {{"holder", holder}});
       };
+      lc.on_error = [&s](const std::string& what, const std::string& error) {
+        s.log.Warn("Leader election: failed to " + what,
+                   {{"lease", s.flags.leader_election_id}, {"error", error}});
+      };
       s.elector = std::make_unique<LeaderElector>(s.clients.election, s.election_clock, lc);
       s.log.Info("Started leader election",
                  {{"lease", ns + "/" + f.leader_election_id}, {"identity", s.identity.id}});
