@@ -20,6 +20,12 @@ inline constexpr std::string_view kAddedTermAnnotation =
 inline constexpr std::string_view kSchedulingGate =
     "migration-target.kubevirt.io/added-node-selector-term";
 
+// Condition statuses and Event types, as the API spells them.
+inline constexpr std::string_view kStatusTrue = "True";
+inline constexpr std::string_view kStatusFalse = "False";
+inline constexpr std::string_view kEventTypeNormal = "Normal";
+inline constexpr std::string_view kEventTypeWarning = "Warning";
+
 // VMIM status.conditions[].type values this operator owns.
 inline constexpr std::string_view kConditionTermApplied = "addedNodeSelectorTermApplied";
 inline constexpr std::string_view kConditionTargetPodUnschedulable = "targetPodUnschedulable";

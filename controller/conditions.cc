@@ -4,7 +4,7 @@
 namespace kmt::controller {
 
 const api::MigrationCondition* FindCondition(const std::vector<api::MigrationCondition>& list,
-                                             const std::string& type) {
+                                             std::string_view type) {
   for (const auto& c : list) {
     if (c.type == type) return &c;
   }

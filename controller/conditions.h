@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/projections.h"
@@ -20,6 +21,12 @@
 namespace kmt::controller {
 
 struct DesiredCondition {
+  DesiredCondition() = default;
+  // From the names of api/names.h (kConditionTermApplied, kStatusTrue, kReasonScheduled, ...).
+  DesiredCondition(std::string_view type, std::string_view status, std::string_view reason,
+                   std::string message)
+      : type(type), status(status), reason(reason), message(std::move(message)) {}
+
   std::string type;
   std::string status;  // "True", "False" or "Unknown"
   std::string reason;
@@ -38,7 +45,7 @@ ConditionChange SetCondition(std::vector<api::MigrationCondition>& list,
 
 // The condition of that type, or nullptr.
 const api::MigrationCondition* FindCondition(const std::vector<api::MigrationCondition>& list,
-                                             const std::string& type);
+                                             std::string_view type);
 
 // status.conditions JSON as KubeVirt serialises it: reason and message are
 // omitted when empty (omitempty); the two times are null when unset

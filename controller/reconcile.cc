@@ -15,17 +15,22 @@ namespace kmt::controller {
 
 namespace {
 
-const std::string kApplied(api::kConditionTermApplied);
-const std::string kUnschedulableType(api::kConditionTargetPodUnschedulable);
-const std::string kReasonTermApplied(api::kReasonTermApplied);
-const std::string kReasonTargetPodEscapedGate(api::kReasonTargetPodEscapedGate);
-const std::string kReasonInvalidAddedTerm(api::kReasonInvalidAddedTerm);
-const std::string kReasonInboundLimitReached(api::kReasonInboundLimitReached);
-const std::string kReasonUnschedulable(api::kReasonUnschedulable);
-const std::string kReasonPermanentlyUnschedulable(api::kReasonPermanentlyUnschedulable);
-const std::string kReasonScheduled(api::kReasonScheduled);
-const std::string kEventUnschedulable(api::kEventTargetPodUnschedulable);
-const std::string kEventScheduled(api::kEventTargetPodScheduled);
+// Every condition type, status, reason and Event type comes from api/names.h.
+using api::kStatusFalse;
+using api::kStatusTrue;
+constexpr std::string_view kApplied = api::kConditionTermApplied;
+constexpr std::string_view kUnschedulableType = api::kConditionTargetPodUnschedulable;
+using api::kReasonInboundLimitReached;
+using api::kReasonInvalidAddedTerm;
+using api::kReasonPermanentlyUnschedulable;
+using api::kReasonScheduled;
+using api::kReasonTargetPodEscapedGate;
+using api::kReasonTermApplied;
+using api::kReasonUnschedulable;
+constexpr std::string_view kEventUnschedulable = api::kEventTargetPodUnschedulable;
+constexpr std::string_view kEventScheduled = api::kEventTargetPodScheduled;
+constexpr std::string_view kNormal = api::kEventTypeNormal;
+constexpr std::string_view kWarning = api::kEventTypeWarning;
 
 std::string PodRef(const api::TargetPod& p) { return p.ns + "/" + p.name; }
 
@@ -39,7 +44,7 @@ struct TermOutcome {
 };
 
 DesiredCondition AppliedCondition(const api::TargetPod& pod, const std::string& term_text) {
-  return {kApplied, "True", kReasonTermApplied,
+  return {kApplied, kStatusTrue, kReasonTermApplied,
           fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
 }
 
@@ -48,18 +53,18 @@ std::string CarriesMessage(const api::TargetPod& pod, const std::string& term_te
 }
 
 DesiredCondition ScheduledCondition(const std::string& pod_ref, const std::string& node) {
-  return {kUnschedulableType, "False", kReasonScheduled,
+  return {kUnschedulableType, kStatusFalse, kReasonScheduled,
           fmt::format("Target pod {} was scheduled to node {}", pod_ref, node)};
 }
 
 DesiredCondition InvalidTermCondition(const api::AddedTermParse& parsed) {
   std::string causes;
   for (const auto& c : parsed.causes) causes += (causes.empty() ? "" : "; ") + api::ToString(c);
-  return {kApplied, "False", kReasonInvalidAddedTerm, "The added term is invalid: " + causes};
+  return {kApplied, kStatusFalse, kReasonInvalidAddedTerm, "The added term is invalid: " + causes};
 }
 
 bool IsScheduledReport(const api::MigrationCondition* c) {
-  return c != nullptr && c->status == "False" && c->reason == kReasonScheduled;
+  return c != nullptr && c->status == kStatusFalse && c->reason == kReasonScheduled;
 }
 
 const api::NodeInfo* FindNode(std::span<const api::NodeInfo> nodes, const std::string& name) {
@@ -148,7 +153,7 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
         if (j.free.empty()) {
           out.state = TermState::kWaiting;
           out.condition = {
-              kApplied, "False", kReasonInboundLimitReached,
+              kApplied, kStatusFalse, kReasonInboundLimitReached,
               fmt::format("MigrationTargetPolicy \"{}\" allows {} inbound migration{} per node "
                           "(maxInboundPerNode), and every node target pod {} may go to has "
                           "that many: {}; the scheduling gate stays until one frees up",
@@ -211,18 +216,18 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
     remove = false;
   }
   if (remove) plan.pod_deletions.push_back({pod.ns, pod.name, pod.uid, verdict});
-  out.condition = {kApplied, "False", kReasonTargetPodEscapedGate, prefix + "; " + verdict};
+  out.condition = {kApplied, kStatusFalse, kReasonTargetPodEscapedGate, prefix + "; " + verdict};
   out.event_message = out.condition.message;
   return out;
 }
 
-void Apply(Plan& plan, const DesiredCondition& want, const char* event_type,
-           const std::string& event_reason, const std::string& event_message, WallTime now) {
+void Apply(Plan& plan, const DesiredCondition& want, std::string_view event_type,
+           std::string_view event_reason, const std::string& event_message, WallTime now) {
   ConditionChange change = SetCondition(plan.conditions, want, now);
   if (change == ConditionChange::kNone) return;
   plan.conditions_changed = true;
   if (change == ConditionChange::kTransitioned) {
-    plan.events.push_back({event_type, event_reason, event_message});
+    plan.events.push_back({std::string(event_type), std::string(event_reason), event_message});
   }
 }
 
@@ -288,7 +293,7 @@ void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::Ta
       "Target pod {} never carried the added term {}: its scheduling gate was removed, or it "
       "was created without it, while no operator replica reconciled; {}",
       PodRef(*pod), api::ToString(term), landing);
-  Apply(plan, {kApplied, "False", kReasonTargetPodEscapedGate, message}, "Warning",
+  Apply(plan, {kApplied, kStatusFalse, kReasonTargetPodEscapedGate, message}, kWarning,
         kReasonTargetPodEscapedGate, message, now);
 }
 
@@ -301,7 +306,7 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
   if (!parsed.term) {
     DesiredCondition want = InvalidTermCondition(parsed);
     if (FindCondition(plan.conditions, kApplied) == nullptr) {
-      Apply(plan, want, "Warning", kReasonInvalidAddedTerm, want.message, now);
+      Apply(plan, want, kWarning, kReasonInvalidAddedTerm, want.message, now);
     }
     return;  // the gate was never released: nothing was scheduled
   }
@@ -312,7 +317,7 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
           !api::SelectorCarriesTerm(*p->required_affinity, *parsed.term)) {
         continue;
       }
-      Apply(plan, AppliedCondition(*p, term_text), "Normal", kReasonTermApplied,
+      Apply(plan, AppliedCondition(*p, term_text), kNormal, kReasonTermApplied,
             CarriesMessage(*p, term_text), now);
       break;
     }
@@ -325,7 +330,7 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
   // the outcome is unknown here (pod still gated in the cache, escaped or
   // gone), and an escaped pod's binding is not the migration's.
   const api::MigrationCondition* applied = FindCondition(plan.conditions, kApplied);
-  if (applied == nullptr || applied->status != "True") return;
+  if (applied == nullptr || applied->status != kStatusTrue) return;
   if (IsScheduledReport(FindCondition(plan.conditions, kUnschedulableType))) return;
   // Where the target pod was bound: the pod itself while the cache has it,
   // else what KubeVirt recorded in the VMIM when the migration ended.
@@ -345,7 +350,7 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
   }
   if (node.empty()) return;
   DesiredCondition scheduled = ScheduledCondition(pod_ref, node);
-  Apply(plan, scheduled, "Normal", kEventScheduled, scheduled.message, now);
+  Apply(plan, scheduled, kNormal, kEventScheduled, scheduled.message, now);
 }
 
 // A target pod no node the term allows can ever take (`why`): said as permanent, and with
@@ -364,8 +369,8 @@ void PlanNeverFits(const api::TargetPod& pod, const std::string& why, const Obse
         "--fail-fast-unschedulable ends it at once)";
     plan.requeue_after = kUnschedulableRefresh;
   }
-  DesiredCondition want{kUnschedulableType, "True", kReasonPermanentlyUnschedulable, message};
-  Apply(plan, want, "Warning", kReasonPermanentlyUnschedulable, message, now);
+  DesiredCondition want{kUnschedulableType, kStatusTrue, kReasonPermanentlyUnschedulable, message};
+  Apply(plan, want, kWarning, kReasonPermanentlyUnschedulable, message, now);
 }
 
 }  // namespace
@@ -388,7 +393,8 @@ bool LacksFinalReport(const api::MigrationInfo& vmim) {
   if (!vmim.Final() || !vmim.added_term_text) return false;
   const api::MigrationCondition* applied = FindCondition(vmim.conditions, kApplied);
   if (applied == nullptr) return true;
-  if (applied->status != "True") return false;  // escaped or invalid: nothing was scheduled for it
+  if (applied->status != kStatusTrue)
+    return false;  // escaped or invalid: nothing was scheduled for it
   if (IsScheduledReport(FindCondition(vmim.conditions, kUnschedulableType))) return false;
   // The gate held the pod until the term was in, so a Succeeded migration's
   // pod was bound; a Failed one's only if KubeVirt handed the VMI over to it.
@@ -426,7 +432,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
         }
       }
       DesiredCondition want = InvalidTermCondition(parsed);
-      Apply(plan, want, "Warning", kReasonInvalidAddedTerm, want.message, now);
+      Apply(plan, want, kWarning, kReasonInvalidAddedTerm, want.message, now);
       return plan;
     }
     term = std::move(parsed.term);
@@ -467,7 +473,7 @@ Plan Reconcile(const Observed& in, WallTime now) {
     }
     if (shown) {
       const bool escaped = shown->state == TermState::kEscaped;
-      Apply(plan, shown->condition, escaped ? "Warning" : "Normal", shown->condition.reason,
+      Apply(plan, shown->condition, escaped ? kWarning : kNormal, shown->condition.reason,
             shown->event_message, now);
     }
   }
@@ -496,12 +502,12 @@ Plan Reconcile(const Observed& in, WallTime now) {
     std::string message = fmt::format("Target pod {} is unschedulable: {} Per node{}: {}",
                                       PodRef(*unschedulable), unschedulable->scheduled_message,
                                       term ? " the added term allows" : "", summary);
-    DesiredCondition want{kUnschedulableType, "True", kReasonUnschedulable, message};
-    Apply(plan, want, "Warning", kEventUnschedulable, message, now);
+    DesiredCondition want{kUnschedulableType, kStatusTrue, kReasonUnschedulable, message};
+    Apply(plan, want, kWarning, kEventUnschedulable, message, now);
     plan.requeue_after = kUnschedulableRefresh;
   } else if (bound) {
     DesiredCondition want = ScheduledCondition(PodRef(*bound), bound->node_name);
-    Apply(plan, want, "Normal", kEventScheduled, want.message, now);
+    Apply(plan, want, kNormal, kEventScheduled, want.message, now);
   }
   return plan;
 }
