@@ -54,11 +54,11 @@ Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInf
   api::PolicyParse parsed = api::ParsePolicy(policy);
   Json ready = {{"type", kPolicyReady}, {"observedGeneration", generation}};
   if (parsed.policy) {
-    ready["status"] = "True";
+    ready["status"] = api::kStatusTrue;
     ready["reason"] = kPolicyReasonValid;
     ready["message"] = "the term is valid; evacuations that match get it";
   } else {
-    ready["status"] = "False";
+    ready["status"] = api::kStatusFalse;
     ready["reason"] = kPolicyReasonInvalidTerm;
     ready["message"] =
         "the operator skips this policy: " +

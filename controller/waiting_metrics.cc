@@ -31,7 +31,7 @@ WaitingSummary SummarizeWaiting(const std::vector<SteadyTime>& gated_seen_at,
   for (const auto& m : vmims) {
     if (!m || !Placed(*m) || m->Final()) continue;
     for (const api::MigrationCondition& c : m->conditions) {
-      if (c.type != api::kConditionTargetPodUnschedulable || c.status != "True") continue;
+      if (c.type != api::kConditionTargetPodUnschedulable || c.status != api::kStatusTrue) continue;
       ++w.unschedulable_placed;
       if (auto since = kube::ParseRfc3339(c.last_transition_time)) {
         w.oldest_unschedulable_seconds =
