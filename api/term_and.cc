@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "base/json_patch.h"
+
 namespace kmt::api {
 namespace {
 
@@ -13,10 +15,6 @@ const std::string kAffinityPtr = "/spec/affinity";
 const std::string kNodeAffinityPtr = kAffinityPtr + "/nodeAffinity";
 const std::string kRequiredPtr = kNodeAffinityPtr + "/" + kRequired;
 const std::string kTermsPtr = kRequiredPtr + "/nodeSelectorTerms";
-
-json Op(std::string_view op, std::string path, json value) {
-  return {{"op", op}, {"path", std::move(path)}, {"value", std::move(value)}};
-}
 
 // The member `name` of `obj`, or nullptr when absent or JSON null (Go decodes null as absent).
 const json* Member(const json& obj, std::string_view name) {
@@ -45,7 +43,7 @@ std::vector<NodeSelectorRequirement> Unique(const std::vector<NodeSelectorRequir
 // Appends to `changes` what makes the pod term at `term_ptr` contain `wanted` in its list
 // `member`. False when the existing member has a shape no valid pod has.
 bool AppendMissing(const json& pod_term, const std::string& term_ptr, std::string_view member,
-                   const std::vector<NodeSelectorRequirement>& wanted, std::vector<json>& changes) {
+                   const std::vector<NodeSelectorRequirement>& wanted, base::JsonPatch& changes) {
   const json* list = Member(pod_term, member);
   if (list != nullptr && !list->is_array()) return false;
   std::vector<NodeSelectorRequirement> existing;
@@ -59,16 +57,16 @@ bool AppendMissing(const json& pod_term, const std::string& term_ptr, std::strin
   if (missing.empty()) return true;
   const std::string list_ptr = term_ptr + "/" + std::string(member);
   if (list == nullptr) {
-    changes.push_back(Op("add", list_ptr, std::move(missing)));
+    changes.Add(list_ptr, std::move(missing));
   } else {
-    for (json& r : missing) changes.push_back(Op("add", list_ptr + "/-", std::move(r)));
+    for (json& r : missing) changes.Add(list_ptr + "/-", std::move(r));
   }
   return true;
 }
 
 // The affinity part: test ops go to `tests`, changes to `changes`. False on a malformed pod.
 bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term,
-                 std::vector<json>& tests, std::vector<json>& changes) {
+                 base::JsonPatch& tests, base::JsonPatch& changes) {
   const NodeSelectorTerm unique{Unique(term.match_expressions), Unique(term.match_fields)};
   const json required_value = {{"nodeSelectorTerms", json::array({ToJson(unique)})}};
 
@@ -77,26 +75,26 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
     // No JSON Patch op tests for absence; a concurrent writer would bump resourceVersion.
     if (const json* meta = Member(pod, "metadata")) {
       if (const json* rv = Member(*meta, "resourceVersion"); rv != nullptr && rv->is_string()) {
-        tests.push_back(Op("test", "/metadata/resourceVersion", *rv));
+        tests.Test("/metadata/resourceVersion", *rv);
       }
     }
-    changes.push_back(Op("add", kAffinityPtr, {{"nodeAffinity", {{kRequired, required_value}}}}));
+    changes.Add(kAffinityPtr, {{"nodeAffinity", {{kRequired, required_value}}}});
     return true;
   }
   if (!affinity->is_object()) return false;
 
   const json* node_affinity = Member(*affinity, "nodeAffinity");
   if (node_affinity == nullptr) {
-    tests.push_back(Op("test", kAffinityPtr, *affinity));
-    changes.push_back(Op("add", kNodeAffinityPtr, {{kRequired, required_value}}));
+    tests.Test(kAffinityPtr, *affinity);
+    changes.Add(kNodeAffinityPtr, {{kRequired, required_value}});
     return true;
   }
   if (!node_affinity->is_object()) return false;
 
   const json* required = Member(*node_affinity, kRequired);
   if (required == nullptr) {
-    tests.push_back(Op("test", kNodeAffinityPtr, *node_affinity));
-    changes.push_back(Op("add", kRequiredPtr, required_value));
+    tests.Test(kNodeAffinityPtr, *node_affinity);
+    changes.Add(kRequiredPtr, required_value);
     return true;
   }
   if (!required->is_object()) return false;
@@ -104,9 +102,12 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   const json* terms = Member(*required, "nodeSelectorTerms");
   if (terms != nullptr && !terms->is_array()) return false;
   if (terms == nullptr || terms->empty()) {
-    tests.push_back(Op("test", kRequiredPtr, *required));
-    changes.push_back(
-        Op(terms == nullptr ? "add" : "replace", kTermsPtr, required_value["nodeSelectorTerms"]));
+    tests.Test(kRequiredPtr, *required);
+    if (terms == nullptr) {
+      changes.Add(kTermsPtr, required_value["nodeSelectorTerms"]);
+    } else {
+      changes.Replace(kTermsPtr, required_value["nodeSelectorTerms"]);
+    }
     return true;
   }
 
@@ -123,7 +124,7 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
       return false;
     }
   }
-  if (changes.size() != before) tests.push_back(Op("test", kRequiredPtr, *required));
+  if (changes.size() != before) tests.Test(kRequiredPtr, *required);
   return true;
 }
 
@@ -135,14 +136,14 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
     const json* spec = Member(pod, "spec");
     if (spec == nullptr || !spec->is_object() || term.empty()) return {};
 
-    std::vector<json> tests;
+    base::JsonPatch tests;
     if (const json* meta = Member(pod, "metadata")) {
       if (const json* uid = Member(*meta, "uid"); uid != nullptr && uid->is_string()) {
-        tests.push_back(Op("test", "/metadata/uid", *uid));
+        tests.Test("/metadata/uid", *uid);
       }
     }
 
-    std::vector<json> changes;
+    base::JsonPatch changes;
     if (!AndAffinity(pod, *spec, term, tests, changes)) return {};
 
     // Remove the gate by index, highest index first so earlier indices stay valid.
@@ -156,18 +157,16 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
         }
       }
       if (!hits.empty()) {
-        tests.push_back(Op("test", "/spec/schedulingGates", *gates));
+        tests.Test("/spec/schedulingGates", *gates);
         for (size_t i : hits) {
-          changes.push_back(
-              {{"op", "remove"}, {"path", "/spec/schedulingGates/" + std::to_string(i)}});
+          changes.Remove("/spec/schedulingGates/" + std::to_string(i));
         }
       }
     }
 
     if (changes.empty()) return {};
-    tests.insert(tests.end(), std::make_move_iterator(changes.begin()),
-                 std::make_move_iterator(changes.end()));
-    return tests;
+    tests.Append(std::move(changes));
+    return std::move(tests).TakeOps();
   } catch (const json::exception&) {
     return {};  // Unreachable with the checks above; never let it escape.
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/json_patch.h"
 #include "kube/error.h"
 #include "kube/reads.h"
 #include "kube/resources.h"
@@ -81,7 +82,7 @@ Executor::Executor(kube::KubeClient& client, EventRecorder& events, Logger& log)
     : client_(client), events_(events), log_(log) {}
 
 nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& plan) {
-  nlohmann::json ops = nlohmann::json::array();
+  base::JsonPatch ops;
   const nlohmann::json* status = nullptr;
   if (auto it = current.find("status"); it != current.end() && it->is_object()) status = &*it;
   const nlohmann::json* conditions = nullptr;
@@ -91,23 +92,17 @@ nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& 
     }
   }
   if (conditions != nullptr) {
-    ops.push_back({{"op", "test"}, {"path", "/status/conditions"}, {"value", *conditions}});
+    ops.Test("/status/conditions", *conditions);
   } else {
-    ops.push_back({{"op", "test"},
-                   {"path", "/metadata/resourceVersion"},
-                   {"value", kube::StringAt(current, {"metadata", "resourceVersion"})}});
+    ops.Test("/metadata/resourceVersion", kube::StringAt(current, {"metadata", "resourceVersion"}));
   }
   if (status != nullptr) {
     // `add` on an existing member replaces it (RFC 6902 section 4.1).
-    ops.push_back({{"op", "add"},
-                   {"path", "/status/conditions"},
-                   {"value", ConditionsToJson(plan.conditions)}});
+    ops.Add("/status/conditions", ConditionsToJson(plan.conditions));
   } else {
-    ops.push_back({{"op", "add"},
-                   {"path", "/status"},
-                   {"value", {{"conditions", ConditionsToJson(plan.conditions)}}}});
+    ops.Add("/status", {{"conditions", ConditionsToJson(plan.conditions)}});
   }
-  return ops;
+  return ops.ToJson();
 }
 
 ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {

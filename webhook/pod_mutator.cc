@@ -9,6 +9,7 @@
 #include "api/cause.h"
 #include "api/names.h"
 #include "api/term_and.h"
+#include "base/json_patch.h"
 #include "webhook/json_access.h"
 
 namespace kmt::webhook {
@@ -23,20 +24,18 @@ bool IsPodCreate(const AdmissionRequest& r) {
 std::optional<Json> GatePatch(const Json& pod) {
   const Json gate = {{"name", api::kSchedulingGate}};
   const Json* spec = Member(pod, {"spec"});
+  base::JsonPatch patch;
   if (spec == nullptr || spec->is_null()) {
     // No spec to add the list to: add the spec ("add" also replaces a null member).
-    return Json::array({{{"op", "add"},
-                         {"path", "/spec"},
-                         {"value", {{"schedulingGates", Json::array({gate})}}}}});
+    return patch.Add("/spec", {{"schedulingGates", Json::array({gate})}}).ToJson();
   }
   const Json* gates = Member(pod, {"spec", "schedulingGates"});
   if (gates == nullptr || !gates->is_array()) {
     // Absent or null: create the list ("add" also replaces a null member).
-    return Json::array(
-        {{{"op", "add"}, {"path", "/spec/schedulingGates"}, {"value", Json::array({gate})}}});
+    return patch.Add("/spec/schedulingGates", Json::array({gate})).ToJson();
   }
   if (api::PodHasGate(pod, api::kSchedulingGate)) return std::nullopt;
-  return Json::array({{{"op", "add"}, {"path", "/spec/schedulingGates/-"}, {"value", gate}}});
+  return patch.Add("/spec/schedulingGates/-", gate).ToJson();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "api/added_term.h"
 #include "api/names.h"
+#include "base/json_patch.h"
 #include "webhook/json_access.h"
 
 namespace kmt::webhook {
@@ -16,21 +17,6 @@ bool IsVmimCreate(const AdmissionRequest& r) {
   return r.resource.group == "kubevirt.io" &&
          r.resource.resource == "virtualmachineinstancemigrations" && r.sub_resource.empty() &&
          r.operation == "CREATE";
-}
-
-// "/" and "~" escaped for a JSON Pointer token (RFC 6901).
-std::string PointerToken(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -89,24 +75,21 @@ AdmissionResponse AttachPolicy(const AdmissionRequest& req, ClusterView& cluster
   AdmissionResponse out = Allowed();
   out.warnings = std::move(choice.warnings);
   if (!choice.winner) return out;
-  Json patch = Json::array();
+  base::JsonPatch patch;
   const Json* annotations = Member(req.object, {"metadata", "annotations"});
   if (annotations == nullptr || !annotations->is_object()) {
-    patch.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", Json::object()}});
+    patch.Add("/metadata/annotations", Json::object());
   }
-  const std::string base = "/metadata/annotations/";
-  patch.push_back({{"op", "add"},
-                   {"path", base + PointerToken(api::kAddedTermAnnotation)},
-                   {"value", choice.winner->term_text}});
-  patch.push_back({{"op", "add"},
-                   {"path", base + PointerToken(api::kPolicyAnnotation)},
-                   {"value", choice.winner->name}});
+  auto annotation = [](std::string_view key) {
+    return base::Pointer({"metadata", "annotations", key});
+  };
+  patch.Add(annotation(api::kAddedTermAnnotation), choice.winner->term_text);
+  patch.Add(annotation(api::kPolicyAnnotation), choice.winner->name);
   if (choice.winner->max_inbound_per_node) {
-    patch.push_back({{"op", "add"},
-                     {"path", base + PointerToken(api::kMaxInboundAnnotation)},
-                     {"value", std::to_string(*choice.winner->max_inbound_per_node)}});
+    patch.Add(annotation(api::kMaxInboundAnnotation),
+              std::to_string(*choice.winner->max_inbound_per_node));
   }
-  out.patch = std::move(patch);
+  out.patch = patch.ToJson();
   return out;
 }
 

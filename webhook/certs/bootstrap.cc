@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/json_patch.h"
 #include "kube/base64.h"
 #include "kube/error.h"
 #include "kube/reads.h"
@@ -150,7 +151,7 @@ int CertBootstrap::InjectCa(const kube::Resource& r, const std::string& ca_b64) 
   std::optional<json> found = kube::GetIfExists(client_, r, "", options_.webhook_config_name);
   if (!found) return 0;
   json config = std::move(*found);
-  json ops = json::array();
+  base::JsonPatch ops;
   int changed = 0;
   if (config.contains("webhooks") && config["webhooks"].is_array()) {
     for (size_t i = 0; i < config["webhooks"].size(); ++i) {
@@ -161,14 +162,14 @@ int CertBootstrap::InjectCa(const kube::Resource& r, const std::string& ca_b64) 
         current = wh["clientConfig"]["caBundle"].get<std::string>();
       }
       if (current == ca_b64) continue;
-      std::string base = "/webhooks/" + std::to_string(i);
-      ops.push_back({{"op", "test"}, {"path", base + "/name"}, {"value", wh.value("name", "")}});
-      ops.push_back({{"op", "add"}, {"path", base + "/clientConfig/caBundle"}, {"value", ca_b64}});
+      const std::string index = std::to_string(i);
+      ops.Test(base::Pointer({"webhooks", index, "name"}), wh.value("name", ""));
+      ops.Add(base::Pointer({"webhooks", index, "clientConfig", "caBundle"}), ca_b64);
       ++changed;
     }
   }
   if (changed > 0) {
-    client_.Patch(r, "", options_.webhook_config_name, kube::PatchType::kJsonPatch, ops);
+    client_.Patch(r, "", options_.webhook_config_name, kube::PatchType::kJsonPatch, ops.ToJson());
   }
   return changed;
 }
