@@ -62,6 +62,15 @@ double FreeShare(int64_t allocatable, int64_t used) {
   return std::max<double>(0, static_cast<double>(allocatable - used) / allocatable);
 }
 
+// "LiveMigratable=False REASON: MESSAGE" ("LiveMigratable not True" without the condition).
+std::string MigratabilityText(const Migratability& m) {
+  if (m.reason.empty() && m.message.empty()) return "LiveMigratable not True";
+  std::string s = "LiveMigratable=False";
+  if (!m.reason.empty()) s += " " + m.reason;
+  if (!m.message.empty()) s += ": " + m.message;
+  return s;
+}
+
 }  // namespace
 
 std::string_view ToString(EvictionStrategy s) {
@@ -195,13 +204,12 @@ DrainPlan PlanDrain(const DrainInput& in, std::span<const DrainVm> vms) {
         if (!v.migrates) {
           v.fate = Fate::kStays;
           v.reason = StayReason::kNotMigratable;
-          v.detail = "LiveMigratable=False";
-          if (!vm.migratability.reason.empty()) v.detail += " " + vm.migratability.reason;
-          if (!vm.migratability.message.empty()) v.detail += ": " + vm.migratability.message;
+          v.detail = MigratabilityText(vm.migratability);
         }
         break;
       case EvictionStrategy::kLiveMigrateIfPossible:
         v.migrates = vm.migratability.migratable;
+        if (!v.migrates) v.detail = MigratabilityText(vm.migratability);
         break;
       case EvictionStrategy::kExternal:
         v.fate = Fate::kStays;

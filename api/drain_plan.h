@@ -127,7 +127,9 @@ struct VmPlan {
   const MigrationTargetPolicy* policy = nullptr;
   Fate fate = Fate::kShutDown;
   StayReason reason = StayReason::kNone;
-  std::string detail;     // why it stays, in words (the PDB, the condition's reason and message)
+  // Why it stays, or why a LiveMigrateIfPossible VM is shut down, in words: the PDB, or
+  // LiveMigratable=False with the condition's reason and message.
+  std::string detail;
   bool migrates = false;  // its eviction starts a migration (the nodes below are judged)
   // Migrating VMs with a pod: every node but the drained one, at its turn, by name.
   std::vector<NodeExplanation> nodes;

@@ -196,6 +196,10 @@ TEST_CASE("drain plan: maxInboundPerNode limits the migrations in flight, not th
   CHECK(plan.leaving == 4);
 }
 
+const std::string kNotShared =
+    "cannot migrate VMI: PVC disk is not shared, live migration requires that all PVCs must be "
+    "shared (using ReadWriteMany access mode)";
+
 TEST_CASE("drain plan: the fate by eviction strategy, migratability and PDB") {
   struct Row {
     EvictionStrategy strategy;
@@ -212,16 +216,14 @@ TEST_CASE("drain plan: the fate by eviction strategy, migratability and PDB") {
       Row{EvictionStrategy::kLiveMigrate, true, true, true, Fate::kLeaves, StayReason::kNone, ""},
       Row{EvictionStrategy::kLiveMigrate, false, false, true, Fate::kStays,
           StayReason::kNotMigratable,
-          "LiveMigratable=False DisksNotLiveMigratable: cannot migrate VMI: PVC disk is not "
-          "shared, live migration requires that all PVCs must be shared (using ReadWriteMany "
-          "access mode)"},
+          "LiveMigratable=False DisksNotLiveMigratable: " + kNotShared},
       Row{EvictionStrategy::kLiveMigrate, true, false, false, Fate::kStays,
           StayReason::kNotModelled,
           "no running virt-launcher pod to model the migration target on"},
       Row{EvictionStrategy::kLiveMigrateIfPossible, true, false, true, Fate::kLeaves,
           StayReason::kNone, ""},
       Row{EvictionStrategy::kLiveMigrateIfPossible, false, false, true, Fate::kShutDown,
-          StayReason::kNone, ""},
+          StayReason::kNone, "LiveMigratable=False DisksNotLiveMigratable: " + kNotShared},
       Row{EvictionStrategy::kLiveMigrateIfPossible, false, true, true, Fate::kStays,
           StayReason::kPdb, "PodDisruptionBudget keep allows no disruption"},
       Row{EvictionStrategy::kNone, true, false, true, Fate::kShutDown, StayReason::kNone, ""},
@@ -236,9 +238,7 @@ TEST_CASE("drain plan: the fate by eviction strategy, migratability and PDB") {
   vm.migratability.migratable = row.migratable;
   if (!row.migratable) {
     vm.migratability.reason = "DisksNotLiveMigratable";
-    vm.migratability.message =
-        "cannot migrate VMI: PVC disk is not shared, live migration requires that all PVCs must "
-        "be shared (using ReadWriteMany access mode)";
+    vm.migratability.message = kNotShared;
   }
   if (row.pdb) vm.blocking_pdb = "keep";
   if (!row.pod) vm.pod.reset();
