@@ -237,13 +237,12 @@ DrainPlan PlanDrain(const DrainInput& in, std::span<const DrainVm> vms) {
       const Explainer explainer(*vm.pod, vm.policy ? &vm.policy->term : nullptr, in.node, in.nodes,
                                 bound, in.namespaces, in.disclosure);
       std::vector<size_t> fit;  // node indexes
-      for (size_t i = 0; i < in.nodes.size(); ++i) {
-        if (in.nodes[i].name == in.node) continue;
-        if (explainer.Evaluate(i) == 0) fit.push_back(i);
-      }
       for (NodeExplanation& e : explainer.ExplainAll()) {
         if (e.node == in.node) continue;
-        if (e.fits()) v.fitting.push_back(e.node);
+        if (e.fits()) {
+          v.fitting.push_back(e.node);
+          fit.push_back(index.at(e.node));
+        }
         v.nodes.push_back(std::move(e));
       }
       if (fit.empty()) {
