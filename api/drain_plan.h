@@ -13,8 +13,9 @@
 //   None                   the eviction goes through.
 //   An eviction that goes through is still refused by a PodDisruptionBudget that selects the
 //   virt-launcher pod and allows no disruption (status.disruptionsAllowed < 1): the VM then
-//   stays and blocks the drain; otherwise it is shut down. (KubeVirt ≥ 1.6 creates no PDB
-//   of its own; only user PDBs count.)
+//   stays and blocks the drain; otherwise it is shut down. (KubeVirt v1.9's
+//   disruption-budget controller only deletes the PDBs older releases made for VMIs: only
+//   user PDBs count.)
 //   A VM that migrates leaves when some node other than the drained one takes its target pod
 //   (api/explain.h, with its policy's term ANDed in), else it stays and blocks the drain (its
 //   migration stays Pending / the target pod unschedulable) with every node's reasons.
