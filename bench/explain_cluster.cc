@@ -42,4 +42,46 @@ std::vector<Row> ExplainerRows(double evaluations_per_s, double floor_per_s) {
   };
 }
 
+std::vector<api::DrainVm> DrainVms(const ExplainCluster& c, int count,
+                                   const api::MigrationTargetPolicy* policy) {
+  std::vector<api::DrainVm> vms;
+  vms.reserve(static_cast<size_t>(count));
+  for (int k = 0; k < count; ++k) {
+    const int i = 1000 + k;
+    api::DrainVm vm;
+    vm.ns = "vms";
+    vm.name = "vm-" + std::to_string(i);
+    vm.strategy = api::EvictionStrategy::kLiveMigrate;
+    vm.migratability.migratable = true;
+    vm.pod = api::TargetPod::FromJson(TargetPod(i, "vms", "mig-" + std::to_string(i),
+                                                "uid-" + std::to_string(i), c.source_node, false));
+    vm.policy = policy;
+    vms.push_back(std::move(vm));
+  }
+  return vms;
+}
+
+size_t ExplainEachAlone(const ExplainCluster& c, const std::vector<api::DrainVm>& vms) {
+  size_t leaving = 0;
+  for (const api::DrainVm& vm : vms) {
+    const api::Explainer e(*vm.pod, vm.policy ? &vm.policy->term : nullptr, c.source_node, c.nodes,
+                           c.bound);
+    size_t fitting = 0;  // a whole pass, as the plan judges every node
+    for (size_t i = 0; i < e.node_count(); ++i) {
+      if (e.Evaluate(i) == 0 && c.nodes[i].name != c.source_node) ++fitting;
+    }
+    if (fitting > 0) ++leaving;
+  }
+  return leaving;
+}
+
+Row DrainPlanRow(int vms, double plan_seconds, double floor_seconds) {
+  return {"drain plan of " + std::to_string(vms) + " VMs (PlanDrain, capacity accounted)",
+          FormatSeconds(plan_seconds),
+          FormatSeconds(floor_seconds),
+          FormatRatio(Ratio(plan_seconds, floor_seconds)),
+          "",
+          std::nullopt};
+}
+
 }  // namespace kmt::bench

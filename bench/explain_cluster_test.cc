@@ -39,5 +39,36 @@ TEST_CASE("ExplainerRows judges the 1,000,000/s budget") {
   CHECK(ExplainerRows(2.5e6, 5e7)[0].ratio == "20.00×");
 }
 
+TEST_CASE("The drain benchmark's VMs all leave, and the floor agrees when nothing fills up") {
+  ExplainCluster c(30, 2);
+  api::MigrationTargetPolicy policy;
+  policy.name = "zones";
+  policy.term = c.term;
+  const std::vector<api::DrainVm> vms = DrainVms(c, 10, &policy);
+  REQUIRE(vms.size() == 10);
+  CHECK(vms[0].name == "vm-1000");
+  CHECK(vms[9].pod->name == "virt-launcher-vm-1009-target");
+  const api::DrainPlan plan =
+      api::PlanDrain({.node = c.source_node, .nodes = c.nodes, .bound = c.bound}, vms);
+  CHECK(plan.leaving == 10);
+  CHECK(ExplainEachAlone(c, vms) == 10);
+  // Only nodes the zone term allows take them.
+  for (const api::VmPlan& v : plan.vms) {
+    CAPTURE(v.placed_on);
+    CHECK_FALSE(v.placed_on.empty());
+    CHECK(v.placed_on != c.source_node);
+  }
+}
+
+TEST_CASE("DrainPlanRow: plan time against the floor's, no budget") {
+  const Row row = DrainPlanRow(100, 0.5, 0.25);
+  CHECK(row.figure == "drain plan of 100 VMs (PlanDrain, capacity accounted)");
+  CHECK(row.value == "500 ms");
+  CHECK(row.floor == "250 ms");
+  CHECK(row.ratio == "2.00×");
+  CHECK(row.budget.empty());
+  CHECK_FALSE(row.pass.has_value());
+}
+
 }  // namespace
 }  // namespace kmt::bench

@@ -137,7 +137,7 @@ const std::vector<Flag>& Table() {
         'o',
         true,
         false,
-        "Output format: name, yaml, json (list: also wide; policy explain: text, json).",
+        "Output format: name, yaml, json (list: also wide; policy explain: text, json, yaml).",
         false,
         {kMigrate, kCancel, kList, kPolicyExplain}},
        [](Invocation& inv, const std::string& v) {
@@ -207,7 +207,7 @@ const char* FormatsOf(Command command) {
     case Command::kList:
       return "json,name,wide,yaml";
     case Command::kPolicyExplain:
-      return "json,text";
+      return "json,text,yaml";
     case Command::kExplain:
     case Command::kStatus:
     case Command::kHelp:
@@ -266,7 +266,7 @@ const std::vector<SubcommandDoc>& SubcommandDocs() {
       {"cancel", Command::kCancel, "Cancel a migration (delete its VMIM, as virtctl does)"},
       {"list", Command::kList, "List placed migrations with phase, term, node and conditions"},
       {"policy", Command::kPolicyExplain,
-       "Explain which policy would steer each VM off a node, and where to"},
+       "Plan a node's drain: can every VM leave, under which policy, to where"},
   };
   return *docs;
 }
@@ -510,26 +510,41 @@ Usage:
   kubectl migrate list [options]
 )";
     case Command::kPolicyExplain:
-      return R"(Explain, before a drain of NODE (or a descheduler run), where each VM on it would go.
+      return R"(Plan a drain of NODE: can every VM on it leave, and which would hold the drain?
 
-For every VMI running on NODE (in every namespace, or only -n's), names the
-MigrationTargetPolicy that would steer its evacuation migration, chosen exactly as the
-operator's webhook chooses it (origin, the labels of NODE, of the VMI's namespace and of the
-VMI; highest spec.priority, then name), or says "no policy: the scheduler alone decides".
-Then, node by node (NODE itself excluded, as KubeVirt excludes it), whether the VM's target
-pod would fit, ANDed with that policy's term, and a summary per VMI. Policies that do not
-parse are listed as skipped, with their first cause, as the webhook skips them.
+For every VMI running on NODE (in every namespace, or only -n's), says what a drain would do
+to it: leave by live migration, stay and block the drain (evictionStrategy None or
+LiveMigrateIfPossible held by a PodDisruptionBudget, LiveMigrate but not live-migratable with
+its LiveMigratable reason, External, or no node left for it), or be shut down. The strategy
+is the VMI's spec.evictionStrategy, else the KubeVirt CR's, else KubeVirt's default (None).
+For each VM that migrates it names the MigrationTargetPolicy that would steer it, chosen
+exactly as the operator's webhook chooses it (origin, the labels of NODE, of the VMI's
+namespace and of the VMI; highest spec.priority, then name), or says "no policy: the
+scheduler alone decides"; then, node by node (NODE itself excluded, as KubeVirt excludes it),
+whether its target pod would fit, ANDed with that policy's term. Policies that do not parse
+are listed as skipped, with their first cause, as the webhook skips them.
+
+Before maintenance: the VMs are placed one after another (namespace/name order; KubeVirt's
+own order is not deterministic), so the cpu, memory and pods each placement takes are gone
+for the next; a policy's maxInboundPerNode limits migrations in flight (it delays a VM, it
+never holds it). The summary counts the VMs that can leave, would stay (and why) or are shut
+down, and lists the nodes that take VMs with cpu/memory requested against allocatable. The
+plan predicts feasibility, not the node the scheduler picks: scoring, preemption, pods
+created or deleted meanwhile and migrations already running are not modelled.
+
+Exit status: 0 every VM leaves or is shut down, 3 some VM would stay and hold the drain,
+1 an API error, 2 a usage error.
 
 Examples:
-  # Before 'kubectl drain worker-3': which policy sends each VM where?
-  kubectl migrate policy explain worker-3
+  # Before 'kubectl drain worker-3': will every VM find a place?
+  kubectl migrate policy explain worker-3 && kubectl drain worker-3 --ignore-daemonsets
 
   # Before the descheduler evicts from worker-3, as JSON
   kubectl migrate policy explain worker-3 --origin Descheduler -o json
 
 Options:
       --origin='Evacuation': The eviction to explain: Evacuation (kubectl drain, a node taint) or Descheduler.
-  -o, --output='': One of: text, json.
+  -o, --output='': One of: text, json, yaml.
 
 Usage:
   kubectl migrate policy explain NODE [options]
@@ -558,14 +573,14 @@ Examples:
   # Before migrating: would it fit?
   kubectl migrate explain db-1 --node worker-3
 
-  # Before draining a node: which MigrationTargetPolicy sends each of its VMs where?
+  # Before draining a node: can every VM leave, and which MigrationTargetPolicy sends it where?
   kubectl migrate policy explain worker-3
 
 Available Commands:
   cancel      Cancel a migration (delete its VMIM, as virtctl does)
   explain     Explain, node by node, whether the VMI would fit
   list        List placed migrations with phase, term, node and conditions
-  policy      Explain which policy would steer each VM off a node, and where to
+  policy      Plan a node's drain: can every VM leave, under which policy, to where
   status      Show a migration's phase, conditions and Events
 
 Options:

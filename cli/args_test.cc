@@ -96,9 +96,9 @@ TEST_CASE("policy explain NODE, its flags and its usage errors") {
       Row{{"policy", "explain", "w", "--origin", "Drain"},
           "invalid argument \"Drain\" for \"--origin\" flag: must be \"Evacuation\" or "
           "\"Descheduler\""},
-      Row{{"policy", "explain", "w", "-o", "yaml"},
-          "unable to match a printer suitable for the output format \"yaml\", allowed formats "
-          "are: json,text"},
+      Row{{"policy", "explain", "w", "-o", "wide"},
+          "unable to match a printer suitable for the output format \"wide\", allowed formats "
+          "are: json,text,yaml"},
       Row{{"policy", "explain", "w", "--node", "x"},
           "flag --node does not apply to 'kubectl migrate policy explain NODE'"},
       Row{{"db-1", "--node", "n", "--origin", "Evacuation"},

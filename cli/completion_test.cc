@@ -83,7 +83,7 @@ TEST_CASE("policy explain: its subcommand, the node being left, --origin and -o 
   auto first = c.Ask({"po"});
   CHECK(Values(first) == Lines{"policy"});
   CHECK(first.candidates[0] ==
-        "policy\tExplain which policy would steer each VM off a node, and where to");
+        "policy\tPlan a node's drain: can every VM leave, under which policy, to where");
   CHECK(Values(c.Ask({"policy", ""})) == Lines{"explain"});
   CHECK(Values(c.Ask({"policy", "-n", "prod", "ex"})) == Lines{"explain"});
   CHECK(Values(c.Ask({"policy", "explain", ""})) == Lines{"w1", "w2", "x9"});
@@ -93,7 +93,7 @@ TEST_CASE("policy explain: its subcommand, the node being left, --origin and -o 
   CHECK(Values(c.Ask({"policy", "explain", "w1", "--origin", ""})) ==
         Lines{"Evacuation", "Descheduler"});
   CHECK(Values(c.Ask({"policy", "explain", "w1", "--origin=D"})) == Lines{"Descheduler"});
-  CHECK(Values(c.Ask({"policy", "explain", "w1", "-o", ""})) == Lines{"json", "text"});
+  CHECK(Values(c.Ask({"policy", "explain", "w1", "-o", ""})) == Lines{"json", "text", "yaml"});
   CHECK(Values(c.Ask({"policy", "explain", "w1", "--o"})) == Lines{"--output", "--origin"});
   auto flags = Values(c.Ask({"policy", "explain", "w1", "--origin", "Descheduler", "-"}));
   CHECK(std::find(flags.begin(), flags.end(), "--origin") == flags.end());

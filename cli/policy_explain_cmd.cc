@@ -6,9 +6,11 @@
 #include <sstream>
 #include <vector>
 
+#include "api/drain_plan.h"
 #include "api/explain.h"
 #include "api/policy.h"
 #include "api/projections.h"
+#include "api/quantity.h"
 #include "cli/printer.h"
 #include "cli/target_model.h"
 #include "kube/error.h"
@@ -19,16 +21,6 @@ namespace kmt::cli {
 namespace {
 
 using nlohmann::json;
-
-// One VMI on the node: its policy and its verdict on every other node.
-struct VmiVerdict {
-  std::string ns, name;
-  const api::MigrationTargetPolicy* policy = nullptr;  // into the parsed PolicySet
-  std::string error;                        // set when the target pod could not be modelled
-  std::vector<api::NodeExplanation> nodes;  // every node but the source, by name
-  std::vector<std::string> allowed;         // the nodes that fit
-  std::string summary;
-};
 
 // Whether a VMI is on the node now (and not finished).
 bool RunsOn(const json& vmi, const std::string& node) {
@@ -109,13 +101,15 @@ std::string WhyNone(const std::vector<api::NodeExplanation>& nodes,
   return out;
 }
 
-std::string Summary(const VmiVerdict& v) {
-  if (!v.error.empty()) return "cannot explain: " + v.error;
+// The node-by-node summary of a VM that migrates: how many nodes would take it at its turn,
+// or why none would.
+std::string Summary(const api::VmPlan& v) {
+  if (v.reason == api::StayReason::kNotModelled) return "cannot explain: " + v.detail;
   const size_t n = v.nodes.size();
   const std::string of = " of " + std::to_string(n) + " node" + (n == 1 ? "" : "s");
   if (n == 0) return "no node allowed: no other node in the cluster";
-  if (v.allowed.empty()) return "no node allowed" + of + ": " + WhyNone(v.nodes, v.policy);
-  return std::to_string(v.allowed.size()) + of + " allowed: " + api::ListFirst(v.allowed, 5);
+  if (v.fitting.empty()) return "no node allowed" + of + ": " + WhyNone(v.nodes, v.policy);
+  return std::to_string(v.fitting.size()) + of + " allowed: " + api::ListFirst(v.fitting, 5);
 }
 
 // The explainer names the term an admin's request; here it is the policy's.
@@ -130,41 +124,27 @@ void NamePolicyTerm(api::NodeExplanation& e, const api::MigrationTargetPolicy& p
   }
 }
 
-VmiVerdict Explain(const json& vmi, const std::string& node, const api::PolicySet& set,
-                   bool descheduler, const json& namespace_object, const json& source_labels,
-                   const std::vector<api::NodeInfo>& nodes, const std::vector<api::BoundPod>& bound,
-                   std::optional<std::vector<api::NamespaceInfo>>& namespaces,
-                   kube::KubeClient& client, std::ostream& err) {
-  VmiVerdict v;
-  v.ns = kube::StringAt(vmi, {"metadata", "namespace"});
-  v.name = kube::StringAt(vmi, {"metadata", "name"});
-  api::EvacuationFacts facts = api::EvacuationFactsOf(vmi, namespace_object, source_labels);
-  facts.descheduler = facts.descheduler || descheduler;
-  v.policy = api::SelectPolicy(set.policies, facts);
-
-  std::optional<api::TargetPod> pod = ModelTargetPod(client, v.ns, vmi, err);
-  if (!pod) {
-    v.error = "no running virt-launcher pod to model the migration target on";
-  } else {
-    // Read once, and only when some namespaceSelector needs them.
-    if (!namespaces && api::WantsNamespaces(*pod, bound))
-      namespaces = ListNamespaceInfos(client, err);
-    const api::Explainer explainer(*pod, v.policy ? &v.policy->term : nullptr, node, nodes, bound,
-                                   namespaces ? std::span<const api::NamespaceInfo>(*namespaces)
-                                              : std::span<const api::NamespaceInfo>(),
-                                   api::Disclosure::kEveryNamespace);
-    for (api::NodeExplanation& e : explainer.ExplainAll()) {
-      if (e.node == node) continue;
-      if (v.policy != nullptr) NamePolicyTerm(e, *v.policy);
-      if (e.fits()) v.allowed.push_back(e.node);
-      v.nodes.push_back(std::move(e));
-    }
+// What the drain does to the VM, in one line.
+std::string FateLine(const api::VmPlan& v) {
+  const std::string strategy = "evictionStrategy " + std::string(api::ToString(v.strategy));
+  switch (v.fate) {
+    case api::Fate::kLeaves:
+      return "leaves: live migration (" + strategy + "), placed on " + v.placed_on +
+             " in this plan" +
+             (v.waits_for_inbound ? ", after waiting for the policy's maxInboundPerNode" : "");
+    case api::Fate::kStays:
+      return "stays, blocks the drain: " + std::string(api::ToString(v.reason)) + " (" + strategy +
+             (v.detail.empty() || v.reason == api::StayReason::kNotModelled ? ""
+                                                                            : "; " + v.detail) +
+             ")";
+    case api::Fate::kShutDown:
+      return "shut down: the drain evicts it (" + strategy +
+             (v.detail.empty() ? "" : "; " + v.detail) + ")";
   }
-  v.summary = Summary(v);
-  return v;
+  return "";
 }
 
-std::string PolicyLine(const VmiVerdict& v) {
+std::string PolicyLine(const api::VmPlan& v) {
   if (v.policy == nullptr) return "no policy: the scheduler alone decides";
   std::string line = "policy " + v.policy->name + " (" + api::ToString(v.policy->term) + ")";
   if (v.policy->max_inbound_per_node) {
@@ -174,16 +154,66 @@ std::string PolicyLine(const VmiVerdict& v) {
   return line;
 }
 
+// Where the cluster's eviction strategy and migration limits came from, for the summary.
+struct ClusterConfig {
+  api::DrainConfig drain;
+  std::string source;  // "KubeVirt ns/name" or "KubeVirt's defaults"
+};
+
+// The KubeVirt CR (there is one per cluster). A user who may not read it, or a cluster
+// without its CRD, gets KubeVirt's defaults and a note.
+ClusterConfig ReadClusterConfig(kube::KubeClient& client, std::ostream& err) {
+  ClusterConfig c{{}, "KubeVirt's defaults"};
+  try {
+    const std::vector<json> items = ListItems(client, kube::kKubeVirts, "");
+    if (!items.empty()) {
+      c.drain = api::DrainConfig::FromKubeVirt(items.front());
+      c.source = "KubeVirt " + kube::StringAt(items.front(), {"metadata", "namespace"}) + "/" +
+                 kube::StringAt(items.front(), {"metadata", "name"});
+    }
+  } catch (const kube::KubeError& e) {
+    if (e.kind() != kube::ErrorKind::kForbidden && e.kind() != kube::ErrorKind::kNotFound) throw;
+    err << "note: cannot read the KubeVirt CR (" << FormatKubeError(e)
+        << "): KubeVirt's defaults assumed\n";
+  }
+  return c;
+}
+
+// "2/8 (25%)": requested of allocatable.
+template <typename Format>
+std::string OfAllocatable(int64_t requested, int64_t allocatable, Format format) {
+  std::string s = format(requested) + "/" + format(allocatable);
+  if (allocatable > 0) s += " (" + std::to_string(requested * 100 / allocatable) + "%)";
+  return s;
+}
+
+// "1 would stay (1 not live-migratable, 2 no node left)".
+std::string StayCounts(const api::DrainPlan& plan) {
+  std::map<std::string, size_t> by_reason;
+  for (const api::VmPlan& v : plan.vms) {
+    if (v.fate == api::Fate::kStays) ++by_reason[std::string(api::ToString(v.reason))];
+  }
+  std::string s = std::to_string(plan.staying) + " would stay";
+  if (by_reason.empty()) return s;
+  s += " (";
+  bool first = true;
+  for (const auto& [reason, n] : by_reason) {
+    s += (first ? "" : ", ") + std::to_string(n) + " " + reason;
+    first = false;
+  }
+  return s + ")";
+}
+
 void PrintText(const std::string& node, const std::string& origin, const api::PolicySet& set,
-               const std::vector<VmiVerdict>& verdicts, std::ostream& out) {
+               const ClusterConfig& config, const api::DrainPlan& plan, std::ostream& out) {
   const size_t n = set.policies.size() + set.skipped.size();
-  out << "Node " << node << ", origin " << origin << ": " << verdicts.size() << " VMI"
-      << (verdicts.size() == 1 ? "" : "s") << ", " << n << " MigrationTargetPolic"
+  out << "Node " << node << ", origin " << origin << ": " << plan.vms.size() << " VMI"
+      << (plan.vms.size() == 1 ? "" : "s") << ", " << n << " MigrationTargetPolic"
       << (n == 1 ? "y" : "ies");
   if (!set.skipped.empty()) out << " (" << set.skipped.size() << " skipped)";
   out << "\n";
   for (const auto& s : set.skipped) out << s.Warning() << "\n";
-  for (const VmiVerdict& v : verdicts) {
+  for (const api::VmPlan& v : plan.vms) {
     out << "\n" << v.ns << "/" << v.name << ": " << PolicyLine(v) << "\n";
     if (!v.nodes.empty()) {
       std::vector<std::vector<std::string>> rows = {{"NODE", "VERDICT"}};
@@ -197,16 +227,38 @@ void PrintText(const std::string& node, const std::string& origin, const api::Po
       std::istringstream table(RenderTable(rows));
       for (std::string line; std::getline(table, line);) out << "  " << line << "\n";
     }
-    out << "  " << v.summary << "\n";
+    if (v.migrates) out << "  " << Summary(v) << "\n";
+    out << "  " << FateLine(v) << "\n";
   }
+  if (plan.vms.empty()) return;
+  out << "\nDrain of " << node << ": " << plan.leaving << " of " << plan.vms.size() << " VM"
+      << (plan.vms.size() == 1 ? "" : "s") << " can leave; " << StayCounts(plan) << "; "
+      << plan.shut_down << " shut down\n";
+  out << "Cluster: evictionStrategy " << api::ToString(config.drain.eviction_strategy) << ", "
+      << config.drain.parallel_outbound << " migration"
+      << (config.drain.parallel_outbound == 1 ? "" : "s") << " out of a node at a time ("
+      << config.source << ")\n";
+  if (plan.nodes.empty()) return;
+  out << "Nodes after the drain (requested/allocatable):\n";
+  std::vector<std::vector<std::string>> rows = {{"NODE", "VMS IN", "CPU", "MEMORY", "PODS"}};
+  for (const api::NodeAfter& a : plan.nodes) {
+    rows.push_back(
+        {a.node, std::to_string(a.incoming),
+         OfAllocatable(a.requested.cpu_milli, a.allocatable.cpu_milli, api::FormatMilli),
+         OfAllocatable(a.requested.memory_bytes, a.allocatable.memory_bytes, api::FormatBytes),
+         OfAllocatable(a.requested.pods, a.allocatable.pods,
+                       [](int64_t p) { return std::to_string(p); })});
+  }
+  std::istringstream table(RenderTable(rows));
+  for (std::string line; std::getline(table, line);) out << "  " << line << "\n";
 }
 
 json ToJson(const std::string& node, const std::string& origin, const api::PolicySet& set,
-            const std::vector<VmiVerdict>& verdicts) {
+            const ClusterConfig& config, const api::DrainPlan& plan) {
   json skipped = json::array();
   for (const auto& s : set.skipped) skipped.push_back({{"name", s.name}, {"cause", s.cause}});
   json vmis = json::array();
-  for (const VmiVerdict& v : verdicts) {
+  for (const api::VmPlan& v : plan.vms) {
     json policy = nullptr;
     if (v.policy != nullptr) {
       policy = {{"name", v.policy->name},
@@ -222,13 +274,66 @@ json ToJson(const std::string& node, const std::string& origin, const api::Polic
       for (const auto& r : e.reasons) reasons.push_back(r.text);
       nodes.push_back({{"name", e.node}, {"fits", e.fits()}, {"reasons", reasons}});
     }
-    json item = {{"namespace", v.ns},         {"name", v.name},
-                 {"policy", policy},          {"nodes", nodes},
-                 {"allowedNodes", v.allowed}, {"summary", v.summary}};
-    if (!v.error.empty()) item["error"] = v.error;
+    json item = {
+        {"namespace", v.ns},
+        {"name", v.name},
+        {"policy", policy},
+        {"nodes", nodes},
+        {"allowedNodes", v.fitting},
+        {"summary", v.migrates ? Summary(v) : FateLine(v)},
+        {"evictionStrategy", api::ToString(v.strategy)},
+        {"fate", api::ToString(v.fate)},
+        {"stayReason", v.fate == api::Fate::kStays ? json(api::ToString(v.reason)) : json(nullptr)},
+        {"detail", v.detail},
+        {"placedOn", v.placed_on.empty() ? json(nullptr) : json(v.placed_on)},
+        {"waitsForInbound", v.waits_for_inbound}};
+    if (v.reason == api::StayReason::kNotModelled) item["error"] = v.detail;
     vmis.push_back(std::move(item));
   }
-  return {{"node", node}, {"origin", origin}, {"skippedPolicies", skipped}, {"vmis", vmis}};
+  json after = json::array();
+  for (const api::NodeAfter& a : plan.nodes) {
+    after.push_back(
+        {{"name", a.node},
+         {"incomingVMs", a.incoming},
+         {"cpu",
+          {{"requested", api::FormatMilli(a.requested.cpu_milli)},
+           {"allocatable", api::FormatMilli(a.allocatable.cpu_milli)}}},
+         {"memory",
+          {{"requested", api::FormatBytes(a.requested.memory_bytes)},
+           {"allocatable", api::FormatBytes(a.allocatable.memory_bytes)}}},
+         {"pods", {{"requested", a.requested.pods}, {"allocatable", a.allocatable.pods}}}});
+  }
+  json drain = {{"vmis", plan.vms.size()},
+                {"leaving", plan.leaving},
+                {"staying", plan.staying},
+                {"shutDown", plan.shut_down},
+                {"clusterEvictionStrategy", api::ToString(config.drain.eviction_strategy)},
+                {"parallelOutboundMigrationsPerNode", config.drain.parallel_outbound},
+                {"configSource", config.source},
+                {"nodesAfter", after}};
+  return {{"node", node},
+          {"origin", origin},
+          {"skippedPolicies", skipped},
+          {"vmis", vmis},
+          {"drain", drain}};
+}
+
+// The PodDisruptionBudgets of a namespace, read once; a user who may not list them gets a
+// note and none (the plan then cannot see a PDB hold a VM there).
+const std::vector<json>& PdbsOf(kube::KubeClient& client, const std::string& ns,
+                                std::map<std::string, std::vector<json>>& cache,
+                                std::ostream& err) {
+  auto it = cache.find(ns);
+  if (it != cache.end()) return it->second;
+  std::vector<json> pdbs;
+  try {
+    pdbs = ListItems(client, kube::kPodDisruptionBudgets, ns);
+  } catch (const kube::KubeError& e) {
+    if (e.kind() != kube::ErrorKind::kForbidden) throw;
+    err << "note: you may not list poddisruptionbudgets in " << ns
+        << ": none is assumed to hold a VM there\n";
+  }
+  return cache.emplace(ns, std::move(pdbs)).first->second;
 }
 
 }  // namespace
@@ -253,6 +358,7 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
     for (json& vmi : ListVmis(client, ns, forbidden_namespaces)) {
       if (RunsOn(vmi, node)) on_node.push_back(std::move(vmi));
     }
+    // The plan's order (KubeVirt's is not deterministic: api/drain_plan.h).
     std::sort(on_node.begin(), on_node.end(), [](const json& a, const json& b) {
       return std::pair(kube::StringAt(a, {"metadata", "namespace"}),
                        kube::StringAt(a, {"metadata", "name"})) <
@@ -265,35 +371,70 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
              << " skipped: you may not list virtualmachineinstances there\n";
     }
 
+    ClusterConfig config;
     std::vector<api::BoundPod> bound;
-    if (!on_node.empty()) bound = ListBoundPods(client);
-    std::optional<std::vector<api::NamespaceInfo>> namespace_infos;  // read when first needed
-    std::map<std::string, json> namespaces;  // read once each, only when a policy asks
-    std::vector<VmiVerdict> verdicts;
+    if (!on_node.empty()) {
+      config = ReadClusterConfig(client, io.err);
+      bound = ListBoundPods(client);
+    }
+    std::map<std::string, json> namespaces;         // read once each, only when a policy asks
+    std::map<std::string, std::vector<json>> pdbs;  // read once each, only when evicting
+    std::vector<api::DrainVm> vms;
+    bool wants_namespaces = false;
     for (const json& vmi : on_node) {
-      const std::string vmi_ns = kube::StringAt(vmi, {"metadata", "namespace"});
+      api::DrainVm& vm = vms.emplace_back();
+      vm.ns = kube::StringAt(vmi, {"metadata", "namespace"});
+      vm.name = kube::StringAt(vmi, {"metadata", "name"});
       json namespace_object;
       if (set.wants_namespace) {
-        auto it = namespaces.find(vmi_ns);
+        auto it = namespaces.find(vm.ns);
         if (it == namespaces.end()) {
-          it = namespaces
-                   .emplace(
-                       vmi_ns,
-                       kube::GetIfExists(client, kube::kNamespaces, "", vmi_ns).value_or(json()))
-                   .first;
+          it =
+              namespaces
+                  .emplace(vm.ns,
+                           kube::GetIfExists(client, kube::kNamespaces, "", vm.ns).value_or(json()))
+                  .first;
         }
         namespace_object = it->second;
       }
-      verdicts.push_back(Explain(vmi, node, set, origin == "Descheduler", namespace_object,
-                                 source_labels, nodes, bound, namespace_infos, client, io.err));
+      api::EvacuationFacts facts = api::EvacuationFactsOf(vmi, namespace_object, source_labels);
+      facts.descheduler = facts.descheduler || origin == "Descheduler";
+      vm.policy = api::SelectPolicy(set.policies, facts);
+      vm.strategy = api::StrategyOf(vmi, config.drain);
+      vm.migratability = api::Migratability::Of(vmi);
+      vm.pod = ModelTargetPod(client, vm.ns, vmi, io.err);
+      if (vm.pod) wants_namespaces = wants_namespaces || api::WantsNamespaces(*vm.pod, bound);
+      const bool evicted = vm.strategy == api::EvictionStrategy::kNone ||
+                           (vm.strategy == api::EvictionStrategy::kLiveMigrateIfPossible &&
+                            !vm.migratability.migratable);
+      if (evicted && vm.pod) {
+        vm.blocking_pdb =
+            api::BlockingPdb(vm.pod->labels.ToJson(), PdbsOf(client, vm.ns, pdbs, io.err));
+      }
+    }
+    std::vector<api::NamespaceInfo> namespace_infos;
+    if (wants_namespaces) namespace_infos = ListNamespaceInfos(client, io.err);
+
+    api::DrainPlan plan = api::PlanDrain({.node = node,
+                                          .nodes = nodes,
+                                          .bound = bound,
+                                          .namespaces = namespace_infos,
+                                          .parallel_outbound = config.drain.parallel_outbound,
+                                          .disclosure = api::Disclosure::kEveryNamespace},
+                                         vms);
+    for (api::VmPlan& v : plan.vms) {
+      if (v.policy == nullptr) continue;
+      for (api::NodeExplanation& e : v.nodes) NamePolicyTerm(e, *v.policy);
     }
 
     if (output == "json") {
-      io.out << ToJson(node, origin, set, verdicts).dump(4) << "\n";
+      io.out << ToJson(node, origin, set, config, plan).dump(4) << "\n";
+    } else if (output == "yaml") {
+      io.out << ToYaml(ToJson(node, origin, set, config, plan));
     } else {
-      PrintText(node, origin, set, verdicts, io.out);
+      PrintText(node, origin, set, config, plan, io.out);
     }
-    return 0;
+    return plan.staying > 0 ? 3 : 0;
   } catch (const kube::KubeError& e) {
     io.err << FormatKubeError(e) << "\n";
     return 1;

@@ -37,5 +37,10 @@ inline const Resource kMigrationTargetPolicies{"migration-target.kubevirt.io", "
 inline const Resource kVirtualMachineInstanceMigrations{"kubevirt.io", "v1",
                                                         "virtualmachineinstancemigrations", true,
                                                         "VirtualMachineInstanceMigration"};
+// Read by the plugin only (`kubectl migrate policy explain`: the cluster's eviction strategy
+// and migration limits; the disruption budgets of VMs a drain would evict).
+inline const Resource kKubeVirts{"kubevirt.io", "v1", "kubevirts", true, "KubeVirt"};
+inline const Resource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true,
+                                            "PodDisruptionBudget"};
 
 }  // namespace kmt::kube

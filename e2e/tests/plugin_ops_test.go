@@ -306,7 +306,7 @@ func TestPluginCompletion(t *testing.T) {
 
 	// Flags of the command being typed, with their usage; a given flag is not offered again.
 	got, _ = kubectlComplete(t, path, "__complete", "list", "-")
-	for _, want := range []string{"--all-namespaces\tList the migrations of every namespace.", "-A\tList the migrations of every namespace.", "--output\tOutput format: name, yaml, json (list: also wide; policy explain: text, json).", "-n\tThe namespace (default: the context's namespace)."} {
+	for _, want := range []string{"--all-namespaces\tList the migrations of every namespace.", "-A\tList the migrations of every namespace.", "--output\tOutput format: name, yaml, json (list: also wide; policy explain: text, json, yaml).", "-n\tThe namespace (default: the context's namespace)."} {
 		if !contains(got, want) {
 			t.Errorf("list -: %q lacks %q", got, want)
 		}

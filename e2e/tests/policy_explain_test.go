@@ -16,12 +16,15 @@ import (
 )
 
 // explainBlocks splits the text output of `policy explain` into its per-VMI blocks, keyed
-// by "namespace/name" (the header line is left out).
+// by "namespace/name" (the header line and the drain's summary block are left out).
 func explainBlocks(t *testing.T, out string) map[string]string {
 	t.Helper()
 	blocks := map[string]string{}
 	parts := strings.Split(strings.TrimRight(out, "\n"), "\n\n")
 	for _, b := range parts[1:] {
+		if strings.HasPrefix(b, "Drain of ") {
+			continue
+		}
 		key, _, ok := strings.Cut(b, ": ")
 		if !ok {
 			t.Fatalf("policy explain block without a VMI: %q\n%s", b, out)
@@ -91,6 +94,10 @@ func TestPolicyExplain(t *testing.T) {
 	if strings.Contains(r.Stdout, "\n  "+src+" ") {
 		t.Errorf("policy explain lists the node being left (%s) as a candidate:\n%s", src, r.Stdout)
 	}
+	// The drain plan: both VMs can leave (exit 0 above), as the drain below shows.
+	if !strings.Contains(r.Stdout, "\nDrain of "+src+": 2 of 2 VMs can leave; 0 would stay; 0 shut down\n") {
+		t.Errorf("policy explain: want the drain summary \"2 of 2 VMs can leave\":\n%s", r.Stdout)
+	}
 
 	r = framework.Plugin(t, framework.AdminUser, time.Minute, "policy", "explain", src, "-n", ns, "-o", "json")
 	var doc struct {
@@ -145,7 +152,7 @@ func TestPolicyExplain(t *testing.T) {
 		{[]string{"policy", ""}, []string{"explain"}},
 		{[]string{"policy", "explain", pool + "-a"}, []string{src}},
 		{[]string{"policy", "explain", src, "--origin", ""}, []string{"Evacuation", "Descheduler"}},
-		{[]string{"policy", "explain", src, "-o", ""}, []string{"json", "text"}},
+		{[]string{"policy", "explain", src, "-o", ""}, []string{"json", "text", "yaml"}},
 	} {
 		if got, dir := kubectlComplete(t, path, "__completeNoDesc", c.words...); !equal(got, c.want) || dir != ":4" {
 			t.Errorf("kubectl __completeNoDesc migrate %q: %q %s, want %q :4", c.words, got, dir, c.want)
