@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"testing"
 
+	k8sv1 "k8s.io/api/core/v1"
 	virtv1 "kubevirt.io/api/core/v1"
 
 	"kmt.local/e2e/framework"
@@ -71,6 +72,11 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kPolicyKind":                      framework.PolicyKind,
 		"kPolicyAnnotation":                framework.PolicyAnnotation,
 		"kMaxInboundAnnotation":            framework.MaxInboundAnnotation,
+		// Condition statuses and Event types, against Kubernetes' own Go API.
+		"kStatusTrue":       string(k8sv1.ConditionTrue),
+		"kStatusFalse":      string(k8sv1.ConditionFalse),
+		"kEventTypeNormal":  k8sv1.EventTypeNormal,
+		"kEventTypeWarning": k8sv1.EventTypeWarning,
 		// KubeVirt's names, against KubeVirt's own Go API.
 		"kLabelApp":                      virtv1.AppLabel,
 		"kLabelMigrationJobUID":          virtv1.MigrationJobLabel,
