@@ -261,6 +261,18 @@ start_apiserver() {
     # PodTolerationRestriction apply a namespace's node selector and tolerations to its pods.
     addr=(--bind-address 0.0.0.0 --advertise-address "$(node_ip)" --endpoint-reconciler-type lease)
     plugins=$plugins,PodNodeSelector,PodTolerationRestriction
+    # The operator's own requests, audited (metadata only): which ServiceAccount token each
+    # carried (user.extra credential-id "JTI=..."), for the token-rotation scenario.
+    cat >"$RUN/audit-policy.yaml" <<'YAML'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["system:serviceaccount:kubevirt-migration-target:migration-target-operator"]
+- level: None
+YAML
+    addr+=(--audit-policy-file "$RUN/audit-policy.yaml" --audit-log-path "$LOGS/audit.log" --audit-log-format json)
   fi
   start kube-apiserver "$KMT_K8S_BIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$KMT_PORT_ETCD" \

@@ -403,3 +403,142 @@ func TestInClusterPlacedMigrationAndEvacuation(t *testing.T) {
 	}
 	f.WaitMigrationCondition(t, evacNS, e.Name, framework.ConditionTermApplied, "True", framework.ReasonTermApplied, 30*time.Second)
 }
+
+// (3) The leader pod deleted (as `kubectl delete pod` does: SIGTERM, the grace period) while
+// placed migrations are in flight: a replica that was not deleted takes the Lease, every
+// migration lands inside its term, no target pod is left gated (framework.CheckInvariants), and
+// the Deployment is back to two Ready replicas on infra-0. KMT_INCLUSTER_MIGRATIONS (default 20)
+// sets how many; the deletion comes after a seeded number of gates were released.
+func TestInClusterLeaderPodDeletedMidFlight(t *testing.T) {
+	f, node := requireInCluster(t)
+	n := framework.EnvInt(t, "KMT_INCLUSTER_MIGRATIONS", 20)
+	seed := framework.FaultSeed(t)
+	rng := framework.NewRand(seed)
+	pods := waitOperatorReady(t, f, node, 3*time.Minute)
+	leaderID, leaderPod := leaderIdentity(t, f, pods)
+
+	ns := f.Namespace(t)
+	t.Cleanup(func() { drainNamespace(t, f, ns) })
+	fl := &faultFleet{f: f, ns: ns, node: map[string]string{}}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("vmi-%03d", i)
+		if _, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Create(framework.Ctx(t), framework.NewVMI(name, ""), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create VMI %s: %v", name, err)
+		}
+		fl.vmis = append(fl.vmis, name)
+	}
+	fl.refresh(t)
+
+	// The deletion comes after the k-th of the n VMIMs was created: the rest are created, gated
+	// and released while the leader pod terminates and the other replica takes over.
+	k := 1 + rng.Intn(n/2)
+	var deleted time.Time
+	var sofar []framework.Placed
+	placed := fl.placeOn(t, rng, "incl", fl.vmis, func(p framework.Placed) {
+		if sofar = append(sofar, p); len(sofar) != k {
+			return
+		}
+		released, _ := fl.released(t, sofar)
+		if err := f.Admin.Kube.CoreV1().Pods(framework.OperatorNamespace).Delete(framework.Ctx(t), leaderPod, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete the leader pod %s: %v", leaderPod, err)
+		}
+		deleted = time.Now()
+		t.Logf("seed %d: deleted the leader pod %s after %d of %d VMIMs were created (%d gates released)", seed, leaderPod, k, n, released)
+	})
+
+	var holder string
+	framework.Eventually(t, 2*framework.LeaseDuration+15*time.Second, "a replica other than the deleted one holds the Lease", func() (bool, string) {
+		holder = leaseHolder(t, f)
+		return holder != "" && holder != leaderID, "holder " + holder
+	})
+	tookOver := time.Since(deleted)
+	rep := f.CheckInvariants(t, ns, placed, framework.InvariantOptions{FaultEnded: deleted, Kills: []time.Time{deleted}})
+	survivor := "the other original replica"
+	if !strings.HasPrefix(holder, pods[0].Name+"_") && !strings.HasPrefix(holder, pods[1].Name+"_") {
+		survivor = "the Deployment's new pod"
+	}
+	t.Logf("Lease taken by %s (%s) %s after the deletion; %s", holder, survivor, tookOver.Round(100*time.Millisecond), rep)
+	if rep.StillGated != 0 || rep.OutsideTerm != 0 || rep.VMIMs != n {
+		t.Errorf("after the leader pod's deletion: %s", rep)
+	}
+
+	after := waitOperatorReady(t, f, node, 3*time.Minute)
+	for _, p := range after {
+		if p.Name == leaderPod {
+			t.Errorf("the deleted pod %s is still among the replicas", leaderPod)
+		}
+	}
+}
+
+// kubectlAdmin runs kubectl as the admin with a deadline.
+func kubectlAdmin(t *testing.T, timeout time.Duration, args ...string) framework.Result {
+	t.Helper()
+	return framework.Run(t, timeout, nil, framework.Kubectl(), append([]string{"--kubeconfig", framework.KubeconfigOf(framework.AdminUser)}, args...)...)
+}
+
+// (4) `kubectl drain infra-0` while it would take both replicas. As the issue words it (only
+// --ignore-daemonsets) the drain is refused before any eviction, because the pods' certificate
+// directory is an emptyDir (local storage); with --delete-emptydir-data it evicts one replica (the
+// PodDisruptionBudget allows one disruption) and the PodDisruptionBudget refuses the other until
+// the drain's timeout: one replica stays Ready throughout and keeps answering the webhook. After
+// uncordon both are Ready again.
+func TestInClusterDrainRefusedByPDB(t *testing.T) {
+	f, node := requireInCluster(t)
+	before := waitOperatorReady(t, f, node, 3*time.Minute)
+	t.Cleanup(func() {
+		if r := kubectlAdmin(t, 30*time.Second, "uncordon", node.Name); r.Code != 0 {
+			t.Errorf("kubectl uncordon %s: %s", node.Name, r)
+		}
+		waitOperatorReady(t, f, node, 3*time.Minute)
+	})
+	framework.Eventually(t, 60*time.Second, "the PodDisruptionBudget allows one disruption", func() (bool, string) {
+		pdb, err := f.Admin.Kube.PolicyV1().PodDisruptionBudgets(framework.OperatorNamespace).Get(framework.Ctx(t), operatorDeployment, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pdb.Status.CurrentHealthy == 2 && pdb.Status.DisruptionsAllowed == 1, fmt.Sprintf("status %+v", pdb.Status)
+	})
+	uids := map[string]bool{}
+	for _, p := range before {
+		uids[string(p.UID)] = true
+	}
+
+	// As the issue words it: refused for the emptyDir, nothing evicted.
+	r := kubectlAdmin(t, 60*time.Second, "drain", node.Name, "--ignore-daemonsets", "--timeout=30s")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "cannot delete Pods with local storage") {
+		t.Errorf("kubectl drain %s --ignore-daemonsets: want a refusal naming local storage (the emptyDir), got %s", node.Name, r)
+	}
+	for _, p := range operatorPods(t, f) {
+		if !uids[string(p.UID)] {
+			t.Errorf("pod %s appeared after a drain that evicted nothing", p.Name)
+		}
+	}
+
+	// With the emptyDir allowed: one eviction, then the budget refuses the other.
+	r = kubectlAdmin(t, 120*time.Second, "drain", node.Name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
+	out := r.Stdout + r.Stderr
+	if r.Code == 0 || !strings.Contains(out, "Cannot evict pod as it would violate the pod's disruption budget") {
+		t.Errorf("kubectl drain %s --delete-emptydir-data: want the PodDisruptionBudget's refusal until the timeout, got %s", node.Name, r)
+	}
+	if n := strings.Count(out, " evicted"); n != 1 {
+		t.Errorf("kubectl drain evicted %d pods, want exactly one: %s", n, out)
+	}
+	var survivors []string
+	for _, p := range operatorPods(t, f) {
+		if uids[string(p.UID)] && podReady(&p) {
+			survivors = append(survivors, p.Name)
+		}
+	}
+	if len(survivors) != 1 {
+		t.Fatalf("original replicas still Ready after the drain: %v, want exactly one", survivors)
+	}
+	// The remaining replica still serves the webhook through the Service.
+	ns := f.Namespace(t)
+	f.StartVMI(t, f.Admin, ns, framework.NewVMI("vmi", f.Nodes[0]), f.Nodes[0])
+	_, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(framework.Ctx(t),
+		framework.NewMigration("broken", "vmi", framework.WithTerm(`{"matchExpressions":[{"key":"a","operator":"Bogus"}]}`)), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), framework.VMIMWebhookName) {
+		t.Errorf("with one replica left, a broken term: err %v, want a denial by %s", err, framework.VMIMWebhookName)
+	}
+	t.Logf("drain refused by the PodDisruptionBudget; %s kept running", survivors[0])
+}
