@@ -16,7 +16,7 @@
 # 3. a copy of manifests/default where only `kustomize edit set image` ran (the images: entry
 #    written as kustomize writes it when there is no kustomize binary, see e2e/README.md);
 # 4. `kubectl apply -k` of that copy, as the admin.
-# The scenarios (e2e/tests/incluster_test.go) wait for the result themselves.
+# The scenarios (e2e/tests/incluster*_test.go) wait for the result themselves.
 set -euo pipefail
 # shellcheck source=e2e/lib.sh
 source "$(dirname "$0")/../lib.sh"
