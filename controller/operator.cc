@@ -117,11 +117,14 @@ struct Operator::Impl {
     if (!flags.disable_webhook) {
       checks.push_back({"webhook-certificate", [this] { return webhook->Ready(); }});
     }
+    if (flags.shutdown_delay_ms > 0) {
+      // Fails from SIGTERM on, while the replica drains (--shutdown-delay).
+      checks.push_back({"not-shutting-down", [this] { return !draining.load(); }});
+    }
     return checks;
   }
 
   bool Ready() const {
-    if (draining.load()) return false;
     for (const HealthCheck& c : ReadinessChecks()) {
       if (!c.ok()) return false;
     }
