@@ -7,7 +7,8 @@
 # "incluster: N passed, M failed"; a scenario that skipped, or a run without any, is a failure.
 #
 # Environment: KMT_E2E_DIR (default /tmp/kmt-e2e-incluster), KMT_E2E_PORT_BASE (default 24000,
-# below the ephemeral port range), KMT_E2E_RUN (default ^TestInCluster), KMT_INCLUSTER_ARCHIVE
+# below the ephemeral port range), KMT_INCLUSTER_RUN (go test -run, default ^TestInCluster; not
+# KMT_E2E_RUN, which selects the e2e tier's scenarios), KMT_INCLUSTER_ARCHIVE
 # (an image archive to use instead of building one; for iterating on the scenarios only).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -36,7 +37,7 @@ log=$(mktemp /tmp/kmt-incluster.XXXXXX.log)
 KMT_E2E_IN_CLUSTER=1 KMT_E2E_REAL_NODE=1 KMT_E2E_NO_OPERATOR=1 KMT_E2E_TIER=incluster \
   KMT_INCLUSTER_ARCHIVE=$archive KMT_E2E_HOOK=e2e/incluster/hook.sh \
   KMT_E2E_ARTIFACTS=${KMT_E2E_ARTIFACTS:-/tmp/kmt-incluster-artifacts} \
-  KMT_E2E_RUN=${KMT_E2E_RUN:-^TestInCluster} e2e/run.sh 2>&1 | tee "$log"
+  KMT_E2E_RUN=${KMT_INCLUSTER_RUN:-^TestInCluster} e2e/run.sh 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 line=$(grep -E '^incluster: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 passed=$(sed -E 's/^incluster: ([0-9]+) passed.*/\1/' <<<"$line")
