@@ -107,6 +107,14 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
       ->check(CLI::Range(0, 3'600'000).description(""))
       ->type_name("DURATION")
       ->default_str("2s");
+  app.add_option("--shutdown-delay", f->shutdown_delay_ms,
+                 "After SIGTERM, keep answering admission reviews this long (each answer closes "
+                 "its connection; /readyz fails) before stopping, so that the Service stops "
+                 "routing here first (e.g. 5s; at most 60s; 0s = stop at once)")
+      ->transform(CLI::AsNumberWithUnit(kDurationUnits, kUnitRequired, "DURATION"))
+      ->check(CLI::Range(0, 60'000).description(""))
+      ->type_name("DURATION")
+      ->default_str("0s");
 
   app.set_version_flag("--version", base::VersionLine("migration-target-operator"),
                        "Print the release and commit, then exit");

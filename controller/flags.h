@@ -53,6 +53,11 @@ struct OperatorFlags {
   // longest a revoked admin can still place migrations, and a new one waits.
   int authorization_cache_authorized_ttl_ms = 10'000;
   int authorization_cache_unauthorized_ttl_ms = 2'000;
+  // After SIGTERM: how long the replica keeps answering admission reviews, each answer closing
+  // its connection, with /readyz failing, before it stops (0 = stop at once). Time for the
+  // Service to stop routing to it and for the API server's pooled connections to retire, so
+  // that a rolling update or a drain fails no review.
+  int shutdown_delay_ms = 0;
 };
 
 struct FlagParse {

@@ -97,6 +97,19 @@ TEST_CASE("The SubjectAccessReview cache's TTLs take a unit") {
   }
 }
 
+TEST_CASE("The shutdown delay takes a unit, 0s by default, at most a minute") {
+  OperatorFlags f;
+  CHECK(ParseOperatorFlags({}, &f).exit_code == -1);
+  CHECK(f.shutdown_delay_ms == 0);
+  CHECK(ParseOperatorFlags({"--shutdown-delay=5s"}, &f).exit_code == -1);
+  CHECK(f.shutdown_delay_ms == 5'000);
+  for (const char* bad : {"--shutdown-delay=5", "--shutdown-delay=2m", "--shutdown-delay=-1s"}) {
+    OperatorFlags g;
+    CAPTURE(bad);
+    CHECK(ParseOperatorFlags({bad}, &g).exit_code == 2);
+  }
+}
+
 TEST_CASE("Boolean flags take an optional value") {
   auto [args, elect] = GENERATE(table<std::vector<std::string>, bool>({
       {{"--leader-elect=false"}, false},

@@ -95,6 +95,7 @@ struct Operator::Impl {
   bool leadership_lost = false;
   std::atomic<bool> leading{false};
   std::atomic<bool> stopping{false};
+  std::atomic<bool> draining{false};  // after SIGTERM, during --shutdown-delay
   std::optional<TimerId> cert_timer;
   // Certificate passes make blocking API calls too (up to the client's read timeout): a
   // thread of their own, so a slow certificate check never delays a Lease renewal. Last
@@ -115,6 +116,10 @@ struct Operator::Impl {
     }
     if (!flags.disable_webhook) {
       checks.push_back({"webhook-certificate", [this] { return webhook->Ready(); }});
+    }
+    if (flags.shutdown_delay_ms > 0) {
+      // Fails from SIGTERM on, while the replica drains (--shutdown-delay).
+      checks.push_back({"not-shutting-down", [this] { return !draining.load(); }});
     }
     return checks;
   }
@@ -445,6 +450,16 @@ int Operator::Run() {
     std::unique_lock<std::mutex> lock(s.mu);
     s.cv.wait(lock, [&s] { return s.stop_requested || s.leadership_lost; });
     lost = s.leadership_lost && !s.stop_requested;
+  }
+  if (!lost && s.flags.shutdown_delay_ms > 0) {
+    // Still leading and serving meanwhile; only admission answers change (Connection: close).
+    s.draining = true;
+    if (s.webhook) s.webhook->Drain();
+    s.log.Info("Draining before stopping",
+               {{"delay", fmt::format("{}ms", s.flags.shutdown_delay_ms)}});
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.cv.wait_for(lock, std::chrono::milliseconds(s.flags.shutdown_delay_ms),
+                  [&s] { return s.leadership_lost; });
   }
   s.log.Info(lost ? "Stopping after losing the lease" : "Stopping");
   s.Shutdown();

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -98,6 +99,55 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
                      l.find("\"pod\":\"vms/virt-launcher-vm-1-target\"") != std::string::npos);
   }
   CHECK(released);
+}
+
+TEST_CASE("With a shutdown delay the replica drains first: not ready, still leading, then stops") {
+  kube::FakeClient client;
+  RealClock clock;
+  std::mutex mu;
+  std::vector<std::string> lines;
+  Logger log(clock, LogLevel::kInfo, LogFormat::kJson, [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(l);
+  });
+  OperatorFlags flags;
+  flags.disable_webhook = true;
+  flags.leader_election_namespace = "kmt-system";
+  flags.health_probe_bind_address = "127.0.0.1:0";
+  flags.metrics_bind_address = "0";
+  flags.shutdown_delay_ms = 1500;
+  Operator op(flags, client, log, {"replica-a", ""});
+  op.Start();
+  REQUIRE(Eventually([&] { return op.Ready() && op.Leading(); }));
+  httplib::Client health("127.0.0.1", op.health_port());
+  auto before = health.Get("/readyz?verbose");
+  REQUIRE(before);
+  CHECK(before->status == 200);
+  CHECK(before->body.find("[+]not-shutting-down ok\n") != std::string::npos);
+
+  op.RequestStop();
+  const auto stop_requested = std::chrono::steady_clock::now();
+  auto run = std::async(std::launch::async, [&] { return op.Run(); });
+  // Draining: /readyz fails, the Lease is still held.
+  REQUIRE(Eventually([&] {
+    auto r = health.Get("/readyz?verbose");
+    return r && r->status != 200 && r->body.find("[-]not-shutting-down") != std::string::npos;
+  }));
+  CHECK_FALSE(op.Ready());
+  CHECK(op.Leading());
+  CHECK(client.Get(kube::kLeases, "kmt-system",
+                   "migration-target-operator")["spec"]["holderIdentity"] == "replica-a");
+  CHECK(run.get() == 0);
+  CHECK(std::chrono::steady_clock::now() - stop_requested >= std::chrono::milliseconds(1500));
+  CHECK(client.Get(kube::kLeases, "kmt-system",
+                   "migration-target-operator")["spec"]["holderIdentity"] == "");
+  std::lock_guard<std::mutex> lock(mu);
+  bool drained = false;
+  for (const auto& l : lines) {
+    drained = drained || (l.find("\"msg\":\"Draining before stopping\"") != std::string::npos &&
+                          l.find("\"delay\":\"1500ms\"") != std::string::npos);
+  }
+  CHECK(drained);
 }
 
 TEST_CASE("Metrics are HTTPS for authenticated, authorized scrapers only by default") {

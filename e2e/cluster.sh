@@ -21,7 +21,10 @@
 # 26000), KMT_E2E_NODES (fake node names, default node-a,node-b,node-c),
 # KMT_E2E_VIRT_CONTROLLER_IDENTITY (kubevirt: KubeVirt's own RBAC for virt-controller,
 # the default; admin: system:masters), KMT_E2E_REAL_NODE (1, the default on the default pair: also
-# the real node infra-0 of e2e/node.sh, which needs root; 0: only the fake nodes).
+# the real node infra-0 of e2e/node.sh, which needs root; 0: only the fake nodes),
+# KMT_E2E_IN_CLUSTER (1: pods on the real node reach the API server as an installed operator does,
+# and the namespace defaults the in-cluster tier uses are admitted; see e2e/README.md "The
+# in-cluster tier"; needs the real node).
 # -E: the ERR trap of `up` also fires for a command failing inside a function.
 set -Eeuo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -37,6 +40,13 @@ APISERVER_URL=https://127.0.0.1:$KMT_PORT_APISERVER
 NODES=${KMT_E2E_NODES:-node-a,node-b,node-c}
 VC_IDENTITY=${KMT_E2E_VIRT_CONTROLLER_IDENTITY:-kubevirt}
 if [[ $KMT_E2E_MATRIX == default ]]; then REAL_NODE=${KMT_E2E_REAL_NODE:-1}; else REAL_NODE=${KMT_E2E_REAL_NODE:-0}; fi
+IN_CLUSTER=${KMT_E2E_IN_CLUSTER:-0}
+if [[ $IN_CLUSTER == 1 && $REAL_NODE != 1 ]]; then
+  kmt_log "cluster: KMT_E2E_IN_CLUSTER=1 needs the real node (KMT_E2E_REAL_NODE=1)"
+  exit 1
+fi
+# The address the real node's kubelet registers (node.sh's --node-ip): loopback is refused there.
+node_ip() { ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1; }
 # Never pulled: there is no kubelet. A reserved TLD makes that obvious.
 LAUNCHER_IMAGE=registry.invalid/kubevirt/virt-launcher:$KUBEVIRT_VERSION
 
@@ -188,7 +198,14 @@ make_pki() {
   make_ca
   make_front_proxy_pki
   make_webhook_client_pki
-  serving_cert apiserver
+  # The API server also answers pods as the Service kubernetes.default (10.96.0.1, the first
+  # address of --service-cluster-ip-range) and at the node's address it advertises to them.
+  local in_cluster_sans=
+  [[ $IN_CLUSTER != 1 ]] || in_cluster_sans=",IP:10.96.0.1,IP:$(node_ip),DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+  sign apiserver "/CN=apiserver" "basicConstraints=CA:FALSE
+keyUsage=digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost$in_cluster_sans" "ec -pkeyopt ec_paramgen_curve:P-256"
   serving_cert virt-controller
   # virt-api is reached by URL for its webhooks (127.0.0.1) and through the aggregator for
   # its subresources, which verifies the name <service>.<namespace>.svc.
@@ -281,9 +298,31 @@ start_etcd() {
 start_apiserver() {
   # TaintNodesByCondition would taint every new node not-ready; only the node
   # lifecycle controller (not run: no kubelets) would remove that taint.
+  local addr=(--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none)
+  local plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook
+  if [[ $IN_CLUSTER == 1 ]]; then
+    # A pod reaches the API server as kubernetes.default: kube-proxy sends 10.96.0.1:443 to the
+    # endpoint the API server writes for itself (the lease reconciler), which must be an address
+    # the pod can reach (the node's; a loopback endpoint is invalid). PodNodeSelector and
+    # PodTolerationRestriction apply a namespace's node selector and tolerations to its pods.
+    addr=(--bind-address 0.0.0.0 --advertise-address "$(node_ip)" --endpoint-reconciler-type lease)
+    plugins=$plugins,PodNodeSelector,PodTolerationRestriction
+    # The operator's own requests, audited (metadata only): which ServiceAccount token each
+    # carried (user.extra credential-id "JTI=..."), for the token-rotation scenario.
+    cat >"$RUN/audit-policy.yaml" <<'YAML'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["system:serviceaccount:kubevirt-migration-target:migration-target-operator"]
+- level: None
+YAML
+    addr+=(--audit-policy-file "$RUN/audit-policy.yaml" --audit-log-path "$LOGS/audit.log" --audit-log-format json)
+  fi
   start kube-apiserver "$KMT_K8S_BIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$KMT_PORT_ETCD" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$KMT_PORT_APISERVER" \
+    "${addr[@]}" --secure-port "$KMT_PORT_APISERVER" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" \
     --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
@@ -294,10 +333,10 @@ start_apiserver() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range 10.96.0.0/16 \
     --authorization-mode RBAC \
-    --enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
+    --enable-admission-plugins "$plugins" \
     --admission-control-config-file "$PKI/admission.yaml" \
     --disable-admission-plugins TaintNodesByCondition \
-    --allow-privileged=true --profiling=false --endpoint-reconciler-type none \
+    --allow-privileged=true --profiling=false \
     --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP \
     --v 1
@@ -320,6 +359,8 @@ start_controller_manager() {
   # The real node's Services need Endpoints/EndpointSlices (kube-proxy reads the slices).
   local node_controllers=
   [[ $REAL_NODE != 1 ]] || node_controllers=,endpoints-controller,endpointslice-controller
+  # The in-cluster tier installs the operator as a Deployment: its ReplicaSet and pods.
+  [[ $IN_CLUSTER != 1 ]] || node_controllers=$node_controllers,deployment-controller,replicaset-controller
   start kube-controller-manager "$KMT_K8S_BIN/kube-controller-manager" \
     --kubeconfig "$RUN/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
@@ -529,6 +570,7 @@ export KMT_E2E_KUBEVIRT_VERSION=$KUBEVIRT_VERSION
 export KMT_DESCHEDULER=$KMT_DESCHEDULER_BIN/descheduler
 export PATH=$KMT_K8S_BIN:\$PATH
 export KMT_E2E_REAL_NODE=$REAL_NODE
+export KMT_E2E_IN_CLUSTER=$IN_CLUSTER
 EOF
   [[ $REAL_NODE != 1 ]] || "$KMT_ROOT/e2e/node.sh" env >>"$RUN/env"
 }

@@ -7,13 +7,14 @@
 # is non-zero on any failure.
 #
 # Environment: KMT_E2E_RUN (go test -run regexp), KMT_E2E_HOOK (a script sourced
-# after the cluster is up), KMT_E2E_ARTIFACTS (where component logs are copied
+# after the cluster is up), KMT_E2E_TIER (the summary line's name, default e2e; the
+# in-cluster tier, e2e/incluster.sh, says "incluster"), KMT_E2E_ARTIFACTS (where component logs are copied
 # on failure, default /tmp/kmt-e2e-artifacts), plus those of e2e/cluster.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source e2e/lib.sh
 
-summary() { echo "e2e: $1 passed, $2 failed"; }
+summary() { echo "${KMT_E2E_TIER:-e2e}: $1 passed, $2 failed"; }
 t0=$SECONDS
 
 if ! e2e/build-binaries.sh; then

@@ -9,8 +9,19 @@
 # a node that cannot take it and shows why. The cluster keeps running at the end; the
 # last lines say how to explore and how to stop.
 #
+# hack/demo.sh --in-cluster installs the operator as the README's install section says instead
+# (hack/image.sh's image imported into the real node infra-0, manifests/default applied with only
+# `kustomize edit set image`; e2e/incluster/install.sh): root, and the image's first build (about
+# 14 minutes cold, seconds when cached) on top of the demo, hence a flag.
+#
 # Environment: KMT_DEMO_DIR (default /tmp/kmt-demo), KMT_DEMO_PORT_BASE (default 25000).
 set -euo pipefail
+IN_CLUSTER=0
+case ${1:-} in
+  --in-cluster) IN_CLUSTER=1 ;;
+  "") ;;
+  *) echo "usage: hack/demo.sh [--in-cluster]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BAZEL=${BAZEL:-bazel}  # e.g. "bazel --output_base=DIR" while developing
@@ -32,6 +43,12 @@ export KMT_OPERATOR_BIN=$BIN/controller/operator
 PLUGIN_DIR=$KMT_E2E_DIR/plugin
 [[ -x $KMT_OPERATOR_BIN && -x $BIN/cli/kubectl-migrate ]] || { echo "demo: build failed" >&2; exit 1; }
 
+if ((IN_CLUSTER)); then
+  bold "Building the operator's image (hack/image.sh; cached by the tree)"
+  ARCHIVE=$(hack/image.sh | tail -n 1)
+  export KMT_E2E_IN_CLUSTER=1 KMT_E2E_REAL_NODE=1
+fi
+
 bold "Starting the local control plane"
 e2e/cluster.sh down >/dev/null 2>&1 || true
 e2e/cluster.sh up
@@ -40,9 +57,17 @@ source <(e2e/cluster.sh env)
 mkdir -p "$PLUGIN_DIR" && cp "$BIN/cli/kubectl-migrate" "$PLUGIN_DIR/"
 export PATH=$PLUGIN_DIR:$PATH   # kubectl discovers kubectl-migrate on PATH
 
-bold "Starting the operator (as its ServiceAccount, with the manifests' RBAC)"
-e2e/operator.sh install
-e2e/operator.sh start 0 0
+if ((IN_CLUSTER)); then
+  bold "Installing the operator: the image on infra-0, kubectl apply -k manifests/default (image set)"
+  e2e/incluster/install.sh "$ARCHIVE"
+  show kubectl -n kubevirt-migration-target rollout status deployment/migration-target-operator --timeout 180s
+  OPERATOR_LOG="kubectl -n kubevirt-migration-target logs deployment/migration-target-operator"
+else
+  bold "Starting the operator (as its ServiceAccount, with the manifests' RBAC)"
+  e2e/operator.sh install
+  e2e/operator.sh start 0 0
+  OPERATOR_LOG=$KMT_E2E_DIR/logs/operator-0.log
+fi
 
 bold "The VM owner starts VM db-1 (own rule: never on node-d), preferring node-a"
 kubectl create namespace demo >/dev/null
@@ -139,7 +164,7 @@ Demo done. The cluster keeps running:
   source <(KMT_E2E_DIR=$KMT_E2E_DIR KMT_E2E_PORT_BASE=$KMT_E2E_PORT_BASE $ROOT/e2e/cluster.sh env)   # KUBECONFIG (admin), kubectl on PATH
   export PATH=$PLUGIN_DIR:\$PATH                                      # kubectl migrate
   kubectl migrate explain db-1 -n demo                                # and any other kubectl command
-  operator log: $KMT_E2E_DIR/logs/operator-0.log
+  operator log: $OPERATOR_LOG
 Stop everything:
   KMT_E2E_DIR=$KMT_E2E_DIR KMT_E2E_PORT_BASE=$KMT_E2E_PORT_BASE $ROOT/e2e/cluster.sh down
 EOF

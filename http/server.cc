@@ -111,6 +111,7 @@ class Server::Impl {
   std::string last_accept_error;                                // accept strand only
 
   std::atomic<bool> stopping{false};
+  std::atomic<bool> draining{false};  // Drain(): answers close their connections
   std::atomic<int> port{0};
   bool started = false;
   bool stopped = false;
@@ -591,7 +592,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     res.set("X-Content-Type-Options", "nosniff");
     for (const auto& [k, v] : r.headers) res.set(k, v);
     res.body() = std::move(r.body);
-    keep_alive_ = keep_alive_ && !r.close && !server_.stopping;
+    keep_alive_ = keep_alive_ && !r.close && !server_.stopping && !server_.draining;
     res.keep_alive(keep_alive_);
     res.prepare_payload();
     if (on_handler_thread && WriteNow()) return;
@@ -815,6 +816,8 @@ void Server::Start() {
   size_t n = s.cfg.io_threads == 0 ? 1 : s.cfg.io_threads;
   for (size_t i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
 }
+
+void Server::Drain() { impl_->draining = true; }
 
 void Server::Stop() {
   Impl& s = *impl_;

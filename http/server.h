@@ -34,8 +34,11 @@
 //
 // HTTP/1.1 only (ALPN is not offered): see webhook/README.md for why not HTTP/2.
 //
-// Stop() stops accepting, closes idle connections, lets requests in flight be answered
-// (for at most stop_grace), then joins every thread.
+// Drain() keeps serving, but every answer from then on carries Connection: close and its
+// connection closes after it: clients that pooled a connection to this server move to another
+// (a replica being replaced keeps answering while its Service stops routing to it, and no pooled
+// connection is closed under a request). Stop() stops accepting, closes idle connections, lets
+// requests in flight be answered (for at most stop_grace), then joins every thread.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -151,6 +154,8 @@ class Server {
   // Binds (throws std::runtime_error naming the address when it cannot, or when TLS cannot
   // be set up) and starts the I/O threads. Call once.
   void Start();
+  // Idempotent; see the banner.
+  void Drain();
   // Idempotent; see the banner.
   void Stop();
 

@@ -722,6 +722,40 @@ TEST_CASE("Stop answers the request in flight, then closes") {
   server.Stop();  // idempotent
 }
 
+TEST_CASE("Drain keeps answering, and each answer closes its connection") {
+  CountingObserver obs;
+  Server server(Config(&obs), EchoRoutes());
+  server.Start();
+  const std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  // Before: a keep-alive connection stays open after its answer.
+  int pooled = Connect(server.port());
+  SendAll(pooled, get);
+  auto [before, closed_before] = ReadUntilClosed(pooled, milliseconds(300));
+  CHECK(before.find("200 OK") != std::string::npos);
+  CHECK_FALSE(closed_before);
+
+  server.Drain();
+  server.Drain();  // idempotent
+  // The pooled connection's next answer says Connection: close, then the server closes it.
+  SendAll(pooled, get);
+  auto [pooled_answer, pooled_closed] = ReadUntilClosed(pooled, milliseconds(2000));
+  CHECK(pooled_answer.find("200 OK") != std::string::npos);
+  CHECK(pooled_answer.find("Connection: close") != std::string::npos);
+  CHECK(pooled_closed);
+  close(pooled);
+  // New connections are still accepted and answered, once each.
+  int fresh = Connect(server.port());
+  REQUIRE(fresh >= 0);
+  SendAll(fresh, get);
+  auto [fresh_answer, fresh_closed] = ReadUntilClosed(fresh, milliseconds(2000));
+  CHECK(fresh_answer.find("200 OK") != std::string::npos);
+  CHECK(fresh_closed);
+  close(fresh);
+  CHECK(server.running());
+  server.Stop();
+  CHECK_FALSE(server.running());
+}
+
 TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
   webhook::testing::TestAuthority ca;
   auto pair = ca.Issue(0x42);

@@ -187,6 +187,8 @@ void AdmissionServer::PollCertificate() {
   }
 }
 
+void AdmissionServer::Drain() { http_->Drain(); }
+
 void AdmissionServer::Stop() {
   {
     std::lock_guard<std::mutex> lock(poll_mu_);

@@ -109,6 +109,10 @@ class AdmissionServer {
   // std::runtime_error when the address cannot be bound. Call once.
   void Start();
 
+  // Keeps serving, each answer closing its connection (http::Server::Drain): before Stop() when
+  // the replica goes away, so clients' pooled connections retire between requests. Idempotent.
+  void Drain();
+
   // Stops accepting, lets requests in flight finish, joins every thread. Idempotent.
   void Stop();
 
