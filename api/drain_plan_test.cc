@@ -215,8 +215,7 @@ TEST_CASE("drain plan: the fate by eviction strategy, migratability and PDB") {
       // A migration's eviction is refused by virt-api before any PDB is asked.
       Row{EvictionStrategy::kLiveMigrate, true, true, true, Fate::kLeaves, StayReason::kNone, ""},
       Row{EvictionStrategy::kLiveMigrate, false, false, true, Fate::kStays,
-          StayReason::kNotMigratable,
-          "LiveMigratable=False DisksNotLiveMigratable: " + kNotShared},
+          StayReason::kNotMigratable, "LiveMigratable=False DisksNotLiveMigratable: " + kNotShared},
       Row{EvictionStrategy::kLiveMigrate, true, false, false, Fate::kStays,
           StayReason::kNotModelled,
           "no running virt-launcher pod to model the migration target on"},
