@@ -32,6 +32,7 @@ type floodSpec struct {
 	ReopenPause time.Duration
 	Deadline    time.Time
 	TLS         bool
+	ClientCert  bool // the TLS kinds present the webhook client certificate (WebhookTLS)
 }
 
 // floodReport is one line of the child's standard output.
@@ -55,7 +56,8 @@ type FloodProcess struct {
 func StartFloodProcess(t testing.TB, opts FloodOptions) *FloodProcess {
 	t.Helper()
 	spec := floodSpec{Addr: opts.Addr, Slots: map[string]int{}, MaxOpens: opts.MaxOpens,
-		ReopenPause: opts.ReopenPause, Deadline: opts.Deadline, TLS: opts.TLS != nil}
+		ReopenPause: opts.ReopenPause, Deadline: opts.Deadline, TLS: opts.TLS != nil,
+		ClientCert: opts.TLS != nil && len(opts.TLS.Certificates) > 0}
 	for k, n := range opts.Slots {
 		spec.Slots[fmt.Sprint(int(k))] = n
 	}
@@ -153,7 +155,10 @@ func RunFloodProcessIfAsked() {
 		opts.Slots[FloodKind(kind)] = n
 	}
 	if spec.TLS {
-		c, err := WebhookClientTLS()
+		c, err := WebhookServerOnlyTLS()
+		if spec.ClientCert {
+			c, err = WebhookClientTLS()
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "flood process: %v\n", err)
 			os.Exit(2)

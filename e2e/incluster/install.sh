@@ -34,8 +34,11 @@ t0=$SECONDS
 # 1. The image.
 [[ -s $ARCHIVE ]] || { kmt_log "incluster: no image archive at $ARCHIVE"; exit 1; }
 ctr --address "$KMT_E2E_NODE_CTR_ADDRESS" -n k8s.io images import "$ARCHIVE" >/dev/null
-ctr --address "$KMT_E2E_NODE_CTR_ADDRESS" -n k8s.io images ls -q | grep -qx "$IMAGE" ||
-  { kmt_log "incluster: $IMAGE not in the node's containerd after the import"; exit 1; }
+# The list read whole first: under pipefail, `ctr … | grep -q` fails whenever grep exits at its
+# match before ctr has written the rest (SIGPIPE), which a CI run hit once.
+images=$(ctr --address "$KMT_E2E_NODE_CTR_ADDRESS" -n k8s.io images ls -q)
+grep -qx "$IMAGE" <<<"$images" ||
+  { kmt_log "incluster: $IMAGE not in the node's containerd after the import: ${images//$'\n'/, }"; exit 1; }
 
 # 2. The cluster's defaults for the namespace. Created and annotated imperatively: an apply would
 #    record the annotations as applied, and `apply -k` of namespace.yaml would then remove them.
