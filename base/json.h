@@ -20,6 +20,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,22 +40,46 @@ enum class Lookup : uint8_t {
 std::string_view ToString(Lookup l);  // "present", "missing", "null", "wrong type", "out of range"
 
 // A path of object members, outermost first. Built implicitly from a braced list or from one
-// key; it refers to its keys, so it lives only as long as the call it is passed to.
+// key, or explicitly from keys known only at run time; it refers to its keys, so it lives only
+// as long as the call it is passed to.
 class JsonPath {
  public:
-  JsonPath(std::initializer_list<std::string_view> keys) : keys_(keys) {}
-  JsonPath(std::string_view key) : one_(key), single_(true) {}
+  JsonPath(std::initializer_list<std::string_view> keys) : list_(keys) {}
+  JsonPath(std::string_view key) : one_(key), kind_(Kind::kOne) {}
   JsonPath(const char* key) : JsonPath(std::string_view(key)) {}
   JsonPath(const std::string& key) : JsonPath(std::string_view(key)) {}
+  explicit JsonPath(std::span<const std::string_view> keys) : span_(keys), kind_(Kind::kSpan) {}
 
-  const std::string_view* begin() const { return single_ ? &one_ : keys_.begin(); }
-  const std::string_view* end() const { return single_ ? &one_ + 1 : keys_.end(); }
-  size_t size() const { return single_ ? 1 : keys_.size(); }
+  const std::string_view* begin() const {
+    switch (kind_) {
+      case Kind::kOne:
+        return &one_;
+      case Kind::kSpan:
+        return span_.data();
+      case Kind::kList:
+        break;
+    }
+    return list_.begin();
+  }
+  const std::string_view* end() const { return begin() + size(); }
+  size_t size() const {
+    switch (kind_) {
+      case Kind::kOne:
+        return 1;
+      case Kind::kSpan:
+        return span_.size();
+      case Kind::kList:
+        break;
+    }
+    return list_.size();
+  }
 
  private:
-  std::initializer_list<std::string_view> keys_;
+  enum class Kind : uint8_t { kList, kOne, kSpan };
+  std::initializer_list<std::string_view> list_;
+  std::span<const std::string_view> span_;
   std::string_view one_;
-  bool single_ = false;
+  Kind kind_ = Kind::kList;
 };
 
 // A typed read: the value, or why there is none. Like std::optional, with a reason.

@@ -84,6 +84,15 @@ TEST_CASE("A single key, a std::string key and a braced path read the same membe
         &kPod["metadata"]["annotations"]["a/b"]);
 }
 
+TEST_CASE("A path built at run time reads like the braced one") {
+  const std::vector<std::string_view> keys = {"metadata", "annotations", "a/b"};
+  CHECK(Member(kPod, JsonPath(std::span(keys))) ==
+        Member(kPod, {"metadata", "annotations", "a/b"}));
+  CHECK(JsonPath(std::span(keys).first(2)).size() == 2);
+  CHECK(Object(kPod, JsonPath(std::span(keys).first(2))).ok());
+  CHECK(Find(kPod, JsonPath(std::span<const std::string_view>())).value_or(nullptr) == &kPod);
+}
+
 TEST_CASE("String: present, missing, null and wrong type") {
   CHECK(*String(kPod, {"metadata", "name"}) == "virt-launcher-db-1");
   CHECK(*String(kPod, {"spec", "empty"}) == "");  // an empty string is present
