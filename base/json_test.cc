@@ -150,6 +150,35 @@ TEST_CASE("Member and At read null as absent; At chains never throw") {
   CHECK(At(At(kPod, "nope"), "nope").is_null());
 }
 
+// Moved from kube/reads_test.cc with kube::Member and kube::StringAt.
+TEST_CASE("Member and StringAt read odd JSON as absent, never throwing") {
+  struct Row {
+    const char* json;
+    bool member;         // Member(root, {"metadata", "name"}) != nullptr
+    std::string string;  // StringAt(root, {"metadata", "name"})
+  };
+  const Row row = GENERATE(values<Row>({
+      {R"({"metadata": {"name": "a"}})", true, "a"},
+      {R"({"metadata": {"name": 5}})", true, ""},
+      {R"({"metadata": {"name": ["a"]}})", true, ""},
+      {R"({"metadata": {"name": null}})", false, ""},
+      {R"({"metadata": {}})", false, ""},
+      {R"({"metadata": "a"})", false, ""},
+      {R"({"metadata": ["name"]})", false, ""},
+      {R"({"metadata": null})", false, ""},
+      {R"({})", false, ""},
+      {R"([{"metadata": {"name": "a"}}])", false, ""},
+      {R"("metadata")", false, ""},
+      {R"(null)", false, ""},
+      {R"(7)", false, ""},
+  }));
+  CAPTURE(row.json);
+  const Json root = Json::parse(row.json);
+  CHECK((Member(root, {"metadata", "name"}) != nullptr) == row.member);
+  CHECK(StringAt(root, {"metadata", "name"}) == row.string);
+  CHECK(Member(root, {}) == (root.is_null() ? nullptr : &root));
+}
+
 TEST_CASE("ToString names every reason") {
   CHECK(ToString(Lookup::kPresent) == "present");
   CHECK(ToString(Lookup::kMissing) == "missing");
