@@ -179,6 +179,28 @@ TEST_CASE("Member and StringAt read odd JSON as absent, never throwing") {
   CHECK(Member(root, {}) == (root.is_null() ? nullptr : &root));
 }
 
+// Moved from webhook/json_access_test.cc with webhook/json_access.h.
+TEST_CASE("Member walks objects and reads anything else as absent") {
+  const Json pod = Json::parse(R"({"metadata": {"labels": {"a": "b", "n": null, "i": 3},
+                                                 "annotations": "oops"},
+                                    "spec": [1]})");
+  CHECK(*Member(pod, {"metadata", "labels", "a"}) == "b");
+  CHECK(Member(pod, {"metadata", "labels"})->size() == 3);
+  CHECK(Member(pod, {}) == &pod);
+  CHECK(Member(pod, {"metadata", "labels", "n"}) == nullptr);        // null
+  CHECK(Member(pod, {"metadata", "labels", "missing"}) == nullptr);  // missing
+  CHECK(Member(pod, {"metadata", "annotations", "x"}) == nullptr);   // not an object
+  CHECK(Member(pod, {"spec", "nodeName"}) == nullptr);               // an array
+  CHECK(Member(Json("text"), {"metadata"}) == nullptr);              // not an object
+}
+
+TEST_CASE("StringAt reads strings only") {
+  const Json pod = Json::parse(R"({"metadata": {"labels": {"a": "b", "i": 3}}})");
+  CHECK(StringAt(pod, {"metadata", "labels", "a"}) == "b");
+  CHECK(StringAt(pod, {"metadata", "labels", "i"}).empty());
+  CHECK(StringAt(pod, {"metadata", "name"}).empty());
+}
+
 TEST_CASE("ToString names every reason") {
   CHECK(ToString(Lookup::kPresent) == "present");
   CHECK(ToString(Lookup::kMissing) == "missing");
