@@ -3,33 +3,16 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "base/json.h"
+
 namespace kmt::api {
 namespace {
 
 using nlohmann::json;
 
-const json& At(const json& j, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object()) return kNull;
-    auto it = cur->find(k);
-    if (it == cur->end()) return kNull;
-    cur = &*it;
-  }
-  return *cur;
-}
-
-std::string StringAt(const json& j, std::initializer_list<const char*> path) {
-  const json& v = At(j, path);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 // A positive integer member, else `fallback`.
-int PositiveIntAt(const json& j, std::initializer_list<const char*> path, int fallback) {
-  const json& v = At(j, path);
-  if (!v.is_number_integer()) return fallback;
-  const int64_t n = v.get<int64_t>();
+int PositiveIntAt(const json& j, base::JsonPath path, int fallback) {
+  const int64_t n = base::Int(j, path).value_or(0);
   return n >= 1 && n <= 1'000'000 ? static_cast<int>(n) : fallback;
 }
 
@@ -37,15 +20,16 @@ int PositiveIntAt(const json& j, std::initializer_list<const char*> path, int fa
 // validated by the API server).
 PolicyLabelSelector SelectorOf(const json& sel) {
   PolicyLabelSelector out;
-  if (const json& ml = At(sel, {"matchLabels"}); ml.is_object()) {
+  if (const json& ml = base::At(sel, {"matchLabels"}); ml.is_object()) {
     for (const auto& [k, v] : ml.items()) {
       if (v.is_string()) out.requirements.push_back({k, "In", {v.get<std::string>()}});
     }
   }
-  if (const json& me = At(sel, {"matchExpressions"}); me.is_array()) {
+  if (const json& me = base::At(sel, {"matchExpressions"}); me.is_array()) {
     for (const json& e : me) {
-      PolicyLabelSelector::Requirement r{StringAt(e, {"key"}), StringAt(e, {"operator"}), {}};
-      if (const json& vs = At(e, {"values"}); vs.is_array()) {
+      PolicyLabelSelector::Requirement r{
+          base::StringAt(e, {"key"}), base::StringAt(e, {"operator"}), {}};
+      if (const json& vs = base::At(e, {"values"}); vs.is_array()) {
         for (const json& v : vs) {
           if (v.is_string()) r.values.push_back(v.get<std::string>());
         }
@@ -98,8 +82,8 @@ std::optional<EvictionStrategy> ParseEvictionStrategy(std::string_view s) {
 
 DrainConfig DrainConfig::FromKubeVirt(const json& kubevirt) {
   DrainConfig c;
-  const json& conf = At(kubevirt, {"spec", "configuration"});
-  if (auto s = ParseEvictionStrategy(StringAt(conf, {"evictionStrategy"}))) {
+  const json& conf = base::At(kubevirt, {"spec", "configuration"});
+  if (auto s = ParseEvictionStrategy(base::StringAt(conf, {"evictionStrategy"}))) {
     c.eviction_strategy = *s;
   }
   const int outbound = PositiveIntAt(conf, {"migrations", "parallelOutboundMigrationsPerNode"},
@@ -111,20 +95,20 @@ DrainConfig DrainConfig::FromKubeVirt(const json& kubevirt) {
 }
 
 EvictionStrategy StrategyOf(const json& vmi, const DrainConfig& config) {
-  if (auto s = ParseEvictionStrategy(StringAt(vmi, {"spec", "evictionStrategy"}))) return *s;
+  if (auto s = ParseEvictionStrategy(base::StringAt(vmi, {"spec", "evictionStrategy"}))) return *s;
   return config.eviction_strategy;
 }
 
 Migratability Migratability::Of(const json& vmi) {
   Migratability m;
-  const json& conditions = At(vmi, {"status", "conditions"});
+  const json& conditions = base::At(vmi, {"status", "conditions"});
   if (!conditions.is_array()) return m;
   for (const json& c : conditions) {
-    if (StringAt(c, {"type"}) != "LiveMigratable") continue;
-    m.migratable = StringAt(c, {"status"}) == "True";
+    if (base::StringAt(c, {"type"}) != "LiveMigratable") continue;
+    m.migratable = base::StringAt(c, {"status"}) == "True";
     if (!m.migratable) {
-      m.reason = StringAt(c, {"reason"});
-      m.message = StringAt(c, {"message"});
+      m.reason = base::StringAt(c, {"reason"});
+      m.message = base::StringAt(c, {"message"});
     }
     break;
   }
@@ -134,14 +118,14 @@ Migratability Migratability::Of(const json& vmi) {
 std::optional<std::string> BlockingPdb(const json& pod_labels, std::span<const json> pdbs) {
   const json labels = pod_labels.is_object() ? pod_labels : json::object();
   for (const json& pdb : pdbs) {
-    const json& sel = At(pdb, {"spec", "selector"});
+    const json& sel = base::At(pdb, {"spec", "selector"});
     if (!sel.is_object()) continue;  // null selects no pod
     if (!SelectorOf(sel).Matches(labels)) continue;
-    const json& allowed = At(pdb, {"status", "disruptionsAllowed"});
+    const json& allowed = base::At(pdb, {"status", "disruptionsAllowed"});
     // No status yet: the disruption controller has not counted; the eviction API then
     // refuses (disruptionsAllowed reads as 0).
     if (!allowed.is_number_integer() || allowed.get<int64_t>() < 1) {
-      return StringAt(pdb, {"metadata", "name"});
+      return base::StringAt(pdb, {"metadata", "name"});
     }
   }
   return std::nullopt;

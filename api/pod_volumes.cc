@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/json.h"
+
 namespace kmt::api {
 namespace {
 
@@ -11,39 +13,24 @@ constexpr std::string_view kAnnBindCompleted = "pv.kubernetes.io/bind-completed"
 constexpr std::string_view kAnnBetaStorageClass = "volume.beta.kubernetes.io/storage-class";
 constexpr std::string_view kZoneDelimiter = "__";  // cloud-provider LabelMultiZoneDelimiter
 
-const json& Null() {
-  static const json null;
-  return null;
-}
-
-const json& At(const json& obj, std::string_view key) {
-  if (!obj.is_object()) return Null();
-  auto it = obj.find(key);
-  return it == obj.end() ? Null() : *it;
-}
-
-std::string Str(const json& obj, std::string_view key) {
-  const json& v = At(obj, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 bool Bound(const json& pvc) {
-  const json& annotations = At(At(pvc, "metadata"), "annotations");
-  return !Str(At(pvc, "spec"), "volumeName").empty() && annotations.is_object() &&
+  const json& annotations = base::At(base::At(pvc, "metadata"), "annotations");
+  return !base::StringAt(base::At(pvc, "spec"), "volumeName").empty() && annotations.is_object() &&
          annotations.contains(kAnnBindCompleted);
 }
 
 // The PV controller's IsVolumeBoundToClaim: the PV's claimRef names the claim (and its uid,
 // when the claimRef has one).
 bool VolumeBoundTo(const json& pv, const json& pvc) {
-  const json& ref = At(At(pv, "spec"), "claimRef");
-  const json& meta = At(pvc, "metadata");
-  if (!ref.is_object() || Str(ref, "name").empty()) return false;
-  if (Str(ref, "name") != Str(meta, "name") || Str(ref, "namespace") != Str(meta, "namespace")) {
+  const json& ref = base::At(base::At(pv, "spec"), "claimRef");
+  const json& meta = base::At(pvc, "metadata");
+  if (!ref.is_object() || base::StringAt(ref, "name").empty()) return false;
+  if (base::StringAt(ref, "name") != base::StringAt(meta, "name") ||
+      base::StringAt(ref, "namespace") != base::StringAt(meta, "namespace")) {
     return false;
   }
-  const std::string uid = Str(ref, "uid");
-  return uid.empty() || uid == Str(meta, "uid");
+  const std::string uid = base::StringAt(ref, "uid");
+  return uid.empty() || uid == base::StringAt(meta, "uid");
 }
 
 std::string_view TrimSpace(std::string_view s) {
@@ -79,12 +66,12 @@ std::string_view GaTopologyKey(std::string_view key) {
 
 std::vector<PodClaim> PodClaimsFromJson(const json& pod) {
   std::vector<PodClaim> out;
-  const json& volumes = At(At(pod, "spec"), "volumes");
+  const json& volumes = base::At(base::At(pod, "spec"), "volumes");
   if (!volumes.is_array()) return out;
   for (const json& v : volumes) {
-    const json& pvc = At(v, "persistentVolumeClaim");
+    const json& pvc = base::At(v, "persistentVolumeClaim");
     if (!pvc.is_object()) continue;
-    std::string name = Str(pvc, "claimName");
+    std::string name = base::StringAt(pvc, "claimName");
     if (std::any_of(out.begin(), out.end(), [&](const PodClaim& c) { return c.name == name; })) {
       continue;
     }
@@ -94,14 +81,15 @@ std::vector<PodClaim> PodClaimsFromJson(const json& pod) {
 }
 
 std::string StorageClassToRead(const json& pvc) {
-  if (!Str(At(pvc, "spec"), "volumeName").empty()) return "";
-  const json& beta = At(At(At(pvc, "metadata"), "annotations"), kAnnBetaStorageClass);
+  if (!base::StringAt(base::At(pvc, "spec"), "volumeName").empty()) return "";
+  const json& beta =
+      base::At(base::At(base::At(pvc, "metadata"), "annotations"), kAnnBetaStorageClass);
   if (!beta.is_null()) return beta.is_string() ? beta.get<std::string>() : "";
-  return Str(At(pvc, "spec"), "storageClassName");
+  return base::StringAt(base::At(pvc, "spec"), "storageClassName");
 }
 
 std::string VolumeToRead(const json& pvc) {
-  return Bound(pvc) ? Str(At(pvc, "spec"), "volumeName") : "";
+  return Bound(pvc) ? base::StringAt(base::At(pvc, "spec"), "volumeName") : "";
 }
 
 ClaimResolution ResolveClaim(const json* pvc, const json* storage_class, const json* pv) {
@@ -110,19 +98,19 @@ ClaimResolution ResolveClaim(const json* pvc, const json* storage_class, const j
     r.state = ClaimState::kMissing;
     return r;
   }
-  r.volume = Str(At(*pvc, "spec"), "volumeName");
-  if (Str(At(*pvc, "status"), "phase") == "Lost") {
+  r.volume = base::StringAt(base::At(*pvc, "spec"), "volumeName");
+  if (base::StringAt(base::At(*pvc, "status"), "phase") == "Lost") {
     r.state = ClaimState::kLost;
     return r;
   }
-  if (!At(At(*pvc, "metadata"), "deletionTimestamp").is_null()) {
+  if (!base::At(base::At(*pvc, "metadata"), "deletionTimestamp").is_null()) {
     r.state = ClaimState::kDeleting;
     return r;
   }
   if (!Bound(*pvc)) {
-    const bool delayed = r.volume.empty() && storage_class != nullptr &&
-                         !StorageClassToRead(*pvc).empty() &&
-                         Str(*storage_class, "volumeBindingMode") == "WaitForFirstConsumer";
+    const bool delayed =
+        r.volume.empty() && storage_class != nullptr && !StorageClassToRead(*pvc).empty() &&
+        base::StringAt(*storage_class, "volumeBindingMode") == "WaitForFirstConsumer";
     r.state = delayed ? ClaimState::kWaitForFirstConsumer : ClaimState::kNotBound;
     return r;
   }
@@ -135,11 +123,11 @@ ClaimResolution ResolveClaim(const json* pvc, const json* storage_class, const j
     return r;
   }
   r.state = ClaimState::kBound;
-  const json& required = At(At(At(*pv, "spec"), "nodeAffinity"), "required");
+  const json& required = base::At(base::At(base::At(*pv, "spec"), "nodeAffinity"), "required");
   if (required.is_object()) r.node_affinity = NodeSelectorFromJsonLenient(required);
-  const json& labels = At(At(*pv, "metadata"), "labels");
+  const json& labels = base::At(base::At(*pv, "metadata"), "labels");
   for (std::string_view key : kTopologyLabels) {
-    const json& value = At(labels, key);
+    const json& value = base::At(labels, key);
     if (!value.is_string()) continue;
     if (auto zones = ZoneSet(value.get<std::string>())) {
       r.zones.push_back({std::string(key), std::move(*zones)});

@@ -9,6 +9,7 @@
 #include "api/label_requirement.h"
 #include "api/label_validation.h"
 #include "api/names.h"
+#include "base/json.h"
 
 namespace kmt::api {
 namespace {
@@ -55,7 +56,7 @@ std::optional<PolicyLabelSelector> ParseSelector(const Json& v, const std::strin
     return std::nullopt;
   }
   PolicyLabelSelector sel;
-  if (auto it = v.find("matchLabels"); it != v.end() && !it->is_null()) {
+  if (const Json* it = base::Member(v, "matchLabels")) {
     const std::string mpath = ChildPath(path, "matchLabels");
     if (!it->is_object()) {
       causes.push_back(WrongType(mpath, *it, "object"));
@@ -71,7 +72,7 @@ std::optional<PolicyLabelSelector> ParseSelector(const Json& v, const std::strin
       }
     }
   }
-  if (auto it = v.find("matchExpressions"); it != v.end() && !it->is_null()) {
+  if (const Json* it = base::Member(v, "matchExpressions")) {
     const std::string epath = ChildPath(path, "matchExpressions");
     if (!it->is_array()) {
       causes.push_back(WrongType(epath, *it, "array"));
@@ -84,16 +85,15 @@ std::optional<PolicyLabelSelector> ParseSelector(const Json& v, const std::strin
           continue;
         }
         PolicyLabelSelector::Requirement r;
-        const Json key = e.value("key", Json());
+        const Json& key = base::At(e, "key");
         if (!key.is_string() || key.get<std::string>().empty()) {
           causes.push_back(RequiredCause(ChildPath(ipath, "key"), ""));
         } else {
           r.key = key.get<std::string>();
           CheckKey(ChildPath(ipath, "key"), r.key, causes);
         }
-        const Json op = e.value("operator", Json());
-        r.op = op.is_string() ? op.get<std::string>() : "";
-        const Json values = e.value("values", Json::array());
+        r.op = base::StringAt(e, "operator");
+        const Json& values = base::At(e, "values");  // absent and null: no values
         if (!values.is_array() && !values.is_null()) {
           causes.push_back(WrongType(ChildPath(ipath, "values"), values, "array"));
           continue;
@@ -131,16 +131,6 @@ std::optional<PolicyLabelSelector> ParseSelector(const Json& v, const std::strin
   return sel;
 }
 
-// obj.metadata[member], or null when obj is not an object of that shape.
-const Json& MetadataMember(const Json& obj, std::string_view member) {
-  static const Json kNull;
-  if (!obj.is_object()) return kNull;
-  auto md = obj.find("metadata");
-  if (md == obj.end() || !md->is_object()) return kNull;
-  auto it = md->find(member);
-  return it != md->end() ? *it : kNull;
-}
-
 }  // namespace
 
 bool PolicyLabelSelector::Matches(const Json& labels) const {
@@ -148,8 +138,8 @@ bool PolicyLabelSelector::Matches(const Json& labels) const {
     const std::string* value = nullptr;
     std::string holder;
     if (labels.is_object()) {
-      if (auto it = labels.find(r.key); it != labels.end() && it->is_string()) {
-        holder = it->get<std::string>();
+      if (auto v = base::String(labels, r.key)) {
+        holder = *v;
         value = &holder;
       }
     }
@@ -168,23 +158,23 @@ PolicyParse ParsePolicy(const Json& object) {
     return out;
   }
   // metadata.name as stored; any other JSON there (not from the API server) reads as "".
-  if (const Json& name = MetadataMember(object, "name"); name.is_string()) {
+  if (const Json& name = base::At(object, {"metadata", "name"}); name.is_string()) {
     p.name = name.get<std::string>();
   }
-  const Json spec = object.value("spec", Json());
+  const Json& spec = base::At(object, "spec");
   if (!spec.is_object()) {
     causes.push_back(spec.is_null() ? RequiredCause("spec", "")
                                     : WrongType("spec", spec, "object"));
     return out;
   }
-  if (auto it = spec.find("priority"); it != spec.end() && !it->is_null()) {
+  if (const Json* it = base::Member(spec, "priority")) {
     if (!it->is_number_integer()) {
       causes.push_back(WrongType("spec.priority", *it, "integer"));
     } else {
       p.priority = it->get<int64_t>();
     }
   }
-  if (auto it = spec.find("maxInboundPerNode"); it != spec.end() && !it->is_null()) {
+  if (const Json* it = base::Member(spec, "maxInboundPerNode")) {
     if (!it->is_number_integer()) {
       causes.push_back(WrongType("spec.maxInboundPerNode", *it, "integer"));
     } else if (const int64_t n = it->get<int64_t>(); n < 1 || n > kMaxInboundLimit) {
@@ -196,12 +186,17 @@ PolicyParse ParsePolicy(const Json& object) {
       p.max_inbound_per_node = n;
     }
   }
-  const Json match = spec.value("match", Json());
+  const Json& match = base::At(spec, "match");
   if (!match.is_null() && !match.is_object()) {
     causes.push_back(WrongType("spec.match", match, "object"));
   } else if (match.is_object()) {
-    const Json origin = match.value("origin", Json("Any"));
-    const std::string o = origin.is_string() ? origin.get<std::string>() : origin.dump();
+    // Absent means Any; any other JSON, null included, is shown as written.
+    std::string o = "Any";
+    if (const auto origin = base::Find(match, "origin")) {
+      o = (*origin)->is_string() ? (*origin)->get<std::string>() : (*origin)->dump();
+    } else if (origin.status() == base::Lookup::kNull) {
+      o = "null";
+    }
     if (o == "Any") {
       p.origin = PolicyOrigin::kAny;
     } else if (o == "Evacuation") {
@@ -212,14 +207,14 @@ PolicyParse ParsePolicy(const Json& object) {
       causes.push_back(
           NotSupportedCause("spec.match.origin", o, {"Any", "Evacuation", "Descheduler"}));
     }
-    p.source_node_selector = ParseSelector(match.value("sourceNodeSelector", Json()),
+    p.source_node_selector = ParseSelector(base::At(match, "sourceNodeSelector"),
                                            "spec.match.sourceNodeSelector", causes);
-    p.namespace_selector = ParseSelector(match.value("namespaceSelector", Json()),
-                                         "spec.match.namespaceSelector", causes);
+    p.namespace_selector =
+        ParseSelector(base::At(match, "namespaceSelector"), "spec.match.namespaceSelector", causes);
     p.vmi_selector =
-        ParseSelector(match.value("vmiSelector", Json()), "spec.match.vmiSelector", causes);
+        ParseSelector(base::At(match, "vmiSelector"), "spec.match.vmiSelector", causes);
   }
-  const Json term = spec.value("addedNodeSelectorTerm", Json());
+  const Json& term = base::At(spec, "addedNodeSelectorTerm");
   if (term.is_null()) {
     causes.push_back(RequiredCause(std::string(kTermPath), ""));
   } else {
@@ -264,14 +259,11 @@ bool PolicyMatches(const MigrationTargetPolicy& p, const EvacuationFacts& facts)
 
 EvacuationFacts EvacuationFactsOf(const Json& vmi, const Json& ns, const Json& source_node_labels) {
   EvacuationFacts facts;
-  facts.vmi_labels = MetadataMember(vmi, "labels");
-  const Json& annotations = MetadataMember(vmi, "annotations");
-  if (annotations.is_object()) {
-    auto it = annotations.find(kAnnotationEvictionSource);
-    facts.descheduler = it != annotations.end() && it->is_string() &&
-                        it->get<std::string>() == kEvictionSourceDescheduler;
-  }
-  facts.namespace_labels = MetadataMember(ns, "labels");
+  facts.vmi_labels = base::At(vmi, {"metadata", "labels"});
+  const Json& annotations = base::At(vmi, {"metadata", "annotations"});
+  facts.descheduler =
+      base::StringAt(annotations, kAnnotationEvictionSource) == kEvictionSourceDescheduler;
+  facts.namespace_labels = base::At(ns, {"metadata", "labels"});
   facts.source_node_labels = source_node_labels;
   return facts;
 }
@@ -285,7 +277,7 @@ PolicySet ParsePolicies(const std::vector<Json>& objects) {
   for (const Json& obj : objects) {
     PolicyParse parsed = ParsePolicy(obj);
     if (!parsed.policy) {
-      const Json& name = MetadataMember(obj, "name");
+      const Json& name = base::At(obj, {"metadata", "name"});
       set.skipped.push_back(
           {name.is_string() ? name.get<std::string>() : std::string(),
            parsed.causes.empty() ? std::string("invalid") : ToString(parsed.causes.front())});

@@ -8,28 +8,12 @@
 #include "api/names.h"
 #include "api/policy.h"
 #include "api/quantity.h"
+#include "base/json.h"
 
 namespace kmt::api {
 namespace {
 
 using json = nlohmann::json;
-
-const json& Null() {
-  static const json null;
-  return null;
-}
-
-// obj[key] when obj is an object that has it, else null: chains never throw.
-const json& At(const json& obj, std::string_view key) {
-  if (!obj.is_object()) return Null();
-  auto it = obj.find(key);
-  return it == obj.end() ? Null() : *it;
-}
-
-std::string Str(const json& obj, std::string_view key) {
-  const json& v = At(obj, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
 
 std::vector<NodeSelectorRequirement> LabelExpressions(const json& list) {
   std::vector<NodeSelectorRequirement> out;
@@ -40,8 +24,8 @@ std::vector<NodeSelectorRequirement> LabelExpressions(const json& list) {
 
 LabelSelector Selector(const json& sel) {
   LabelSelector out;
-  out.match_labels = Labels::FromJson(At(sel, "matchLabels"));
-  out.match_expressions = LabelExpressions(At(sel, "matchExpressions"));
+  out.match_labels = Labels::FromJson(base::At(sel, "matchLabels"));
+  out.match_expressions = LabelExpressions(base::At(sel, "matchExpressions"));
   return out;
 }
 
@@ -54,13 +38,12 @@ std::vector<std::string> Strings(const json& list) {
   return out;
 }
 
-// An integer field, nullopt when absent or of another type.
-std::optional<int64_t> Int(const json& obj, std::string_view key) {
-  const json& v = At(obj, key);
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_unsigned())
-    return static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX));
-  return std::nullopt;
+// An integer field, nullopt when absent or of another type; one above INT64_MAX reads as
+// INT64_MAX (every caller clamps further).
+std::optional<int64_t> ClampedInt(const json& obj, std::string_view key) {
+  const auto v = base::Int(obj, key);
+  if (v.status() == base::Lookup::kOutOfRange) return INT64_MAX;
+  return v.optional();
 }
 
 int32_t Clamp32(int64_t v) {
@@ -73,12 +56,12 @@ std::vector<PodAffinityTerm> AffinityTerms(const json& list) {
   for (const json& t : list) {
     if (!t.is_object()) continue;
     PodAffinityTerm term;
-    const json& sel = At(t, "labelSelector");
+    const json& sel = base::At(t, "labelSelector");
     term.selector_null = !sel.is_object();
     term.selector = Selector(sel);
-    term.topology_key = Str(t, "topologyKey");
-    term.namespaces = Strings(At(t, "namespaces"));
-    const json& ns_sel = At(t, "namespaceSelector");
+    term.topology_key = base::StringAt(t, "topologyKey");
+    term.namespaces = Strings(base::At(t, "namespaces"));
+    const json& ns_sel = base::At(t, "namespaceSelector");
     if (ns_sel.is_object()) term.namespace_selector = Selector(ns_sel);
     out.push_back(std::move(term));
   }
@@ -92,28 +75,29 @@ std::vector<TopologySpreadConstraint> SpreadConstraints(const json& list) {
   for (const json& c : list) {
     if (!c.is_object()) continue;
     TopologySpreadConstraint tsc;
-    tsc.max_skew = Clamp32(Int(c, "maxSkew").value_or(0));
-    tsc.topology_key = Str(c, "topologyKey");
-    tsc.do_not_schedule = Str(c, "whenUnsatisfiable") == "DoNotSchedule";
-    const json& sel = At(c, "labelSelector");
+    tsc.max_skew = Clamp32(ClampedInt(c, "maxSkew").value_or(0));
+    tsc.topology_key = base::StringAt(c, "topologyKey");
+    tsc.do_not_schedule = base::StringAt(c, "whenUnsatisfiable") == "DoNotSchedule";
+    const json& sel = base::At(c, "labelSelector");
     tsc.selector_null = !sel.is_object();
     tsc.selector = Selector(sel);
-    tsc.match_label_keys = Strings(At(c, "matchLabelKeys"));
-    tsc.min_domains = Clamp32(Int(c, "minDomains").value_or(1));
-    tsc.honor_node_affinity = Str(c, "nodeAffinityPolicy") != "Ignore";
-    tsc.honor_node_taints = Str(c, "nodeTaintsPolicy") == "Honor";
+    tsc.match_label_keys = Strings(base::At(c, "matchLabelKeys"));
+    tsc.min_domains = Clamp32(ClampedInt(c, "minDomains").value_or(1));
+    tsc.honor_node_affinity = base::StringAt(c, "nodeAffinityPolicy") != "Ignore";
+    tsc.honor_node_taints = base::StringAt(c, "nodeTaintsPolicy") == "Honor";
     out.push_back(std::move(tsc));
   }
   return out;
 }
 
 const json& Condition(const json& status, std::string_view type) {
-  const json& conditions = At(status, "conditions");
-  if (!conditions.is_array()) return Null();
+  const json& conditions = base::At(status, "conditions");
+  static const json kNone;
+  if (!conditions.is_array()) return kNone;
   for (const json& c : conditions) {
-    if (Str(c, "type") == type) return c;
+    if (base::StringAt(c, "type") == type) return c;
   }
-  return Null();
+  return kNone;
 }
 
 }  // namespace
@@ -212,23 +196,23 @@ ConditionStatus ParseConditionStatus(std::string_view s) {
 }
 
 Resources PodRequests(const json& pod) {
-  const json& spec = At(pod, "spec");
+  const json& spec = base::At(pod, "spec");
   Resources total;
-  const json& containers = At(spec, "containers");
+  const json& containers = base::At(spec, "containers");
   if (containers.is_array()) {
-    for (const json& c : containers) total.AddList(At(At(c, "resources"), "requests"));
+    for (const json& c : containers) total.AddList(base::At(base::At(c, "resources"), "requests"));
   }
   // Init containers run one at a time before the others, each next to the sidecars
   // (restartPolicy Always) started before it; sidecars keep running with the regular
   // containers. The pod needs the larger of the largest init step and the regular containers
   // plus every sidecar (resourcehelper.PodRequests). KubeVirt's guest-console-log is one.
-  const json& inits = At(spec, "initContainers");
+  const json& inits = base::At(spec, "initContainers");
   if (inits.is_array()) {
     Resources sidecars, largest_init;
     for (const json& c : inits) {
       Resources one;
-      one.AddList(At(At(c, "resources"), "requests"));
-      const json& restart = At(c, "restartPolicy");
+      one.AddList(base::At(base::At(c, "resources"), "requests"));
+      const json& restart = base::At(c, "restartPolicy");
       if (restart.is_string() && restart.get<std::string>() == "Always") {
         total.Add(one);
         sidecars.Add(one);
@@ -240,84 +224,85 @@ Resources PodRequests(const json& pod) {
     }
     total.MaxWith(largest_init);
   }
-  total.AddList(At(spec, "overhead"));
+  total.AddList(base::At(spec, "overhead"));
   total.pods = 1;
   return total;
 }
 
 NodeInfo NodeInfo::FromJson(const json& node) {
   NodeInfo n;
-  const json& meta = At(node, "metadata");
-  n.name = Str(meta, "name");
-  n.labels = Labels::FromJson(At(meta, "labels"));
-  const json& spec = At(node, "spec");
-  const json& unschedulable = At(spec, "unschedulable");
+  const json& meta = base::At(node, "metadata");
+  n.name = base::StringAt(meta, "name");
+  n.labels = Labels::FromJson(base::At(meta, "labels"));
+  const json& spec = base::At(node, "spec");
+  const json& unschedulable = base::At(spec, "unschedulable");
   n.unschedulable = unschedulable.is_boolean() && unschedulable.get<bool>();
-  const json& taints = At(spec, "taints");
+  const json& taints = base::At(spec, "taints");
   if (taints.is_array()) {
     for (const json& t : taints) {
       if (!t.is_object()) continue;
-      n.taints.push_back(
-          {Intern(Str(t, "key")), Intern(Str(t, "value")), ParseTaintEffect(Str(t, "effect"))});
+      n.taints.push_back({Intern(base::StringAt(t, "key")), Intern(base::StringAt(t, "value")),
+                          ParseTaintEffect(base::StringAt(t, "effect"))});
     }
     n.taints.shrink_to_fit();
   }
-  const json& status = At(node, "status");
-  n.ready = ParseConditionStatus(Str(Condition(status, "Ready"), "status"));
-  n.allocatable.AddList(At(status, "allocatable"));
+  const json& status = base::At(node, "status");
+  n.ready = ParseConditionStatus(base::StringAt(Condition(status, "Ready"), "status"));
+  n.allocatable.AddList(base::At(status, "allocatable"));
   return n;
 }
 
 TargetPod TargetPod::FromJson(const json& pod) {
   TargetPod p;
-  const json& meta = At(pod, "metadata");
-  p.ns = Str(meta, "namespace");
-  p.name = Str(meta, "name");
-  p.uid = Str(meta, "uid");
-  p.resource_version = Str(meta, "resourceVersion");
-  const json& labels = At(meta, "labels");
-  p.migration_job_uid = Str(labels, kLabelMigrationJobUID);
-  p.created_by = Str(labels, kLabelCreatedBy);
-  p.migration_job_name = Str(At(meta, "annotations"), kAnnotationMigrationJobName);
-  p.created = Str(meta, "creationTimestamp");
+  const json& meta = base::At(pod, "metadata");
+  p.ns = base::StringAt(meta, "namespace");
+  p.name = base::StringAt(meta, "name");
+  p.uid = base::StringAt(meta, "uid");
+  p.resource_version = base::StringAt(meta, "resourceVersion");
+  const json& labels = base::At(meta, "labels");
+  p.migration_job_uid = base::StringAt(labels, kLabelMigrationJobUID);
+  p.created_by = base::StringAt(labels, kLabelCreatedBy);
+  p.migration_job_name = base::StringAt(base::At(meta, "annotations"), kAnnotationMigrationJobName);
+  p.created = base::StringAt(meta, "creationTimestamp");
 
-  const json& spec = At(pod, "spec");
-  p.node_name = Str(spec, "nodeName");
-  const json& gates = At(spec, "schedulingGates");
+  const json& spec = base::At(pod, "spec");
+  p.node_name = base::StringAt(spec, "nodeName");
+  const json& gates = base::At(spec, "schedulingGates");
   if (gates.is_array()) {
     for (const json& g : gates) {
-      if (Str(g, "name") == kSchedulingGate) p.has_gate = true;
+      if (base::StringAt(g, "name") == kSchedulingGate) p.has_gate = true;
     }
   }
-  const json& tolerations = At(spec, "tolerations");
+  const json& tolerations = base::At(spec, "tolerations");
   if (tolerations.is_array()) {
     for (const json& t : tolerations) {
       if (!t.is_object()) continue;
       p.tolerations.push_back(
-          Toleration::Make(Str(t, "key"), Str(t, "operator"), Str(t, "value"), Str(t, "effect")));
+          Toleration::Make(base::StringAt(t, "key"), base::StringAt(t, "operator"),
+                           base::StringAt(t, "value"), base::StringAt(t, "effect")));
     }
   }
-  p.node_selector = Labels::FromJson(At(spec, "nodeSelector"));
+  p.node_selector = Labels::FromJson(base::At(spec, "nodeSelector"));
   p.tolerations.shrink_to_fit();
-  const json& affinity = At(spec, "affinity");
-  const json& required =
-      At(At(affinity, "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+  const json& affinity = base::At(spec, "affinity");
+  const json& required = base::At(base::At(affinity, "nodeAffinity"),
+                                  "requiredDuringSchedulingIgnoredDuringExecution");
   if (required.is_object()) p.required_affinity = NodeSelectorFromJsonLenient(required);
-  p.anti_affinity = AffinityTerms(
-      At(At(affinity, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
-  p.pod_affinity = AffinityTerms(
-      At(At(affinity, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"));
+  p.anti_affinity = AffinityTerms(base::At(base::At(affinity, "podAntiAffinity"),
+                                           "requiredDuringSchedulingIgnoredDuringExecution"));
+  p.pod_affinity = AffinityTerms(base::At(base::At(affinity, "podAffinity"),
+                                          "requiredDuringSchedulingIgnoredDuringExecution"));
   p.labels = Labels::FromJson(labels);
-  p.topology_spread = SpreadConstraints(At(spec, "topologySpreadConstraints"));
+  p.topology_spread = SpreadConstraints(base::At(spec, "topologySpreadConstraints"));
   p.requests = PodRequests(pod);
   p.claims = PodClaimsFromJson(pod);
 
-  const json& status = At(pod, "status");
-  p.phase = Str(status, "phase");
+  const json& status = base::At(pod, "status");
+  p.phase = base::StringAt(status, "phase");
   const json& scheduled = Condition(status, "PodScheduled");
-  p.scheduled = ParseConditionStatus(Str(scheduled, "status"));
-  p.scheduled_reason = Str(scheduled, "reason");
-  p.scheduled_message = Str(scheduled, "message");
+  p.scheduled = ParseConditionStatus(base::StringAt(scheduled, "status"));
+  p.scheduled_reason = base::StringAt(scheduled, "reason");
+  p.scheduled_message = base::StringAt(scheduled, "message");
 
   if (p.has_gate) {
     json basis = {{"metadata", json::object()}, {"spec", json::object()}};
@@ -337,58 +322,62 @@ json TargetPod::PatchBasis() const {
 
 BoundPod BoundPod::FromJson(const json& pod) {
   BoundPod b;
-  const json& meta = At(pod, "metadata");
-  b.ns = Str(meta, "namespace");
-  b.name = Str(meta, "name");
-  b.labels = Labels::FromJson(At(meta, "labels"));
-  b.node_name = Str(At(pod, "spec"), "nodeName");
-  b.anti_affinity = AffinityTerms(At(At(At(At(pod, "spec"), "affinity"), "podAntiAffinity"),
-                                     "requiredDuringSchedulingIgnoredDuringExecution"));
+  const json& meta = base::At(pod, "metadata");
+  b.ns = base::StringAt(meta, "namespace");
+  b.name = base::StringAt(meta, "name");
+  b.labels = Labels::FromJson(base::At(meta, "labels"));
+  b.node_name = base::StringAt(base::At(pod, "spec"), "nodeName");
+  b.anti_affinity = AffinityTerms(
+      base::At(base::At(base::At(base::At(pod, "spec"), "affinity"), "podAntiAffinity"),
+               "requiredDuringSchedulingIgnoredDuringExecution"));
   b.requests = PodRequests(pod);
-  b.terminal = IsTerminalPhase(Str(At(pod, "status"), "phase"));
-  b.deleting = At(meta, "deletionTimestamp").is_string();
+  b.terminal = IsTerminalPhase(base::StringAt(base::At(pod, "status"), "phase"));
+  b.deleting = base::At(meta, "deletionTimestamp").is_string();
   return b;
 }
 
 NamespaceInfo NamespaceInfo::FromJson(const json& ns) {
-  const json& meta = At(ns, "metadata");
-  return {Str(meta, "name"), Labels::FromJson(At(meta, "labels"))};
+  const json& meta = base::At(ns, "metadata");
+  return {base::StringAt(meta, "name"), Labels::FromJson(base::At(meta, "labels"))};
 }
 
 MigrationInfo MigrationInfo::FromJson(const json& vmim) {
   MigrationInfo m;
-  const json& meta = At(vmim, "metadata");
-  m.ns = Str(meta, "namespace");
-  m.name = Str(meta, "name");
-  m.uid = Str(meta, "uid");
-  m.resource_version = Str(meta, "resourceVersion");
-  m.evacuation = At(At(meta, "annotations"), kAnnotationEvacuationMigration).is_string();
-  m.policy = Str(At(meta, "annotations"), kPolicyAnnotation);
+  const json& meta = base::At(vmim, "metadata");
+  m.ns = base::StringAt(meta, "namespace");
+  m.name = base::StringAt(meta, "name");
+  m.uid = base::StringAt(meta, "uid");
+  m.resource_version = base::StringAt(meta, "resourceVersion");
+  m.evacuation =
+      base::At(base::At(meta, "annotations"), kAnnotationEvacuationMigration).is_string();
+  m.policy = base::StringAt(base::At(meta, "annotations"), kPolicyAnnotation);
   if (!m.policy.empty()) {
-    m.created = Str(meta, "creationTimestamp");
-    const json& cap = At(At(meta, "annotations"), kMaxInboundAnnotation);
+    m.created = base::StringAt(meta, "creationTimestamp");
+    const json& cap = base::At(base::At(meta, "annotations"), kMaxInboundAnnotation);
     if (!cap.is_null()) {
       m.max_inbound = ParseMaxInbound(cap.is_string() ? cap.get<std::string>() : cap.dump());
     }
   }
   m.added_term_text = AddedTermSource(vmim);
-  const json& spec = At(vmim, "spec");
-  m.vmi_name = Str(spec, "vmiName");
-  m.added_node_selector = Labels::FromJson(At(spec, "addedNodeSelector"));
-  const json& status = At(vmim, "status");
-  m.phase = Str(status, "phase");
-  const json& conditions = At(status, "conditions");
+  const json& spec = base::At(vmim, "spec");
+  m.vmi_name = base::StringAt(spec, "vmiName");
+  m.added_node_selector = Labels::FromJson(base::At(spec, "addedNodeSelector"));
+  const json& status = base::At(vmim, "status");
+  m.phase = base::StringAt(status, "phase");
+  const json& conditions = base::At(status, "conditions");
   if (conditions.is_array()) {
     for (const json& c : conditions) {
       if (!c.is_object()) continue;
-      m.conditions.push_back({Str(c, "type"), Str(c, "status"), Str(c, "reason"), Str(c, "message"),
-                              Str(c, "lastProbeTime"), Str(c, "lastTransitionTime")});
+      m.conditions.push_back({base::StringAt(c, "type"), base::StringAt(c, "status"),
+                              base::StringAt(c, "reason"), base::StringAt(c, "message"),
+                              base::StringAt(c, "lastProbeTime"),
+                              base::StringAt(c, "lastTransitionTime")});
     }
   }
-  const json& state = At(status, "migrationState");
-  m.target_node = Str(state, "targetNode");
-  m.source_node = Str(state, "sourceNode");
-  m.target_pod = Str(state, "targetPod");
+  const json& state = base::At(status, "migrationState");
+  m.target_node = base::StringAt(state, "targetNode");
+  m.source_node = base::StringAt(state, "sourceNode");
+  m.target_pod = base::StringAt(state, "targetPod");
   return m;
 }
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "base/json.h"
 #include "base/json_patch.h"
 
 namespace kmt::api {
@@ -15,14 +16,6 @@ const std::string kAffinityPtr = "/spec/affinity";
 const std::string kNodeAffinityPtr = kAffinityPtr + "/nodeAffinity";
 const std::string kRequiredPtr = kNodeAffinityPtr + "/" + kRequired;
 const std::string kTermsPtr = kRequiredPtr + "/nodeSelectorTerms";
-
-// The member `name` of `obj`, or nullptr when absent or JSON null (Go decodes null as absent).
-const json* Member(const json& obj, std::string_view name) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 bool ListHas(const std::vector<NodeSelectorRequirement>& list, const NodeSelectorRequirement& r) {
   for (const auto& o : list) {
@@ -44,7 +37,7 @@ std::vector<NodeSelectorRequirement> Unique(const std::vector<NodeSelectorRequir
 // `member`. False when the existing member has a shape no valid pod has.
 bool AppendMissing(const json& pod_term, const std::string& term_ptr, std::string_view member,
                    const std::vector<NodeSelectorRequirement>& wanted, base::JsonPatch& changes) {
-  const json* list = Member(pod_term, member);
+  const json* list = base::Member(pod_term, member);
   if (list != nullptr && !list->is_array()) return false;
   std::vector<NodeSelectorRequirement> existing;
   if (list != nullptr) {
@@ -70,11 +63,12 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   const NodeSelectorTerm unique{Unique(term.match_expressions), Unique(term.match_fields)};
   const json required_value = {{"nodeSelectorTerms", json::array({ToJson(unique)})}};
 
-  const json* affinity = Member(spec, "affinity");
+  const json* affinity = base::Member(spec, "affinity");
   if (affinity == nullptr) {
     // No JSON Patch op tests for absence; a concurrent writer would bump resourceVersion.
-    if (const json* meta = Member(pod, "metadata")) {
-      if (const json* rv = Member(*meta, "resourceVersion"); rv != nullptr && rv->is_string()) {
+    if (const json* meta = base::Member(pod, "metadata")) {
+      if (const json* rv = base::Member(*meta, "resourceVersion");
+          rv != nullptr && rv->is_string()) {
         tests.Test("/metadata/resourceVersion", *rv);
       }
     }
@@ -83,7 +77,7 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   }
   if (!affinity->is_object()) return false;
 
-  const json* node_affinity = Member(*affinity, "nodeAffinity");
+  const json* node_affinity = base::Member(*affinity, "nodeAffinity");
   if (node_affinity == nullptr) {
     tests.Test(kAffinityPtr, *affinity);
     changes.Add(kNodeAffinityPtr, {{kRequired, required_value}});
@@ -91,7 +85,7 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   }
   if (!node_affinity->is_object()) return false;
 
-  const json* required = Member(*node_affinity, kRequired);
+  const json* required = base::Member(*node_affinity, kRequired);
   if (required == nullptr) {
     tests.Test(kNodeAffinityPtr, *node_affinity);
     changes.Add(kRequiredPtr, required_value);
@@ -99,7 +93,7 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
   }
   if (!required->is_object()) return false;
 
-  const json* terms = Member(*required, "nodeSelectorTerms");
+  const json* terms = base::Member(*required, "nodeSelectorTerms");
   if (terms != nullptr && !terms->is_array()) return false;
   if (terms == nullptr || terms->empty()) {
     tests.Test(kRequiredPtr, *required);
@@ -133,12 +127,12 @@ bool AndAffinity(const json& pod, const json& spec, const NodeSelectorTerm& term
 std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
                                  std::string_view gate) {
   try {
-    const json* spec = Member(pod, "spec");
+    const json* spec = base::Member(pod, "spec");
     if (spec == nullptr || !spec->is_object() || term.empty()) return {};
 
     base::JsonPatch tests;
-    if (const json* meta = Member(pod, "metadata")) {
-      if (const json* uid = Member(*meta, "uid"); uid != nullptr && uid->is_string()) {
+    if (const json* meta = base::Member(pod, "metadata")) {
+      if (const json* uid = base::Member(*meta, "uid"); uid != nullptr && uid->is_string()) {
         tests.Test("/metadata/uid", *uid);
       }
     }
@@ -147,11 +141,11 @@ std::vector<json> AndTermIntoPod(const json& pod, const NodeSelectorTerm& term,
     if (!AndAffinity(pod, *spec, term, tests, changes)) return {};
 
     // Remove the gate by index, highest index first so earlier indices stay valid.
-    if (const json* gates = Member(*spec, "schedulingGates")) {
+    if (const json* gates = base::Member(*spec, "schedulingGates")) {
       if (!gates->is_array()) return {};
       std::vector<size_t> hits;  // descending, so earlier indices stay valid
       for (size_t i = gates->size(); i-- > 0;) {
-        const json* name = Member((*gates)[i], "name");
+        const json* name = base::Member((*gates)[i], "name");
         if (name != nullptr && name->is_string() && name->get_ref<const std::string&>() == gate) {
           hits.push_back(i);
         }
@@ -187,19 +181,19 @@ bool SelectorCarriesTerm(const NodeSelector& required, const NodeSelectorTerm& t
 }
 
 bool PodCarriesTerm(const json& pod, const NodeSelectorTerm& term) {
-  const json* spec = Member(pod, "spec");
-  const json* affinity = spec ? Member(*spec, "affinity") : nullptr;
-  const json* node_affinity = affinity ? Member(*affinity, "nodeAffinity") : nullptr;
-  const json* required = node_affinity ? Member(*node_affinity, kRequired) : nullptr;
+  const json* spec = base::Member(pod, "spec");
+  const json* affinity = spec ? base::Member(*spec, "affinity") : nullptr;
+  const json* node_affinity = affinity ? base::Member(*affinity, "nodeAffinity") : nullptr;
+  const json* required = node_affinity ? base::Member(*node_affinity, kRequired) : nullptr;
   if (required == nullptr) return false;
   // A shape no valid pod has is not trusted to carry anything (the lenient reader below
   // would see an empty term in it).
-  const json* terms = Member(*required, "nodeSelectorTerms");
+  const json* terms = base::Member(*required, "nodeSelectorTerms");
   if (terms == nullptr || !terms->is_array()) return false;
   for (const json& t : *terms) {
     if (!t.is_object()) return false;
     for (const char* member : {"matchExpressions", "matchFields"}) {
-      const json* list = Member(t, member);
+      const json* list = base::Member(t, member);
       if (list != nullptr && !list->is_array()) return false;
     }
   }
@@ -207,11 +201,11 @@ bool PodCarriesTerm(const json& pod, const NodeSelectorTerm& term) {
 }
 
 bool PodHasGate(const json& pod, std::string_view gate) {
-  const json* spec = Member(pod, "spec");
-  const json* gates = spec ? Member(*spec, "schedulingGates") : nullptr;
+  const json* spec = base::Member(pod, "spec");
+  const json* gates = spec ? base::Member(*spec, "schedulingGates") : nullptr;
   if (gates == nullptr || !gates->is_array()) return false;
   for (const json& g : *gates) {
-    const json* name = Member(g, "name");
+    const json* name = base::Member(g, "name");
     if (name != nullptr && name->is_string() && name->get_ref<const std::string&>() == gate) {
       return true;
     }

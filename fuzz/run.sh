@@ -2,7 +2,7 @@
 # Builds one fuzz target with clang + libFuzzer (ASan, UBSan) outside Bazel and runs it for
 # a bounded time. See fuzz/README.md for the targets and their input formats.
 #
-#   fuzz/run.sh TARGET [SECONDS]     TARGET: admitters policy watch kubeconfig quantity selector http
+#   fuzz/run.sh TARGET [SECONDS]     TARGET: admitters policy json watch kubeconfig quantity selector http
 #                                    admission (the older webhook/fuzz target); default 300 s
 #   fuzz/run.sh all [SECONDS]        every target, one after the other
 #
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz/run.sh TARGET [SECONDS]}
 seconds=${2:-300}
 if [[ $target == all ]]; then
-  for t in admission admitters policy watch kubeconfig quantity selector http; do "$0" "$t" "$seconds"; done
+  for t in admission admitters policy json watch kubeconfig quantity selector http; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 cxx=${CXX_FUZZ:-clang++-14}
@@ -28,7 +28,7 @@ case $target in
   admission)
     label=//webhook/fuzz:fuzz_entry harness=webhook/fuzz/fuzz_target.cc
     corpus=webhook/fuzz/corpus dict=webhook/fuzz/admission.dict ;;
-  admitters | policy | watch | kubeconfig | quantity | selector)
+  admitters | policy | json | watch | kubeconfig | quantity | selector)
     label=//fuzz/$target:entry harness=fuzz/libfuzzer_main.cc
     corpus=fuzz/$target/corpus dict=fuzz/$target/$target.dict ;;
   http)

@@ -194,6 +194,45 @@ def policy():
         write("policy", "limit-" + hashlib.sha1(text.encode()).hexdigest()[:8], b"\x03" + text.encode())
 
 
+def json_reads():
+    # Byte 0: where the JSON is grafted (0 root, 1 metadata, 2 spec, 3 status, 4 spec.affinity,
+    # 5 a container, 6 a condition, 7 the annotations); the rest is the JSON.
+    clear("json")
+    objects = {}
+    for p in ["api/testdata/node.json", "api/testdata/vmim.json"] + sorted(glob.glob(os.path.join(ROOT, "api/testdata/and/*.pod.json"))):
+        objects[os.path.basename(p)[: -len(".json")]] = json.load(open(os.path.join(ROOT, p)))
+    for i, line in enumerate(open(os.path.join(ROOT, "kube/testdata/watch_pods.jsonl"), encoding="utf-8")):
+        if line.strip() and i < 3:
+            objects[f"watch-pod-{i}"] = json.loads(line)["object"]
+    for name, obj in objects.items():
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        write("json", name, b"\x00" + body)
+        for part, control in (("metadata", 1), ("spec", 2), ("status", 3)):
+            if isinstance(obj.get(part), dict):
+                write("json", f"{name}-{part}", bytes([control]) + json.dumps(obj[part], separators=(",", ":")).encode())
+    odd = {
+        "null": (0, "null"),
+        "not-json": (0, "{not json"),
+        "array-root": (0, "[1,2,{\"metadata\":{}}]"),
+        "meta-null": (0, '{"metadata":null,"spec":null,"status":null}'),
+        "meta-string": (0, '{"metadata":"x","spec":7,"status":[]}'),
+        "name-object": (1, '{"name":{"a":1},"uid":5,"labels":[],"annotations":"a"}'),
+        "big-ints": (2, '{"topologySpreadConstraints":[{"maxSkew":18446744073709551615,"minDomains":-9223372036854775808,"topologyKey":"z"}],"nodeName":1e400}'),
+        "floats": (2, '{"topologySpreadConstraints":[{"maxSkew":1.5,"minDomains":3.0}]}'),
+        "gate": (2, '{"schedulingGates":[{"name":"migration-target.kubevirt.io/added-node-selector-term"}],"affinity":null}'),
+        "gate-bad-utf8": (0, '{"metadata":{"uid":"\xff\xfe"},"spec":{"schedulingGates":[{"name":"migration-target.kubevirt.io/added-node-selector-term"}]}}'),
+        "affinity-wrong": (4, '{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[1]},"podAntiAffinity":"x"}'),
+        "container-requests": (5, '{"resources":{"requests":{"cpu":"1e30","memory":7,"pods":"3","x":"1Ki"}}}'),
+        "condition-odd": (6, '{"type":"Ready","status":true}'),
+        "annotations": (7, '{"migration-target.kubevirt.io/policy":"p","migration-target.kubevirt.io/max-inbound-per-node":{"a":1},"kubevirt.io/evacuationMigration":null}'),
+        "volumes": (2, '{"volumes":[{"persistentVolumeClaim":{"claimName":"c"}},{"persistentVolumeClaim":null},7]}'),
+        "empty-keys": (0, '{"":{"":{"":null}},"a/b":{"~":1}}'),
+        "deep": (0, '{"a":' * 40 + '1' + '}' * 40),
+    }
+    for name, (control, text) in odd.items():
+        write("json", name, bytes([control]) + text.encode("utf-8", "surrogateescape"))
+
+
 def literals(path, pattern):
     text = open(os.path.join(ROOT, path), encoding="utf-8").read()
     return [bytes(m, "utf-8").decode("unicode_escape") for m in re.findall(pattern, text)]
@@ -209,6 +248,7 @@ def table(target, path, extra):
 if __name__ == "__main__":
     admitters()
     policy()
+    json_reads()
     watch()
     kubeconfig()
     table("quantity", "api/quantity_test.cc", ["9223372036854775807m", "-9223372036854775807",

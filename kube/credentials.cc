@@ -17,9 +17,9 @@
 #include <sstream>
 #include <string_view>
 
+#include "base/json.h"
 #include "kube/base64.h"
 #include "kube/error.h"
-#include "kube/reads.h"
 
 extern char** environ;
 
@@ -37,7 +37,7 @@ constexpr std::chrono::seconds kTokenFileRefresh{60};
 // another type is the plugin's mistake, named (client-go fails to decode it too).
 std::string AnswerString(const nlohmann::json& answer, std::initializer_list<std::string_view> path,
                          const std::string& who) {
-  const nlohmann::json* v = Member(answer, path);
+  const nlohmann::json* v = base::Member(answer, path);
   if (v == nullptr) return "";
   if (!v->is_string()) {
     ConfigError(
@@ -238,13 +238,13 @@ Credential CredentialSource::RunExec() {
   }
   nlohmann::json out = nlohmann::json::parse(r.stdout_text, nullptr, false);
   if (!out.is_object()) ConfigError(who + ": answer is not a JSON object");
-  if (StringAt(out, {"kind"}) != "ExecCredential") {
+  if (base::StringAt(out, {"kind"}) != "ExecCredential") {
     ConfigError(who + ": answer is not an ExecCredential");
   }
-  if (const std::string api = StringAt(out, {"apiVersion"}); api != x.api_version) {
+  if (const std::string api = base::StringAt(out, {"apiVersion"}); api != x.api_version) {
     ConfigError(fmt::format(R"({}: answered apiVersion "{}", want "{}")", who, api, x.api_version));
   }
-  const nlohmann::json* status = Member(out, {"status"});
+  const nlohmann::json* status = base::Member(out, {"status"});
   if (status != nullptr && !status->is_object()) ConfigError(who + ": status is not an object");
   Credential c{AnswerString(out, {"status", "token"}, who),
                AnswerString(out, {"status", "clientCertificateData"}, who),

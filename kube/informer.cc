@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "base/heap.h"
-#include "kube/reads.h"
+#include "base/json.h"
 
 #if defined(__GLIBC__)
 #endif
@@ -14,8 +14,8 @@
 namespace kmt::kube {
 
 std::string ObjectKey(const Json& object) {
-  const std::string name = StringAt(object, {"metadata", "name"});
-  const std::string ns = StringAt(object, {"metadata", "namespace"});
+  const std::string name = base::StringAt(object, {"metadata", "name"});
+  const std::string ns = base::StringAt(object, {"metadata", "namespace"});
   return ns.empty() ? name : ns + "/" + name;
 }
 

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/paths.h"
-#include "kube/reads.h"
 
 namespace kmt::kube {
 
@@ -30,7 +30,7 @@ Json ListAll(KubeClient& client, const Resource& r, std::string_view ns, ListOpt
           throw KubeError(ErrorKind::kInternal, fmt::format("{}: list answer has no items array",
                                                             DescribeCall("list", r, ns)));
         }
-        const std::string next = StringAt(page, {"metadata", "continue"});
+        const std::string next = base::StringAt(page, {"metadata", "continue"});
         if (page_items != nullptr && page_items->is_array()) {
           for (Json& item : *page_items) items.push_back(std::move(item));
         }

@@ -15,20 +15,4 @@ std::optional<Json> GetIfExists(KubeClient& client, const Resource& r, std::stri
   }
 }
 
-const Json* Member(const Json& root, std::initializer_list<std::string_view> path) {
-  const Json* at = &root;
-  for (std::string_view key : path) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(key);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return at->is_null() ? nullptr : at;
-}
-
-std::string StringAt(const Json& root, std::initializer_list<std::string_view> path) {
-  const Json* v = Member(root, path);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 }  // namespace kmt::kube

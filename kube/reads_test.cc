@@ -25,34 +25,5 @@ TEST_CASE("GetIfExists: the object, nothing for a 404, every other error thrown"
     CHECK(e.kind() == ErrorKind::kForbidden);
   }
 }
-
-TEST_CASE("Member and StringAt read odd JSON as absent, never throwing") {
-  struct Row {
-    const char* json;
-    bool member;         // Member(root, {"metadata", "name"}) != nullptr
-    std::string string;  // StringAt(root, {"metadata", "name"})
-  };
-  const Row row = GENERATE(values<Row>({
-      {R"({"metadata": {"name": "a"}})", true, "a"},
-      {R"({"metadata": {"name": 5}})", true, ""},
-      {R"({"metadata": {"name": ["a"]}})", true, ""},
-      {R"({"metadata": {"name": null}})", false, ""},
-      {R"({"metadata": {}})", false, ""},
-      {R"({"metadata": "a"})", false, ""},
-      {R"({"metadata": ["name"]})", false, ""},
-      {R"({"metadata": null})", false, ""},
-      {R"({})", false, ""},
-      {R"([{"metadata": {"name": "a"}}])", false, ""},
-      {R"("metadata")", false, ""},
-      {R"(null)", false, ""},
-      {R"(7)", false, ""},
-  }));
-  CAPTURE(row.json);
-  const Json root = Json::parse(row.json);
-  CHECK((Member(root, {"metadata", "name"}) != nullptr) == row.member);
-  CHECK(StringAt(root, {"metadata", "name"}) == row.string);
-  CHECK(Member(root, {}) == (root.is_null() ? nullptr : &root));
-}
-
 }  // namespace
 }  // namespace kmt::kube

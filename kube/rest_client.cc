@@ -9,6 +9,7 @@
 #include <deque>
 #include <thread>
 
+#include "base/json.h"
 #include "kube/line_framer.h"
 #include "kube/paths.h"
 
@@ -25,11 +26,8 @@ void AddWriteParams(Params& q, const WriteOptions& o) {
 
 const std::string& MetaName(const Json& obj) {
   static const std::string kEmpty;
-  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return kEmpty;
-  const Json& meta = obj["metadata"];
-  auto it = meta.find("name");
-  if (it == meta.end() || !it->is_string()) return kEmpty;
-  return it->get_ref<const std::string&>();
+  const Json* name = base::Member(obj, {"metadata", "name"});
+  return name != nullptr && name->is_string() ? name->get_ref<const std::string&>() : kEmpty;
 }
 
 // A watch over its own connection and thread.

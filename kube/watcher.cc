@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/json.h"
 #include "kube/paths.h"
-#include "kube/reads.h"
 
 namespace kmt::kube {
 
@@ -245,7 +245,7 @@ WatcherStep Watcher::StepWatch() {
          State::kInitListed);
     return step;
   }
-  std::string rv = StringAt(ev->object, {"metadata", "resourceVersion"});
+  std::string rv = base::StringAt(ev->object, {"metadata", "resourceVersion"});
   if (rv.empty()) {
     Fail(step,
          KubeError(ErrorKind::kInternal,

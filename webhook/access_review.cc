@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -47,22 +48,14 @@ AccessDecision SubjectAccessReviewer::Review(const AccessQuery& query) {
       if (e.kind() != kube::ErrorKind::kTransport || attempt == kReviewAttempts) throw;
     }
   }
-  auto status = answer.find("status");
-  if (!answer.is_object() || status == answer.end() || !status->is_object()) {
-    throw std::runtime_error("the SubjectAccessReview answer has no status");
-  }
+  const Json* status = base::Object(answer, "status").value_or(nullptr);
+  if (status == nullptr) throw std::runtime_error("the SubjectAccessReview answer has no status");
   AccessDecision d;
-  auto allowed = status->find("allowed");
-  d.allowed = allowed != status->end() && allowed->is_boolean() && allowed->get<bool>();
+  d.allowed = base::Bool(*status, "allowed").value_or(false);
   // status.denied means an authorizer said no outright; allowed already reflects that.
-  auto denied = status->find("denied");
-  if (denied != status->end() && denied->is_boolean() && denied->get<bool>()) d.allowed = false;
-  if (auto r = status->find("reason"); r != status->end() && r->is_string()) {
-    d.reason = r->get<std::string>();
-  }
-  if (auto e = status->find("evaluationError"); e != status->end() && e->is_string()) {
-    d.evaluation_error = e->get<std::string>();
-  }
+  if (base::Bool(*status, "denied").value_or(false)) d.allowed = false;
+  d.reason = base::StringAt(*status, "reason");
+  d.evaluation_error = base::StringAt(*status, "evaluationError");
   return d;
 }
 

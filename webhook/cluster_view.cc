@@ -1,7 +1,7 @@
 #include "webhook/cluster_view.h"
 
 #include "api/added_term.h"
-#include "webhook/json_access.h"
+#include "base/json.h"
 
 namespace kmt::webhook {
 
@@ -9,7 +9,7 @@ std::optional<MigrationRef> ClusterView::GetMigrationRef(std::string_view ns, st
                                                          std::string_view /*expected_uid*/) {
   std::optional<Json> vmim = GetMigration(ns, name);
   if (!vmim) return std::nullopt;
-  return MigrationRef{StringAt(*vmim, {"metadata", "uid"}),
+  return MigrationRef{base::StringAt(*vmim, {"metadata", "uid"}),
                       api::AddedTermSource(*vmim).has_value()};
 }
 

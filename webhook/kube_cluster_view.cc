@@ -1,5 +1,6 @@
 #include "webhook/kube_cluster_view.h"
 
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/reads.h"
@@ -58,9 +59,9 @@ NodeList KubeClusterView::ListNodesNow() {
   opts.omit_managed_fields = true;  // projected to NodeInfo: never read
   Json list = kube::ListAll(client_, kube::kNodes, "", opts);
   std::vector<std::shared_ptr<const api::NodeInfo>> nodes;
-  if (auto items = list.find("items"); items != list.end() && items->is_array()) {
-    nodes.reserve(items->size());
-    for (const Json& node : *items) {
+  if (const auto items = base::Array(list, "items")) {
+    nodes.reserve((*items)->size());
+    for (const Json& node : **items) {
       nodes.push_back(std::make_shared<const api::NodeInfo>(api::NodeInfo::FromJson(node)));
     }
   }
@@ -72,11 +73,7 @@ std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,
                                                         std::string_view name) {
   auto vmi = kube::GetIfExists(client_, kube::kVirtualMachineInstances, ns, name);
   if (!vmi) return std::nullopt;
-  const Json& obj = *vmi;
-  auto status = obj.find("status");
-  if (!obj.is_object() || status == obj.end() || !status->is_object()) return std::string();
-  auto node = status->find("nodeName");
-  return node != status->end() && node->is_string() ? node->get<std::string>() : std::string();
+  return base::StringAt(*vmi, {"status", "nodeName"});
 }
 
 std::vector<Json> KubeClusterView::ListPolicies() {
@@ -84,8 +81,8 @@ std::vector<Json> KubeClusterView::ListPolicies() {
   opts.limit = page_size_;
   Json list = kube::ListAll(client_, kube::kMigrationTargetPolicies, "", opts);
   std::vector<Json> out;
-  if (auto items = list.find("items"); items != list.end() && items->is_array()) {
-    for (Json& p : *items) out.push_back(std::move(p));
+  if (base::Array(list, "items")) {
+    for (Json& p : list["items"]) out.push_back(std::move(p));
   }
   return out;
 }

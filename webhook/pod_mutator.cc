@@ -9,8 +9,8 @@
 #include "api/cause.h"
 #include "api/names.h"
 #include "api/term_and.h"
+#include "base/json.h"
 #include "base/json_patch.h"
-#include "webhook/json_access.h"
 
 namespace kmt::webhook {
 namespace {
@@ -23,13 +23,13 @@ bool IsPodCreate(const AdmissionRequest& r) {
 // The patch that adds the gate, or nullopt when the pod already has it.
 std::optional<Json> GatePatch(const Json& pod) {
   const Json gate = {{"name", api::kSchedulingGate}};
-  const Json* spec = Member(pod, {"spec"});
+  const Json* spec = base::Member(pod, {"spec"});
   base::JsonPatch patch;
   if (spec == nullptr || spec->is_null()) {
     // No spec to add the list to: add the spec ("add" also replaces a null member).
     return patch.Add("/spec", {{"schedulingGates", Json::array({gate})}}).ToJson();
   }
-  const Json* gates = Member(pod, {"spec", "schedulingGates"});
+  const Json* gates = base::Member(pod, {"spec", "schedulingGates"});
   if (gates == nullptr || !gates->is_array()) {
     // Absent or null: create the list ("add" also replaces a null member).
     return patch.Add("/spec/schedulingGates", Json::array({gate})).ToJson();
@@ -43,16 +43,16 @@ std::optional<Json> GatePatch(const Json& pod) {
 AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& cluster) {
   if (!IsPodCreate(req)) return Allowed();
   const Json& pod = req.object;
-  const Json* labels = Member(pod, {"metadata", "labels"});
+  const Json* labels = base::Member(pod, {"metadata", "labels"});
   if (labels == nullptr) return Allowed();
-  if (StringAt(*labels, {api::kLabelApp}) != api::kLabelAppValue) return Allowed();
-  const Json* uid_label = Member(*labels, {api::kLabelMigrationJobUID});
+  if (base::StringAt(*labels, {api::kLabelApp}) != api::kLabelAppValue) return Allowed();
+  const Json* uid_label = base::Member(*labels, {api::kLabelMigrationJobUID});
   if (uid_label == nullptr) return Allowed();
   const std::string job_uid = uid_label->is_string() ? uid_label->get<std::string>() : "";
 
-  const std::string ns = !req.ns.empty() ? req.ns : StringAt(pod, {"metadata", "namespace"});
+  const std::string ns = !req.ns.empty() ? req.ns : base::StringAt(pod, {"metadata", "namespace"});
   const std::string name =
-      StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
+      base::StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
   if (name.empty()) {
     return Denied(
         400, "BadRequest",
@@ -87,14 +87,14 @@ AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& clus
   }
   if (!vmim->has_added_term) return Allowed();
 
-  const Json* spec = Member(pod, {"spec"});
+  const Json* spec = base::Member(pod, {"spec"});
   if (spec != nullptr && !spec->is_null() && !spec->is_object()) {
     return Denied(400, "BadRequest",
                   fmt::format("migration target pod of VirtualMachineInstanceMigration {}/{} has a "
                               "spec that is not an object: cannot add the scheduling gate {}",
                               ns, name, api::kSchedulingGate));
   }
-  const std::string node_name = StringAt(pod, {"spec", "nodeName"});
+  const std::string node_name = base::StringAt(pod, {"spec", "nodeName"});
   if (!node_name.empty()) {
     return Invalid({api::ForbiddenCause(
         "spec.nodeName",

@@ -7,8 +7,8 @@
 
 #include "api/added_term.h"
 #include "api/names.h"
+#include "base/json.h"
 #include "base/json_patch.h"
-#include "webhook/json_access.h"
 
 namespace kmt::webhook {
 namespace {
@@ -27,7 +27,7 @@ std::optional<std::string> EvacuationSource(const AdmissionRequest& req,
     return std::nullopt;
   }
   const Json* node =
-      Member(req.object, {"metadata", "annotations", api::kAnnotationEvacuationMigration});
+      base::Member(req.object, {"metadata", "annotations", api::kAnnotationEvacuationMigration});
   if (node == nullptr || !node->is_string()) return std::nullopt;
   return node->get<std::string>();
 }
@@ -39,7 +39,7 @@ PolicyChoice ChoosePolicy(const Json& vmim, std::string_view ns, std::string_vie
   for (const api::SkippedPolicy& s : set.skipped) choice.warnings.push_back(s.Warning());
   if (set.policies.empty()) return choice;
 
-  const std::string vmi_name = StringAt(vmim, {"spec", "vmiName"});
+  const std::string vmi_name = base::StringAt(vmim, {"spec", "vmiName"});
   const std::optional<Json> vmi = cluster.GetVmi(ns, vmi_name);
   std::optional<Json> namespace_object;
   if (set.wants_namespace) namespace_object = cluster.GetNamespace(ns);
@@ -63,20 +63,22 @@ AdmissionResponse AttachPolicy(const AdmissionRequest& req, ClusterView& cluster
                                const PolicyAttacherOptions& options) {
   const std::optional<std::string> source = EvacuationSource(req, options);
   if (!source || api::AddedTermSource(req.object)) return Allowed();
-  const std::string ns = !req.ns.empty() ? req.ns : StringAt(req.object, {"metadata", "namespace"});
+  const std::string ns =
+      !req.ns.empty() ? req.ns : base::StringAt(req.object, {"metadata", "namespace"});
   PolicyChoice choice;
   try {
     choice = ChoosePolicy(req.object, ns, *source, cluster);
   } catch (const std::exception& e) {
-    return Errored(500, fmt::format("could not choose a MigrationTargetPolicy for the evacuation "
-                                    "of VMI \"{}\" from node \"{}\": {}",
-                                    StringAt(req.object, {"spec", "vmiName"}), *source, e.what()));
+    return Errored(500,
+                   fmt::format("could not choose a MigrationTargetPolicy for the evacuation "
+                               "of VMI \"{}\" from node \"{}\": {}",
+                               base::StringAt(req.object, {"spec", "vmiName"}), *source, e.what()));
   }
   AdmissionResponse out = Allowed();
   out.warnings = std::move(choice.warnings);
   if (!choice.winner) return out;
   base::JsonPatch patch;
-  const Json* annotations = Member(req.object, {"metadata", "annotations"});
+  const Json* annotations = base::Member(req.object, {"metadata", "annotations"});
   if (annotations == nullptr || !annotations->is_object()) {
     patch.Add("/metadata/annotations", Json::object());
   }

@@ -5,17 +5,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
 namespace kmt::webhook {
 namespace {
-
-// A member of the status read leniently: the wrong type counts as absent.
-std::string StringAt(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::vector<std::string> Strings(const Json& list) {
   std::vector<std::string> out;
@@ -44,22 +39,19 @@ Json TokenReviewFor(const std::string& token) {
 }
 
 TokenIdentity TokenIdentityOf(const Json& answer) {
-  auto status = answer.is_object() ? answer.find("status") : answer.end();
-  if (!answer.is_object() || status == answer.end() || !status->is_object()) {
-    throw std::runtime_error("the TokenReview answer has no status");
-  }
+  // Members of the status are read leniently: the wrong type counts as absent.
+  const auto status = base::Object(answer, "status");
+  if (!status) throw std::runtime_error("the TokenReview answer has no status");
   TokenIdentity id;
-  auto authenticated = status->find("authenticated");
-  id.authenticated =
-      authenticated != status->end() && authenticated->is_boolean() && authenticated->get<bool>();
-  id.error = StringAt(*status, "error");
+  id.authenticated = base::Bool(**status, "authenticated").value_or(false);
+  id.error = base::StringAt(**status, "error");
   if (!id.authenticated) return id;
-  if (auto user = status->find("user"); user != status->end() && user->is_object()) {
-    id.user.username = StringAt(*user, "username");
-    id.user.uid = StringAt(*user, "uid");
-    if (auto g = user->find("groups"); g != user->end()) id.user.groups = Strings(*g);
-    if (auto e = user->find("extra"); e != user->end() && e->is_object()) {
-      for (const auto& [key, values] : e->items()) id.user.extra[key] = Strings(values);
+  if (const auto user = base::Object(**status, "user")) {
+    id.user.username = base::StringAt(**user, "username");
+    id.user.uid = base::StringAt(**user, "uid");
+    id.user.groups = Strings(base::At(**user, "groups"));
+    if (const auto extra = base::Object(**user, "extra")) {
+      for (const auto& [key, values] : (*extra)->items()) id.user.extra[key] = Strings(values);
     }
   }
   // An authenticated answer without a user name names nobody: treat it as a rejection.

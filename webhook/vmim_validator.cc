@@ -10,7 +10,7 @@
 #include "api/added_term.h"
 #include "api/names.h"
 #include "api/node_match.h"
-#include "webhook/json_access.h"
+#include "base/json.h"
 
 namespace kmt::webhook {
 namespace {
@@ -23,7 +23,7 @@ bool IsVmim(const AdmissionRequest& r) {
 }
 
 bool HasKubeVirtAddedNodeSelector(const Json& vmim) {
-  const Json* sel = Member(vmim, {"spec", "addedNodeSelector"});
+  const Json* sel = base::Member(vmim, {"spec", "addedNodeSelector"});
   // An empty map narrows nothing, so it needs no permission.
   return sel != nullptr && sel->is_object() && !sel->empty();
 }
@@ -40,7 +40,7 @@ const std::string& MaxInboundFieldPath() {
 
 // The annotation `key` as stored, whatever its JSON type, or nullopt when absent.
 std::optional<Json> AnnotationOf(const Json& vmim, std::string_view key) {
-  const Json* v = Member(vmim, {"metadata", "annotations", key});
+  const Json* v = base::Member(vmim, {"metadata", "annotations", key});
   if (v == nullptr) return std::nullopt;
   return *v;
 }
@@ -67,7 +67,7 @@ std::optional<AdmissionResponse> ChangedAfterCreate(const std::string& field,
 }
 
 std::optional<std::string> PolicyName(const Json& vmim) {
-  const Json* p = Member(vmim, {"metadata", "annotations", api::kPolicyAnnotation});
+  const Json* p = base::Member(vmim, {"metadata", "annotations", api::kPolicyAnnotation});
   if (p == nullptr || !p->is_string()) return std::nullopt;
   return p->get<std::string>();
 }
@@ -83,7 +83,7 @@ std::string PolicyProvenanceProblem(const AdmissionRequest& req, const std::stri
         "attaches a policy to; user \"{}\" may not",
         options.virt_controller_username, req.user_info.username);
   }
-  if (Member(req.object, {"metadata", "annotations", api::kAnnotationEvacuationMigration}) ==
+  if (base::Member(req.object, {"metadata", "annotations", api::kAnnotationEvacuationMigration}) ==
       nullptr) {
     return fmt::format("a policy is attached only to evacuation migrations (annotation {})",
                        api::kAnnotationEvacuationMigration);
@@ -135,7 +135,7 @@ std::vector<std::string> PlacementWarnings(const api::NodeSelectorTerm& term,
         "Pending until one does"};
   }
   if (matching.size() != 1) return {};
-  const std::string vmi = StringAt(req.object, {"spec", "vmiName"});
+  const std::string vmi = base::StringAt(req.object, {"spec", "vmiName"});
   if (vmi.empty()) return {};
   std::optional<std::string> source;
   try {

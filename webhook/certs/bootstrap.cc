@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/json.h"
 #include "base/json_patch.h"
 #include "kube/base64.h"
 #include "kube/error.h"
@@ -26,10 +27,9 @@ namespace {
 using nlohmann::json;
 
 std::string Field(const json& secret, const char* key) {
-  if (!secret.contains("data") || !secret["data"].is_object()) return {};
-  const json& data = secret["data"];
-  if (!data.contains(key) || !data[key].is_string()) return {};
-  return kube::DecodeBase64(data[key].get<std::string>()).value_or(std::string());
+  const auto encoded = base::String(secret, {"data", key});
+  if (!encoded) return {};
+  return kube::DecodeBase64(*encoded).value_or(std::string());
 }
 
 std::string ReadFile(const std::filesystem::path& p) {
@@ -153,17 +153,12 @@ int CertBootstrap::InjectCa(const kube::Resource& r, const std::string& ca_b64) 
   json config = std::move(*found);
   base::JsonPatch ops;
   int changed = 0;
-  if (config.contains("webhooks") && config["webhooks"].is_array()) {
-    for (size_t i = 0; i < config["webhooks"].size(); ++i) {
-      const json& wh = config["webhooks"][i];
-      std::string current;
-      if (wh.contains("clientConfig") && wh["clientConfig"].contains("caBundle") &&
-          wh["clientConfig"]["caBundle"].is_string()) {
-        current = wh["clientConfig"]["caBundle"].get<std::string>();
-      }
-      if (current == ca_b64) continue;
+  if (const auto webhooks = base::Array(config, "webhooks")) {
+    for (size_t i = 0; i < (*webhooks)->size(); ++i) {
+      const json& wh = (**webhooks)[i];
+      if (base::StringAt(wh, {"clientConfig", "caBundle"}) == ca_b64) continue;
       const std::string index = std::to_string(i);
-      ops.Test(base::Pointer({"webhooks", index, "name"}), wh.value("name", ""));
+      ops.Test(base::Pointer({"webhooks", index, "name"}), base::StringAt(wh, "name"));
       ops.Add(base::Pointer({"webhooks", index, "clientConfig", "caBundle"}), ca_b64);
       ++changed;
     }
@@ -193,7 +188,7 @@ bool CertBootstrap::PublishCa(const std::string& ca) {
       }
       json& cm = *found;
       // Exactly the certificate: a key added by hand is dropped too.
-      if (cm.contains("data") && cm["data"] == json{{"ca.crt", ca}} && !cm.contains("binaryData")) {
+      if (base::At(cm, "data") == json{{"ca.crt", ca}} && !cm.contains("binaryData")) {
         return false;
       }
       cm["data"] = {{"ca.crt", ca}};

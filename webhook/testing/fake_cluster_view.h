@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/json.h"
 #include "webhook/cluster_view.h"
 
 namespace kmt::webhook::testing {
@@ -58,7 +59,7 @@ class FakeClusterView : public ClusterView {
   std::optional<Json> GetPolicy(std::string_view name) override {
     if (policies_error) throw std::runtime_error(*policies_error);
     for (const Json& p : policies) {
-      if (p.contains("metadata") && p["metadata"].value("name", "") == name) return p;
+      if (base::StringAt(p, {"metadata", "name"}) == name) return p;
     }
     return std::nullopt;
   }
