@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
+#include "base/log.h"
 #include "base/version.h"
-#include "controller/log.h"
 
 namespace kmt::controller {
 

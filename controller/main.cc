@@ -12,9 +12,9 @@
 #include <iostream>
 #include <thread>
 
-#include "controller/clock.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "controller/flags.h"
-#include "controller/log.h"
 #include "controller/operator.h"
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
@@ -22,7 +22,7 @@
 
 namespace {
 
-using kmt::controller::Logger;
+using kmt::base::Logger;
 
 kmt::kube::ClientConfig LoadConfig(const kmt::controller::OperatorFlags& flags) {
   kmt::kube::KubeconfigOptions ko;
@@ -65,11 +65,11 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread at exit
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  kmt::controller::RealClock clock;
-  kmt::controller::LogLevel level = kmt::controller::LogLevel::kInfo;
-  kmt::controller::LogFormat format = kmt::controller::LogFormat::kText;
-  kmt::controller::ParseLogLevel(flags.log_level, &level);
-  kmt::controller::ParseLogFormat(flags.log_format, &format);
+  kmt::base::RealClock clock;
+  kmt::base::LogLevel level = kmt::base::LogLevel::kInfo;
+  kmt::base::LogFormat format = kmt::base::LogFormat::kText;
+  kmt::base::ParseLogLevel(flags.log_level, &level);
+  kmt::base::ParseLogFormat(flags.log_format, &format);
   Logger log(clock, level, format);
   const rlim_t open_files = RaiseOpenFileLimit();
   log.Info("Set open file limit", {{"limit", std::to_string(open_files)}});

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "controller/metrics.h"
+#include "base/metrics.h"
 #include "controller/probes.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -173,7 +173,7 @@ TEST_CASE("The HTTPS metrics server answers 401, 403 and 200 with the real revie
   webhook::SubjectAccessReviewer access_reviewer(api.client);
   webhook::CachingAccessReviewer access(access_reviewer);
 
-  Registry registry;
+  base::Registry registry;
   registry.AddCounter("kmt_test_total", "A counter").WithLabels({}).Inc();
   ProbeServerOptions options;
   options.configure_tls = [&cert](SSL_CTX* ctx) { return webhook::ConfigureServingTls(ctx, cert); };

@@ -11,12 +11,12 @@
 #include <string_view>
 #include <thread>
 
-#include "controller/clock.h"
+#include "base/clock.h"
+#include "base/metrics.h"
 #include "controller/controller.h"
 #include "controller/events.h"
 #include "controller/informer_view.h"
 #include "controller/leader_election.h"
-#include "controller/metrics.h"
 #include "controller/metrics_auth.h"
 #include "controller/operator_metrics.h"
 #include "controller/policy_status.h"
@@ -57,12 +57,12 @@ OperatorIdentity DefaultIdentity() {
 struct Operator::Impl {
   OperatorFlags flags;
   OperatorClients clients;
-  Logger& log;
+  base::Logger& log;
   OperatorIdentity identity;
 
-  RealClock clock;           // queue timers, timestamps
-  RealClock election_clock;  // lease attempts make blocking API calls: own thread
-  Registry registry;
+  base::RealClock clock;           // queue timers, timestamps
+  base::RealClock election_clock;  // lease attempts make blocking API calls: own thread
+  base::Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
   WaitingMetrics waiting{registry, flags.leader_election_id};
   std::unique_ptr<KubeEventRecorder> events;
@@ -85,9 +85,9 @@ struct Operator::Impl {
   std::unique_ptr<webhook::CachingTokenAuthenticator> metrics_token_cache;
   std::unique_ptr<webhook::SubjectAccessReviewer> metrics_access;
   std::unique_ptr<webhook::CachingAccessReviewer> metrics_access_cache;
-  std::optional<TimerId> metrics_cert_timer;  // guarded by mu
-  std::string metrics_cert_failure;           // the last failure logged (once each)
-  std::thread starter;                        // waits for the caches, then starts the workers
+  std::optional<base::TimerId> metrics_cert_timer;  // guarded by mu
+  std::string metrics_cert_failure;                 // the last failure logged (once each)
+  std::thread starter;                              // waits for the caches, then starts the workers
 
   std::mutex mu;
   std::condition_variable cv;
@@ -96,16 +96,16 @@ struct Operator::Impl {
   std::atomic<bool> leading{false};
   std::atomic<bool> stopping{false};
   std::atomic<bool> draining{false};  // after SIGTERM, during --shutdown-delay
-  std::optional<TimerId> cert_timer;
+  std::optional<base::TimerId> cert_timer;
   // Certificate passes make blocking API calls too (up to the client's read timeout): a
   // thread of their own, so a slow certificate check never delays a Lease renewal. Last
   // member: destroyed (its thread joined) before anything a pass in flight touches.
-  RealClock cert_clock;
-  RealClock policy_clock;  // policy status passes LIST and PATCH: a thread of their own
+  base::RealClock cert_clock;
+  base::RealClock policy_clock;  // policy status passes LIST and PATCH: a thread of their own
   // The metrics certificate's reloads, their own thread too: destroyed before metrics_cert.
-  RealClock metrics_cert_clock;
+  base::RealClock metrics_cert_clock;
 
-  Impl(const OperatorFlags& f, OperatorClients c, Logger& l, OperatorIdentity id)
+  Impl(const OperatorFlags& f, OperatorClients c, base::Logger& l, OperatorIdentity id)
       : flags(f), clients(c), log(l), identity(std::move(id)) {}
 
   // What /readyz checks: the caches synced (controller), a certificate loaded (webhook).
@@ -180,7 +180,7 @@ struct Operator::Impl {
     }
   }
 
-  void ScheduleCerts(Duration d) {
+  void ScheduleCerts(base::Duration d) {
     if (stopping.load()) return;
     std::lock_guard<std::mutex> lock(mu);
     cert_timer = cert_clock.RunAfter(d, [this] { EnsureCerts(); });
@@ -252,7 +252,7 @@ struct Operator::Impl {
   ~Impl() { Shutdown(); }
 };
 
-Operator::Operator(const OperatorFlags& flags, OperatorClients clients, Logger& log,
+Operator::Operator(const OperatorFlags& flags, OperatorClients clients, base::Logger& log,
                    OperatorIdentity identity)
     : impl_(std::make_unique<Impl>(flags, clients, log, std::move(identity))) {}
 
@@ -329,7 +329,7 @@ void Operator::Start() {
     wo.log = [&s](const webhook::ServerLogEntry& e) {
       std::vector<std::pair<std::string, std::string>> fields{{"component", "webhook"}};
       fields.insert(fields.end(), e.fields.begin(), e.fields.end());
-      s.log.Log(e.error ? LogLevel::kError : LogLevel::kInfo, e.msg, fields);
+      s.log.Log(e.error ? base::LogLevel::kError : base::LogLevel::kInfo, e.msg, fields);
     };
     s.webhook = std::make_unique<webhook::AdmissionServer>(
         wo, webhook::AdmissionRoutes(
@@ -392,7 +392,7 @@ void Operator::Start() {
   }
   // The first pass too runs on the certificate thread: until it has written the files,
   // /readyz reports the webhook certificate missing.
-  if (s.certs) s.ScheduleCerts(Duration::zero());
+  if (s.certs) s.ScheduleCerts(base::Duration::zero());
   if (!f.disable_controller) {
     s.view->Start();
     if (f.leader_elect) {

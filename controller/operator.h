@@ -24,8 +24,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/log.h"
 #include "controller/flags.h"
-#include "controller/log.h"
 #include "kube/client.h"
 
 namespace kmt::controller {
@@ -52,9 +52,9 @@ struct OperatorClients {
 
 class Operator {
  public:
-  Operator(const OperatorFlags& flags, OperatorClients clients, Logger& log,
+  Operator(const OperatorFlags& flags, OperatorClients clients, base::Logger& log,
            OperatorIdentity identity);
-  Operator(const OperatorFlags& flags, kube::KubeClient& client, Logger& log,
+  Operator(const OperatorFlags& flags, kube::KubeClient& client, base::Logger& log,
            OperatorIdentity identity)
       : Operator(flags, OperatorClients{client, client, client, client, client}, log,
                  std::move(identity)) {}

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/testing/objects.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
@@ -32,10 +32,10 @@ bool Eventually(F&& f) {
 
 TEST_CASE("The operator leads, releases gates, serves probes and releases the lease on stop") {
   kube::FakeClient client;
-  RealClock clock;
+  base::RealClock clock;
   std::mutex mu;
   std::vector<std::string> lines;
-  Logger log(clock, LogLevel::kInfo, LogFormat::kJson, [&](const std::string& l) {
+  base::Logger log(clock, base::LogLevel::kInfo, base::LogFormat::kJson, [&](const std::string& l) {
     std::lock_guard<std::mutex> lock(mu);
     lines.push_back(l);
   });
@@ -103,10 +103,10 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
 
 TEST_CASE("With a shutdown delay the replica drains first: not ready, still leading, then stops") {
   kube::FakeClient client;
-  RealClock clock;
+  base::RealClock clock;
   std::mutex mu;
   std::vector<std::string> lines;
-  Logger log(clock, LogLevel::kInfo, LogFormat::kJson, [&](const std::string& l) {
+  base::Logger log(clock, base::LogLevel::kInfo, base::LogFormat::kJson, [&](const std::string& l) {
     std::lock_guard<std::mutex> lock(mu);
     lines.push_back(l);
   });
@@ -178,8 +178,9 @@ TEST_CASE("Metrics are HTTPS for authenticated, authorized scrapers only by defa
   webhook::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
   webhook::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
 
-  RealClock clock;
-  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
   OperatorFlags flags;
   flags.disable_webhook = true;
   flags.leader_election_namespace = "kmt-system";
@@ -219,8 +220,9 @@ TEST_CASE("Metrics are HTTPS for authenticated, authorized scrapers only by defa
 
 TEST_CASE("A second replica waits as a warm standby, ready but not leading") {
   kube::FakeClient client;
-  RealClock clock;
-  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
   OperatorFlags flags;
   flags.disable_webhook = true;
   flags.leader_election_namespace = "kmt-system";
@@ -241,8 +243,9 @@ TEST_CASE("A second replica waits as a warm standby, ready but not leading") {
 
 TEST_CASE("Leader election outside a pod needs a namespace") {
   kube::FakeClient client;
-  RealClock clock;
-  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
   OperatorFlags flags;
   flags.disable_webhook = true;
   flags.health_probe_bind_address = "0";
@@ -307,8 +310,9 @@ void CheckRenewalsWhileCertificateCheckHangs(int block_from, const std::string& 
   kube::FakeClient client;
   SlowCertificateApi api(block_from);
   client.SetCallHook([&api](const kube::FakeCall& c) { api.Hook(c); });
-  RealClock clock;
-  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::filesystem::path dir = std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / dir_name;
   std::filesystem::remove_all(dir);

@@ -58,7 +58,7 @@ HttpAnswer AnswerChecks(const std::vector<HealthCheck>& checks, bool verbose) {
   return a;
 }
 
-HttpAnswer AnswerMetrics(const Registry& registry) {
+HttpAnswer AnswerMetrics(const base::Registry& registry) {
   return {200, "text/plain; version=0.0.4; charset=utf-8", registry.Render()};
 }
 

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/metrics.h"
+#include "base/metrics.h"
 
 namespace kmt::http {
 class Server;
@@ -44,7 +44,7 @@ struct HttpAnswer {
 HttpAnswer AnswerChecks(const std::vector<HealthCheck>& checks, bool verbose);
 
 // The answer of /metrics (pure).
-HttpAnswer AnswerMetrics(const Registry& registry);
+HttpAnswer AnswerMetrics(const base::Registry& registry);
 
 // Splits "host:port" / ":port" ("" host → all interfaces, 0.0.0.0). "0" or
 // an empty string disables the endpoint (returns false with *port = -1).

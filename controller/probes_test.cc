@@ -63,7 +63,7 @@ TEST_CASE("Malformed bind addresses are rejected with the text") {
 }
 
 TEST_CASE("The server serves /healthz, /readyz and /metrics over HTTP") {
-  Registry registry;
+  base::Registry registry;
   registry.AddCounter("x_total", "X").WithLabels({}).Inc();
   std::atomic<bool> ready{false};
   ProbeServer server("127.0.0.1", 0,

@@ -8,7 +8,7 @@ std::vector<double> DefaultBuckets() { return {.005, .01, .025, .05, .1, .25, .5
 
 }  // namespace
 
-WebhookMetrics::WebhookMetrics(Registry& registry, const std::vector<std::string>& paths)
+WebhookMetrics::WebhookMetrics(base::Registry& registry, const std::vector<std::string>& paths)
     : requests_(registry.AddCounter("controller_runtime_webhook_requests_total",
                                     "Total number of admission requests by HTTP status code.",
                                     {"webhook", "code"})),

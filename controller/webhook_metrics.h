@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/metrics.h"
+#include "base/metrics.h"
 #include "http/server.h"
 
 namespace kmt::controller {
@@ -26,7 +26,7 @@ namespace kmt::controller {
 class WebhookMetrics : public http::ServerObserver {
  public:
   // Registers the families in `registry`; the series of every path in `paths` start at 0.
-  WebhookMetrics(Registry& registry, const std::vector<std::string>& paths);
+  WebhookMetrics(base::Registry& registry, const std::vector<std::string>& paths);
 
   void ConnectionOpened() override;
   void ConnectionClosed(http::CloseReason reason) override;
@@ -35,11 +35,11 @@ class WebhookMetrics : public http::ServerObserver {
                        std::chrono::duration<double> elapsed) override;
 
  private:
-  CounterFamily& requests_;
-  HistogramFamily& latency_;
-  GaugeFamily& in_flight_;
-  Gauge& open_;
-  CounterFamily& closed_;
+  base::CounterFamily& requests_;
+  base::HistogramFamily& latency_;
+  base::GaugeFamily& in_flight_;
+  base::Gauge& open_;
+  base::CounterFamily& closed_;
 };
 
 }  // namespace kmt::controller

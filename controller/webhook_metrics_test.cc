@@ -11,7 +11,7 @@ bool Has(const std::string& text, const std::string& line) {
 }
 
 TEST_CASE("WebhookMetrics renders controller-runtime's webhook series and connection counts") {
-  Registry r;
+  base::Registry r;
   WebhookMetrics m(r, {"/validate-vmim", "/mutate-pod"});
   std::string before = r.Render();
   CHECK(Has(before, "controller_runtime_webhook_requests_in_flight{webhook=\"/mutate-pod\"} 0"));

@@ -1,7 +1,7 @@
-// controller/fake_clock.cc
-#include "controller/fake_clock.h"
+// base/fake_clock.cc
+#include "base/fake_clock.h"
 
-namespace kmt::controller {
+namespace kmt::base {
 
 FakeClock::FakeClock(WallTime wall)
     : now_(SteadyTime(std::chrono::hours(1000))), wall_origin_(wall), steady_origin_(now_) {}
@@ -59,4 +59,4 @@ Duration FakeClock::NextTimerIn() const {
   return timers_.begin()->first.first - now_;
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

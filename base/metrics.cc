@@ -1,5 +1,5 @@
-// controller/metrics.cc
-#include "controller/metrics.h"
+// base/metrics.cc
+#include "base/metrics.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-namespace kmt::controller {
+namespace kmt::base {
 
 void Counter::Inc(double v) {
   if (v < 0) throw std::invalid_argument("counter cannot decrease");
@@ -240,4 +240,4 @@ std::string Registry::Render() const {
   return out;
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

@@ -1,4 +1,4 @@
-// controller/metrics.h — a small Prometheus registry with the text exposition
+// base/metrics.h — a small Prometheus registry with the text exposition
 // format (version 0.0.4), enough for /metrics.
 //
 // Families are counters, gauges or histograms with a fixed list of label
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace kmt::controller {
+namespace kmt::base {
 
 class Counter {
  public:
@@ -123,4 +123,4 @@ std::string FormatPromFloat(double v);
 // prometheus.ExponentialBuckets(start, factor, count).
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

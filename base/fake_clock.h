@@ -1,4 +1,4 @@
-// controller/fake_clock.h — a simulated Clock for tests.
+// base/fake_clock.h — a simulated Clock for tests.
 //
 // Time stands still until the test calls Advance(); timers whose deadline is
 // reached then fire synchronously, on the calling thread, in deadline order
@@ -12,9 +12,9 @@
 #include <mutex>
 #include <utility>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 
-namespace kmt::controller {
+namespace kmt::base {
 
 class FakeClock : public Clock {
  public:
@@ -47,4 +47,4 @@ class FakeClock : public Clock {
   std::map<TimerId, SteadyTime> deadlines_;
 };
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

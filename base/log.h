@@ -1,4 +1,4 @@
-// controller/log.h — structured logs, one line per record, key=value (logfmt)
+// base/log.h — structured logs, one line per record, key=value (logfmt)
 // or JSON, as controller-runtime's zap logger writes them:
 //
 //   ts=2026-01-01T00:00:00.000000Z level=info msg="Released gate" pod=vms/virt-launcher-x
@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 
-namespace kmt::controller {
+namespace kmt::base {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 enum class LogFormat { kText, kJson };
@@ -68,4 +68,4 @@ class Logger {
   std::mutex mu_;
 };
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

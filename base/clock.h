@@ -1,9 +1,9 @@
-// controller/clock.h — time as a seam.
+// base/clock.h — time as a seam.
 //
-// Everything in controller/ that waits or measures time does it through a
-// Clock, so tests run on simulated time (controller/fake_clock.h) and never
-// sleep. A Clock tells the time (a steady clock for durations and deadlines, a
-// wall clock for timestamps written to the API) and runs callbacks later.
+// Everything that waits or measures time does it through a Clock, so tests
+// run on simulated time (base/fake_clock.h) and never sleep. A Clock tells
+// the time (a steady clock for durations and deadlines, a wall clock for
+// timestamps written to the API) and runs callbacks later.
 //
 // RealClock runs its timers on Boost.Asio: one io_context and one thread it
 // owns. Callbacks run on that thread, one at a time, and must not block for
@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-namespace kmt::controller {
+namespace kmt::base {
 
 using Duration = std::chrono::nanoseconds;
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -69,4 +69,4 @@ std::string FormatMicroTime(WallTime t);
 // Seconds as a double, for metrics.
 inline double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

@@ -1,5 +1,5 @@
-// controller/clock.cc — RealClock on Boost.Asio, and Kubernetes timestamps.
-#include "controller/clock.h"
+// base/clock.cc — RealClock on Boost.Asio, and Kubernetes timestamps.
+#include "base/clock.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-namespace kmt::controller {
+namespace kmt::base {
 
 namespace asio = boost::asio;
 
@@ -112,4 +112,4 @@ std::string FormatMicroTime(WallTime t) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

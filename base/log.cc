@@ -1,11 +1,11 @@
-// controller/log.cc
-#include "controller/log.h"
+// base/log.cc
+#include "base/log.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <vector>
 
-namespace kmt::controller {
+namespace kmt::base {
 
 bool ParseLogLevel(std::string_view s, LogLevel* out) {
   if (s == "debug") {
@@ -137,4 +137,4 @@ void Logger::Log(LogLevel level, std::string_view msg,
   Emit(level, msg, fields);
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::base

@@ -1,12 +1,12 @@
-// controller/log_test.cc
-#include "controller/log.h"
+// base/log_test.cc
+#include "base/log.h"
 
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 
-namespace kmt::controller {
+namespace kmt::base {
 namespace {
 
 TEST_CASE("Text logs are logfmt with quoting where needed") {
@@ -83,4 +83,4 @@ TEST_CASE("Level and format flags parse") {
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::base

@@ -1,5 +1,5 @@
-// controller/clock_test.cc
-#include "controller/clock.h"
+// base/clock_test.cc
+#include "base/clock.h"
 
 #include <catch2/catch.hpp>
 #include <condition_variable>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 
-namespace kmt::controller {
+namespace kmt::base {
 namespace {
 
 using std::chrono::milliseconds;
@@ -104,4 +104,4 @@ TEST_CASE("Kubernetes timestamps format") {
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::base

@@ -1,10 +1,10 @@
-// controller/metrics_test.cc — the exact text exposition format.
-#include "controller/metrics.h"
+// base/metrics_test.cc — the exact text exposition format.
+#include "base/metrics.h"
 
 #include <catch2/catch.hpp>
 #include <stdexcept>
 
-namespace kmt::controller {
+namespace kmt::base {
 namespace {
 
 TEST_CASE("Floats are formatted like Go's strconv 'g' shortest") {
@@ -99,4 +99,4 @@ TEST_CASE("ExponentialBuckets matches Prometheus") {
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::base
