@@ -11,7 +11,7 @@
 // exist); the operator caches no VMIs, so they are in no figure. virt-controller must be
 // stopped (bench/run.sh does), or it would start the VMIs and fail their VMIMs.
 //
-//   memory_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
+//   memory_benchmark --kubeconfig=K --operator=bazel-bin/cmd/operator/operator
 //       [--nodes=5000] [--vmims=10000] [--pods=10000] [--report=FILE] [--log-dir=DIR (created)]
 //       [--port-base=30790 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>

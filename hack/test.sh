@@ -48,8 +48,8 @@ echo "unit: $unit_summary"
 # own output directory (.bazelrc), so they share the disk cache but not each other's build.
 TSAN_TARGETS=(//http/... //webhook:server_test //controller:work_queue_test
   //controller:leader_election_test //controller:events_test //controller:controller_test
-  //controller:probes_test //controller:metrics_auth_test //kube:informer_test //kube:watcher_test
-  //kube:rest_client_test //controller:operator_test //controller:policy_status_test)
+  //cmd/operator:probes_test //cmd/operator:metrics_auth_test //kube:informer_test //kube:watcher_test
+  //kube:rest_client_test //cmd/operator:operator_test //controller:policy_status_test)
 echo "=== sanitizers: bazel test --config=asan //..."
 bazel test --config=asan --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short //... 2>&1 \
   | tee /tmp/kmt-asan.log | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'

@@ -1,5 +1,5 @@
-// controller/operator.cc
-#include "controller/operator.h"
+// cmd/operator/operator.cc
+#include "cmd/operator/operator.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,16 +13,16 @@
 
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "cmd/operator/metrics_auth.h"
+#include "cmd/operator/probes.h"
+#include "cmd/operator/webhook_metrics.h"
 #include "controller/controller.h"
 #include "controller/events.h"
 #include "controller/informer_view.h"
 #include "controller/leader_election.h"
-#include "controller/metrics_auth.h"
 #include "controller/operator_metrics.h"
 #include "controller/policy_status.h"
-#include "controller/probes.h"
 #include "controller/waiting_metrics.h"
-#include "controller/webhook_metrics.h"
 #include "webhook/access_review.h"
 #include "webhook/certs/bootstrap.h"
 #include "webhook/kube_cluster_view.h"
@@ -31,7 +31,7 @@
 #include "webhook/serving_cert.h"
 #include "webhook/token_review.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 OperatorIdentity DefaultIdentity() {
   char host[256] = {0};
@@ -63,14 +63,15 @@ struct Operator::Impl {
   base::RealClock clock;           // queue timers, timestamps
   base::RealClock election_clock;  // lease attempts make blocking API calls: own thread
   base::Registry registry;
-  OperatorMetrics metrics{registry, "vmim"};
-  WaitingMetrics waiting{registry, flags.leader_election_id};
-  std::unique_ptr<KubeEventRecorder> events;
-  std::unique_ptr<AsyncEventRecorder> async_events;  // what the controller records through
-  std::unique_ptr<InformerView> view;
-  std::unique_ptr<Controller> controller;
-  std::unique_ptr<PolicyStatusWriter> policy_status;  // the leader's, on policy_clock
-  std::unique_ptr<LeaderElector> elector;
+  controller::OperatorMetrics metrics{registry, "vmim"};
+  controller::WaitingMetrics waiting{registry, flags.leader_election_id};
+  std::unique_ptr<controller::KubeEventRecorder> events;
+  std::unique_ptr<controller::AsyncEventRecorder>
+      async_events;  // what the controller records through
+  std::unique_ptr<controller::InformerView> view;
+  std::unique_ptr<controller::Controller> controller;
+  std::unique_ptr<controller::PolicyStatusWriter> policy_status;  // the leader's, on policy_clock
+  std::unique_ptr<controller::LeaderElector> elector;
   std::unique_ptr<webhook::SubjectAccessReviewer> access;
   std::unique_ptr<webhook::CachingAccessReviewer> access_cache;  // in front of `access`
   std::unique_ptr<webhook::KubeClusterView> cluster;
@@ -135,8 +136,8 @@ struct Operator::Impl {
   HttpAnswer Metrics() {
     waiting.SetReady(Ready());
     if (view) {
-      waiting.SetWaiting(SummarizeWaiting(view->GatedTargetPodsSeenAt(), view->MigrationList(),
-                                          clock.Now(), clock.WallNow()));
+      waiting.SetWaiting(controller::SummarizeWaiting(
+          view->GatedTargetPodsSeenAt(), view->MigrationList(), clock.Now(), clock.WallNow()));
     }
     return AnswerMetrics(registry);
   }
@@ -348,13 +349,14 @@ void Operator::Start() {
   }
 
   if (!f.disable_controller) {
-    s.events = std::make_unique<KubeEventRecorder>(s.clients.events, s.clock, s.log, s.identity.id);
-    s.async_events = std::make_unique<AsyncEventRecorder>(*s.events, s.log);
-    InformerViewOptions vo;
+    s.events = std::make_unique<controller::KubeEventRecorder>(s.clients.events, s.clock, s.log,
+                                                               s.identity.id);
+    s.async_events = std::make_unique<controller::AsyncEventRecorder>(*s.events, s.log);
+    controller::InformerViewOptions vo;
     vo.on_error = [&s](const kube::KubeError& e) {
       s.log.Error("Failed to watch", {{"error", e.what()}});
     };
-    s.view = std::make_unique<InformerView>(s.clients.controller, s.clock, vo);
+    s.view = std::make_unique<controller::InformerView>(s.clients.controller, s.clock, vo);
     // The webhook's placement warnings read the node cache instead of listing nodes.
     if (s.cluster) {
       s.cluster->SetCachedNodes([&s] { return s.view->NodeList(); });
@@ -368,13 +370,13 @@ void Operator::Start() {
             return webhook::MigrationRefOf(*m);
           });
     }
-    ControllerOptions co;
+    controller::ControllerOptions co;
     co.workers = f.workers;
     co.fail_fast_unschedulable = f.fail_fast_unschedulable;
-    s.controller = std::make_unique<Controller>(*s.view, s.clients.controller, s.clock, s.log,
-                                                s.metrics, *s.async_events, co);
+    s.controller = std::make_unique<controller::Controller>(*s.view, s.clients.controller, s.clock,
+                                                            s.log, s.metrics, *s.async_events, co);
     s.view->Connect(*s.controller);
-    s.policy_status = std::make_unique<PolicyStatusWriter>(
+    s.policy_status = std::make_unique<controller::PolicyStatusWriter>(
         s.clients.controller, s.policy_clock, s.log, [&s] { return s.view->PolicyMigrations(); });
     s.view->OnPolicyMigration([&s](const std::string&) { s.policy_status->Notify(); });
   }
@@ -403,7 +405,7 @@ void Operator::Start() {
             "leader election needs a namespace: not running in a pod, so pass "
             "--leader-election-namespace (or --leader-elect=false)");
       }
-      LeaderElectionConfig lc;
+      controller::LeaderElectionConfig lc;
       lc.lease_namespace = ns;
       lc.lease_name = f.leader_election_id;
       lc.identity = s.identity.id;
@@ -429,7 +431,8 @@ void Operator::Start() {
         s.log.Warn("Leader election: failed to " + what,
                    {{"lease", s.flags.leader_election_id}, {"error", error}});
       };
-      s.elector = std::make_unique<LeaderElector>(s.clients.election, s.election_clock, lc);
+      s.elector =
+          std::make_unique<controller::LeaderElector>(s.clients.election, s.election_clock, lc);
       s.log.Info("Started leader election",
                  {{"lease", ns + "/" + f.leader_election_id}, {"identity", s.identity.id}});
       s.elector->Start();
@@ -475,4 +478,4 @@ int Operator::metrics_port() const {
 }
 int Operator::webhook_port() const { return impl_->webhook ? impl_->webhook->port() : 0; }
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

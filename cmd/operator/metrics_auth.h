@@ -1,4 +1,4 @@
-// controller/metrics_auth.h — who may scrape /metrics: the decision controller-runtime's
+// cmd/operator/metrics_auth.h — who may scrape /metrics: the decision controller-runtime's
 // metrics filter (pkg/metrics/filters WithAuthenticationAndAuthorization) makes, which is
 // what a kubebuilder v4 project serves.
 //
@@ -30,7 +30,7 @@
 #include "webhook/access_review.h"
 #include "webhook/token_review.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 struct ScrapeRefusal {
   int status = 401;
@@ -51,4 +51,4 @@ std::optional<ScrapeRefusal> AuthorizeScrape(std::string_view authorization,
                                              webhook::TokenAuthenticator& authenticator,
                                              webhook::AccessReviewer& reviewer);
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

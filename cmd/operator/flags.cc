@@ -1,5 +1,5 @@
-// controller/flags.cc
-#include "controller/flags.h"
+// cmd/operator/flags.cc
+#include "cmd/operator/flags.h"
 
 #include <CLI/CLI.hpp>
 #include <map>
@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "base/version.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags* f) {
   CLI::App app{
@@ -143,4 +143,4 @@ FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags
   return out;
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

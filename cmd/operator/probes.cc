@@ -1,5 +1,5 @@
-// controller/probes.cc
-#include "controller/probes.h"
+// cmd/operator/probes.cc
+#include "cmd/operator/probes.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 #include "http/server.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 // Threads per probe or metrics server. Connections cost no thread (http/server.h), so one
@@ -128,4 +128,4 @@ void ProbeServer::Stop() {
   http_.reset();
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

@@ -1,11 +1,11 @@
-// controller/flags_test.cc
-#include "controller/flags.h"
+// cmd/operator/flags_test.cc
+#include "cmd/operator/flags.h"
 
 #include <catch2/catch.hpp>
 
 #include "base/version.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 TEST_CASE("Defaults are controller-runtime's") {
@@ -183,4 +183,4 @@ TEST_CASE("virt-api's VMIMs: untrusted by default, trusted and renamed by flag")
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

@@ -1,12 +1,12 @@
-// controller/metrics_auth.cc
-#include "controller/metrics_auth.h"
+// cmd/operator/metrics_auth.cc
+#include "cmd/operator/metrics_auth.h"
 
 #include <algorithm>
 #include <cctype>
 #include <exception>
 #include <utility>
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 constexpr std::string_view kAuthenticatedGroup = "system:authenticated";
@@ -93,4 +93,4 @@ std::optional<ScrapeRefusal> AuthorizeScrape(std::string_view authorization,
   return std::nullopt;
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

@@ -1,7 +1,7 @@
-// controller/probes.h — the operator's own HTTP endpoints: /healthz and /readyz on
+// cmd/operator/probes.h — the operator's own HTTP endpoints: /healthz and /readyz on
 // --health-probe-bind-address (":8081", plain HTTP, for the kubelet), /metrics on
 // --metrics-bind-address (":8443": HTTPS with the scraper authenticated and authorized, see
-// controller/metrics_auth.h; plain HTTP only with --metrics-secure=false), as
+// cmd/operator/metrics_auth.h; plain HTTP only with --metrics-secure=false), as
 // controller-runtime's manager serves them.
 //
 // Health answers mirror controller-runtime's pkg/healthz: all checks pass →
@@ -27,7 +27,7 @@ namespace kmt::http {
 class Server;
 }  // namespace kmt::http
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 struct HealthCheck {
   std::string name;
@@ -88,4 +88,4 @@ class ProbeServer {
   std::atomic<int> port_{0};
 };
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

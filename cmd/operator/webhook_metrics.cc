@@ -1,6 +1,6 @@
-#include "controller/webhook_metrics.h"
+#include "cmd/operator/webhook_metrics.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 // Prometheus' DefBuckets, which controller-runtime's webhook latency histogram uses.
@@ -49,4 +49,4 @@ void WebhookMetrics::RequestFinished(const std::string& label, int status,
   latency_.WithLabels({label}).Observe(elapsed.count());
 }
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

@@ -1,12 +1,12 @@
-// controller/probes_test.cc
-#include "controller/probes.h"
+// cmd/operator/probes_test.cc
+#include "cmd/operator/probes.h"
 
 #include <httplib.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 TEST_CASE("Checks answer as controller-runtime's healthz does") {
@@ -99,4 +99,4 @@ TEST_CASE("The server serves /healthz, /readyz and /metrics over HTTP") {
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

@@ -1,6 +1,6 @@
-// controller/metrics_auth_test.cc — the scrape decision, pure and through the HTTPS metrics
+// cmd/operator/metrics_auth_test.cc — the scrape decision, pure and through the HTTPS metrics
 // server with the real TokenReview and SubjectAccessReview clients on the fake API server.
-#include "controller/metrics_auth.h"
+#include "cmd/operator/metrics_auth.h"
 
 #include <httplib.h>
 
@@ -10,14 +10,14 @@
 #include <string>
 
 #include "base/metrics.h"
-#include "controller/probes.h"
+#include "cmd/operator/probes.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 #include "webhook/serving_cert.h"
 #include "webhook/testing/fake_access_reviewer.h"
 #include "webhook/testing/test_tls.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 using webhook::Json;
@@ -246,4 +246,4 @@ TEST_CASE("The HTTPS metrics server answers 401, 403 and 200 with the real revie
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

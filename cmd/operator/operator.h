@@ -1,4 +1,4 @@
-// controller/operator.h — the operator process minus main(): everything the
+// cmd/operator/operator.h — the operator process minus main(): everything the
 // binary runs, wired together over its API clients.
 //
 //   every replica: /healthz, /readyz, /metrics (HTTPS for authenticated and authorized
@@ -25,10 +25,10 @@
 #include <string>
 
 #include "base/log.h"
-#include "controller/flags.h"
+#include "cmd/operator/flags.h"
 #include "kube/client.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 struct OperatorIdentity {
   std::string id;             // unique per process: "<hostname>_<random hex>"
@@ -81,4 +81,4 @@ class Operator {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

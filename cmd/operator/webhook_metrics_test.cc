@@ -1,9 +1,9 @@
-#include "controller/webhook_metrics.h"
+#include "cmd/operator/webhook_metrics.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 bool Has(const std::string& text, const std::string& line) {
@@ -44,4 +44,4 @@ TEST_CASE("WebhookMetrics renders controller-runtime's webhook series and connec
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

@@ -1,11 +1,11 @@
-// controller/flags.h — the operator binary's command line (CLI11), with
+// cmd/operator/flags.h — the operator binary's command line (CLI11), with
 // controller-runtime's flag names and defaults where they exist.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 struct OperatorFlags {
   std::string kubeconfig;  // "" = $KUBECONFIG, then in-cluster
@@ -23,7 +23,7 @@ struct OperatorFlags {
   std::string webhook_client_ca;
   std::string health_probe_bind_address = ":8081";
   // kubebuilder v4's metrics: HTTPS on :8443, the scraper's token checked by a TokenReview
-  // and its right to `get` /metrics by a SubjectAccessReview (controller/metrics_auth.h).
+  // and its right to `get` /metrics by a SubjectAccessReview (cmd/operator/metrics_auth.h).
   // Plain, unauthenticated HTTP only with --metrics-secure=false.
   std::string metrics_bind_address = ":8443";
   bool metrics_secure = true;
@@ -69,4 +69,4 @@ struct FlagParse {
 // switches are usage errors (exit code 2, as kubectl and Go's flag package).
 FlagParse ParseOperatorFlags(const std::vector<std::string>& args, OperatorFlags* flags);
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

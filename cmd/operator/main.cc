@@ -1,4 +1,4 @@
-// controller/main.cc — the operator binary: flags, API config, signals, run.
+// cmd/operator/main.cc — the operator binary: flags, API config, signals, run.
 //
 // API server configuration, as controller-runtime's GetConfig: --kubeconfig,
 // then $KUBECONFIG, then the in-cluster service account, then ~/.kube/config.
@@ -14,8 +14,8 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "controller/flags.h"
-#include "controller/operator.h"
+#include "cmd/operator/flags.h"
+#include "cmd/operator/operator.h"
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
 #include "kube/rest_client.h"
@@ -24,7 +24,7 @@ namespace {
 
 using kmt::base::Logger;
 
-kmt::kube::ClientConfig LoadConfig(const kmt::controller::OperatorFlags& flags) {
+kmt::kube::ClientConfig LoadConfig(const kmt::cmd::OperatorFlags& flags) {
   kmt::kube::KubeconfigOptions ko;
   ko.explicit_path = flags.kubeconfig;
   ko.context = flags.context;
@@ -50,8 +50,8 @@ rlim_t RaiseOpenFileLimit() {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  kmt::controller::OperatorFlags flags;
-  kmt::controller::FlagParse parsed = kmt::controller::ParseOperatorFlags(args, &flags);
+  kmt::cmd::OperatorFlags flags;
+  kmt::cmd::FlagParse parsed = kmt::cmd::ParseOperatorFlags(args, &flags);
   if (parsed.exit_code >= 0) {
     (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.output << std::endl;
     return parsed.exit_code;
@@ -103,10 +103,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  kmt::controller::Operator op(
+  kmt::cmd::Operator op(
       flags,
       {*controller_client, *webhook_client, *events_client, *election_client, *metrics_client}, log,
-      kmt::controller::DefaultIdentity());
+      kmt::cmd::DefaultIdentity());
   std::thread signal_thread([&] {
     int received = 0;
     for (;;) {

@@ -1,4 +1,4 @@
-// controller/webhook_metrics.h — the admission server's metrics, under controller-runtime's
+// cmd/operator/webhook_metrics.h — the admission server's metrics, under controller-runtime's
 // webhook names (pkg/webhook/internal/metrics) so its dashboards and alerts work, plus the
 // connection counts that show a flood:
 //
@@ -21,7 +21,7 @@
 #include "base/metrics.h"
 #include "http/server.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 
 class WebhookMetrics : public http::ServerObserver {
  public:
@@ -42,4 +42,4 @@ class WebhookMetrics : public http::ServerObserver {
   base::CounterFamily& closed_;
 };
 
-}  // namespace kmt::controller
+}  // namespace kmt::cmd

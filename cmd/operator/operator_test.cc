@@ -1,7 +1,7 @@
-// controller/operator_test.cc — the whole process over the in-memory API
+// cmd/operator/operator_test.cc — the whole process over the in-memory API
 // server: probes, leader election, caches, workers, shutdown. Real threads and
 // real time, so waits are bounded polls on state.
-#include "controller/operator.h"
+#include "cmd/operator/operator.h"
 
 #include <httplib.h>
 
@@ -19,7 +19,7 @@
 #include "kube/resources.h"
 #include "webhook/testing/test_tls.h"
 
-namespace kmt::controller {
+namespace kmt::cmd {
 namespace {
 
 using namespace kmt::controller::testing;  // NOLINT: test fixtures
@@ -27,7 +27,7 @@ using namespace kmt::controller::testing;  // NOLINT: test fixtures
 // Threads do the work here: wait for its effect, bounded.
 template <typename F>
 bool Eventually(F&& f) {
-  return testing::Eventually(std::forward<F>(f), std::chrono::seconds(30));
+  return controller::testing::Eventually(std::forward<F>(f), std::chrono::seconds(30));
 }
 
 TEST_CASE("The operator leads, releases gates, serves probes and releases the lease on stop") {
@@ -334,8 +334,8 @@ void CheckRenewalsWhileCertificateCheckHangs(int block_from, const std::string& 
   const int renewals_before = api.Renewals();
   // Two renewals take ~4 s; 12 s is past the renew deadline (10 s), where a leader whose
   // renewals wait for the certificate check has lost its lease.
-  const bool renewed = testing::Eventually([&] { return api.Renewals() >= renewals_before + 2; },
-                                           std::chrono::seconds(12));
+  const bool renewed = controller::testing::Eventually(
+      [&] { return api.Renewals() >= renewals_before + 2; }, std::chrono::seconds(12));
   const bool still_blocked = api.Blocked();
   const bool leading = op.Leading();
   api.Open();
@@ -359,4 +359,4 @@ TEST_CASE("A hanging certificate retry never delays the Lease renewals") {
 }
 
 }  // namespace
-}  // namespace kmt::controller
+}  // namespace kmt::cmd
