@@ -11,11 +11,11 @@
 
 #include "base/metrics.h"
 #include "cmd/operator/probes.h"
+#include "http/testing/test_tls.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 #include "webhook/serving_cert.h"
 #include "webhook/testing/fake_access_reviewer.h"
-#include "webhook/testing/test_tls.h"
 
 namespace kmt::cmd {
 namespace {
@@ -159,12 +159,12 @@ TEST_CASE("The HTTPS metrics server answers 401, 403 and 200 with the real revie
   api.users["nosy-token"] = "system:serviceaccount:default:nosy";
   api.may_get.insert({"system:serviceaccount:monitoring:prometheus", "/metrics"});
 
-  webhook::testing::TestAuthority ca;
-  const std::string dir = webhook::testing::MakeTempDir();
+  http::testing::TestAuthority ca;
+  const std::string dir = http::testing::MakeTempDir();
   auto pair = ca.Issue(7);
-  webhook::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
-  webhook::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
-  webhook::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
+  http::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
+  http::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
+  http::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
   webhook::ServingCertificate cert(dir + "/tls.crt", dir + "/tls.key");
   REQUIRE(cert.Reload().outcome == webhook::ReloadOutcome::kLoaded);
 

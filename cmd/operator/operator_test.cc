@@ -14,10 +14,10 @@
 
 #include "base/clock.h"
 #include "controller/testing/objects.h"
+#include "http/testing/test_tls.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
-#include "webhook/testing/test_tls.h"
 
 namespace kmt::cmd {
 namespace {
@@ -171,12 +171,12 @@ TEST_CASE("Metrics are HTTPS for authenticated, authorized scrapers only by defa
                         review["spec"]["nonResourceAttributes"]["verb"] == "get"}};
     return answer;
   });
-  webhook::testing::TestAuthority ca;
-  const std::string dir = webhook::testing::MakeTempDir();
+  http::testing::TestAuthority ca;
+  const std::string dir = http::testing::MakeTempDir();
   const auto pair = ca.Issue(3);
-  webhook::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
-  webhook::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
-  webhook::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
+  http::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
+  http::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
+  http::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
 
   base::RealClock clock;
   base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,

@@ -1,10 +1,10 @@
-// webhook/testing/test_tls.h — certificates and raw TLS probes for the server tests,
+// http/testing/test_tls.h — certificates and raw TLS probes for the server tests,
 // made with the OpenSSL API (no openssl CLI, nothing on disk unless asked).
 #pragma once
 
 #include <string>
 
-namespace kmt::webhook::testing {
+namespace kmt::http::testing {
 
 struct PemPair {
   std::string cert;  // leaf, then the issuing CA (a chain as cert-manager writes tls.crt)
@@ -54,4 +54,4 @@ ProbeResult Probe(int port, int min_version, int max_version, const std::string&
 // A fresh empty directory under TEST_TMPDIR (or /tmp).
 std::string MakeTempDir();
 
-}  // namespace kmt::webhook::testing
+}  // namespace kmt::http::testing

@@ -1,4 +1,4 @@
-#include "webhook/testing/test_tls.h"
+#include "http/testing/test_tls.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,7 +18,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace kmt::webhook::testing {
+namespace kmt::http::testing {
 namespace {
 
 void Check(bool ok, const char* what) {
@@ -199,4 +199,4 @@ std::string MakeTempDir() {
   return pattern;
 }
 
-}  // namespace kmt::webhook::testing
+}  // namespace kmt::http::testing
