@@ -223,6 +223,209 @@ struct Operator::Impl {
     return HttpAnswer{refusal->status, "text/plain; charset=utf-8", std::move(refusal->body)};
   }
 
+  // The probe server (/healthz, /readyz); liveness answers while the rest starts.
+  void BuildHealth() {
+    std::string host;
+    int port;
+    if (ParseBindAddress(flags.health_probe_bind_address, &host, &port)) {
+      health = std::make_unique<ProbeServer>(
+          host, port,
+          std::vector<ProbeServer::Route>{
+              {"/healthz", [](bool v) { return AnswerChecks({}, v); }},
+              {"/readyz", [this](bool v) { return AnswerChecks(ReadinessChecks(), v); }}});
+    }
+  }
+
+  // The metrics server; with --metrics-secure, TLS and a scrape gate (SecureMetrics).
+  void BuildMetricsServer() {
+    std::string host;
+    int port;
+    if (ParseBindAddress(flags.metrics_bind_address, &host, &port)) {
+      ProbeServerOptions mo;
+      if (flags.metrics_secure) mo = SecureMetrics();
+      metrics_server = std::make_unique<ProbeServer>(
+          host, port,
+          std::vector<ProbeServer::Route>{{"/metrics", [this](bool) { return Metrics(); }}},
+          std::move(mo));
+    }
+  }
+
+  // --metrics-secure: the metrics port's serving pair and who may scrape it.
+  ProbeServerOptions SecureMetrics() {
+    ProbeServerOptions mo;
+    const std::string dir =
+        flags.metrics_cert_path.empty() ? flags.webhook_cert_dir : flags.metrics_cert_path;
+    metrics_cert =
+        std::make_unique<webhook::ServingCertificate>(dir + "/tls.crt", dir + "/tls.key");
+    metrics_tokens = std::make_unique<webhook::TokenReviewer>(clients.metrics);
+    webhook::TokenCacheOptions token_options;
+    token_options.authenticated_ttl =
+        std::chrono::milliseconds(flags.authorization_cache_authorized_ttl_ms);
+    token_options.rejected_ttl =
+        std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
+    metrics_token_cache =
+        std::make_unique<webhook::CachingTokenAuthenticator>(*metrics_tokens, token_options);
+    metrics_access = std::make_unique<webhook::SubjectAccessReviewer>(clients.metrics);
+    webhook::AccessCacheOptions access_options;
+    access_options.allowed_ttl =
+        std::chrono::milliseconds(flags.authorization_cache_authorized_ttl_ms);
+    access_options.denied_ttl =
+        std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
+    access_options.capacity = 1024;
+    metrics_access_cache =
+        std::make_unique<webhook::CachingAccessReviewer>(*metrics_access, access_options);
+    mo.configure_tls = [this](SSL_CTX* ctx) {
+      return webhook::ConfigureServingTls(ctx, *metrics_cert);
+    };
+    mo.gate = [this](std::string_view method, std::string_view path,
+                     std::string_view authorization) {
+      return GateScrape(method, path, authorization);
+    };
+    return mo;
+  }
+
+  // The webhook side, on every replica: access reviews, the cluster view, the server.
+  void BuildWebhook() {
+    access = std::make_unique<webhook::SubjectAccessReviewer>(clients.webhook);
+    webhook::AccessCacheOptions cache_options;
+    cache_options.allowed_ttl =
+        std::chrono::milliseconds(flags.authorization_cache_authorized_ttl_ms);
+    cache_options.denied_ttl =
+        std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
+    access_cache = std::make_unique<webhook::CachingAccessReviewer>(*access, cache_options);
+    cluster = std::make_unique<webhook::KubeClusterView>(clients.webhook);
+    webhook::ServerOptions wo;
+    wo.port = flags.webhook_port;
+    wo.cert_file = flags.webhook_cert_dir + "/tls.crt";
+    wo.key_file = flags.webhook_cert_dir + "/tls.key";
+    wo.client_ca_file = flags.webhook_client_ca;
+    webhook_metrics = std::make_unique<WebhookMetrics>(
+        registry, std::vector<std::string>{std::string(webhook::kValidateVmimPath),
+                                           std::string(webhook::kMutatePodPath)});
+    wo.observer = webhook_metrics.get();
+    wo.log = [this](const webhook::ServerLogEntry& e) {
+      std::vector<std::pair<std::string, std::string>> fields{{"component", "webhook"}};
+      fields.insert(fields.end(), e.fields.begin(), e.fields.end());
+      log.Log(e.error ? base::LogLevel::kError : base::LogLevel::kInfo, e.msg, fields);
+    };
+    webhook = std::make_unique<webhook::AdmissionServer>(
+        wo, webhook::AdmissionRoutes(
+                *access_cache, *cluster,
+                {.check_kubevirt_added_node_selector = flags.check_kubevirt_added_node_selector,
+                 .virt_api_username = flags.virt_api_username,
+                 .trust_virt_api_added_node_selector = flags.trust_virt_api_added_node_selector,
+                 .virt_controller_username = flags.virt_controller_username}));
+    if (flags.webhook_cert_mode == "self") BuildCertBootstrap();
+  }
+
+  // --webhook-cert-mode=self: the certificates the operator makes and renews itself.
+  void BuildCertBootstrap() {
+    webhook::certs::BootstrapOptions bo;
+    if (!identity.pod_namespace.empty()) bo.ns = identity.pod_namespace;
+    bo.cert_dir = flags.webhook_cert_dir;
+    if (!flags.webhook_cert_hosts.empty()) bo.hosts = flags.webhook_cert_hosts;
+    certs = std::make_unique<webhook::certs::CertBootstrap>(clients.webhook, bo);
+  }
+
+  // The leader side's objects: Events, the informer view, the controller, policy status.
+  void BuildController() {
+    events =
+        std::make_unique<controller::KubeEventRecorder>(clients.events, clock, log, identity.id);
+    async_events = std::make_unique<controller::AsyncEventRecorder>(*events, log);
+    controller::InformerViewOptions vo;
+    vo.on_error = [this](const kube::KubeError& e) {
+      log.Error("Failed to watch", {{"error", e.what()}});
+    };
+    view = std::make_unique<controller::InformerView>(clients.controller, clock, vo);
+    // The webhook's placement warnings read the node cache instead of listing nodes.
+    if (cluster) {
+      cluster->SetCachedNodes([this] { return view->NodeList(); });
+      // The mutator reads a target pod's VMIM from the informer; a miss (not synced yet,
+      // or another VMIM of that name) is a GET.
+      cluster->SetCachedMigrations([this](std::string_view ns, std::string_view name)
+                                       -> std::optional<webhook::MigrationRef> {
+        std::optional<api::MigrationInfo> m = view->Migration(std::string(ns), std::string(name));
+        if (!m) return std::nullopt;
+        return webhook::MigrationRefOf(*m);
+      });
+    }
+    controller::ControllerOptions co;
+    co.workers = flags.workers;
+    co.fail_fast_unschedulable = flags.fail_fast_unschedulable;
+    controller = std::make_unique<controller::Controller>(*view, clients.controller, clock, log,
+                                                          metrics, *async_events, co);
+    view->Connect(*controller);
+    policy_status = std::make_unique<controller::PolicyStatusWriter>(
+        clients.controller, policy_clock, log, [this] { return view->PolicyMigrations(); });
+    view->OnPolicyMigration([this](const std::string&) { policy_status->Notify(); });
+  }
+
+  // Starts what serves on every replica, then the first certificate pass.
+  void StartServing() {
+    if (health) health->Start();
+    if (metrics_cert) ReloadMetricsCert();  // then every second
+    if (metrics_server) {
+      metrics_server->Start();
+      log.Info("Started metrics server", {{"port", std::to_string(metrics_server->port())},
+                                          {"secure", flags.metrics_secure ? "true" : "false"}});
+    }
+    if (webhook) {
+      webhook->Start();
+      log.Info("Started webhook", {{"port", std::to_string(webhook->port())}});
+    }
+    // The first pass too runs on the certificate thread: until it has written the files,
+    // /readyz reports the webhook certificate missing.
+    if (certs) ScheduleCerts(base::Duration::zero());
+  }
+
+  // Starts the caches, then the workers: when leading (--leader-elect) or at once.
+  void StartLeaderSide() {
+    view->Start();
+    if (flags.leader_elect) {
+      std::string ns = flags.leader_election_namespace.empty() ? identity.pod_namespace
+                                                               : flags.leader_election_namespace;
+      if (ns.empty()) {
+        throw std::runtime_error(
+            "leader election needs a namespace: not running in a pod, so pass "
+            "--leader-election-namespace (or --leader-elect=false)");
+      }
+      controller::LeaderElectionConfig lc;
+      lc.lease_namespace = ns;
+      lc.lease_name = flags.leader_election_id;
+      lc.identity = identity.id;
+      lc.on_started_leading = [this] {
+        leading = true;
+        waiting.SetLeading(true);
+        log.Info("Acquired lease",
+                 {{"lease", flags.leader_election_id}, {"identity", identity.id}});
+        StartWorkersWhenSynced();
+      };
+      lc.on_stopped_leading = [this] {
+        leading = false;
+        waiting.SetLeading(false);
+        log.Error("Lost lease", {{"lease", flags.leader_election_id}});
+        std::lock_guard<std::mutex> lock(mu);
+        leadership_lost = true;
+        cv.notify_all();
+      };
+      lc.on_new_leader = [this](const std::string& holder) {
+        if (holder != identity.id) log.Info("Observed new leader", {{"holder", holder}});
+      };
+      lc.on_error = [this](const std::string& what, const std::string& error) {
+        log.Warn("Leader election: failed to " + what,
+                 {{"lease", flags.leader_election_id}, {"error", error}});
+      };
+      elector = std::make_unique<controller::LeaderElector>(clients.election, election_clock, lc);
+      log.Info("Started leader election",
+               {{"lease", ns + "/" + flags.leader_election_id}, {"identity", identity.id}});
+      elector->Start();
+    } else {
+      leading = true;
+      waiting.SetLeading(true);
+      StartWorkersWhenSynced();
+    }
+  }
+
   void RequestStop() {
     std::lock_guard<std::mutex> lock(mu);
     stop_requested = true;
@@ -261,187 +464,12 @@ Operator::~Operator() = default;
 
 void Operator::Start() {
   Impl& s = *impl_;
-  const OperatorFlags& f = s.flags;
-
-  // Endpoints first: liveness must answer while the rest starts.
-  std::string host;
-  int port;
-  if (ParseBindAddress(f.health_probe_bind_address, &host, &port)) {
-    s.health = std::make_unique<ProbeServer>(
-        host, port,
-        std::vector<ProbeServer::Route>{
-            {"/healthz", [](bool v) { return AnswerChecks({}, v); }},
-            {"/readyz", [&s](bool v) { return AnswerChecks(s.ReadinessChecks(), v); }}});
-  }
-  if (ParseBindAddress(f.metrics_bind_address, &host, &port)) {
-    ProbeServerOptions mo;
-    if (f.metrics_secure) {
-      const std::string dir =
-          f.metrics_cert_path.empty() ? f.webhook_cert_dir : f.metrics_cert_path;
-      s.metrics_cert =
-          std::make_unique<webhook::ServingCertificate>(dir + "/tls.crt", dir + "/tls.key");
-      s.metrics_tokens = std::make_unique<webhook::TokenReviewer>(s.clients.metrics);
-      webhook::TokenCacheOptions token_options;
-      token_options.authenticated_ttl =
-          std::chrono::milliseconds(f.authorization_cache_authorized_ttl_ms);
-      token_options.rejected_ttl =
-          std::chrono::milliseconds(f.authorization_cache_unauthorized_ttl_ms);
-      s.metrics_token_cache =
-          std::make_unique<webhook::CachingTokenAuthenticator>(*s.metrics_tokens, token_options);
-      s.metrics_access = std::make_unique<webhook::SubjectAccessReviewer>(s.clients.metrics);
-      webhook::AccessCacheOptions access_options;
-      access_options.allowed_ttl =
-          std::chrono::milliseconds(f.authorization_cache_authorized_ttl_ms);
-      access_options.denied_ttl =
-          std::chrono::milliseconds(f.authorization_cache_unauthorized_ttl_ms);
-      access_options.capacity = 1024;
-      s.metrics_access_cache =
-          std::make_unique<webhook::CachingAccessReviewer>(*s.metrics_access, access_options);
-      mo.configure_tls = [&s](SSL_CTX* ctx) {
-        return webhook::ConfigureServingTls(ctx, *s.metrics_cert);
-      };
-      mo.gate = [&s](std::string_view method, std::string_view path,
-                     std::string_view authorization) {
-        return s.GateScrape(method, path, authorization);
-      };
-    }
-    s.metrics_server = std::make_unique<ProbeServer>(
-        host, port,
-        std::vector<ProbeServer::Route>{{"/metrics", [&s](bool) { return s.Metrics(); }}},
-        std::move(mo));
-  }
-
-  if (!f.disable_webhook) {
-    s.access = std::make_unique<webhook::SubjectAccessReviewer>(s.clients.webhook);
-    webhook::AccessCacheOptions cache_options;
-    cache_options.allowed_ttl = std::chrono::milliseconds(f.authorization_cache_authorized_ttl_ms);
-    cache_options.denied_ttl = std::chrono::milliseconds(f.authorization_cache_unauthorized_ttl_ms);
-    s.access_cache = std::make_unique<webhook::CachingAccessReviewer>(*s.access, cache_options);
-    s.cluster = std::make_unique<webhook::KubeClusterView>(s.clients.webhook);
-    webhook::ServerOptions wo;
-    wo.port = f.webhook_port;
-    wo.cert_file = f.webhook_cert_dir + "/tls.crt";
-    wo.key_file = f.webhook_cert_dir + "/tls.key";
-    wo.client_ca_file = f.webhook_client_ca;
-    s.webhook_metrics = std::make_unique<WebhookMetrics>(
-        s.registry, std::vector<std::string>{std::string(webhook::kValidateVmimPath),
-                                             std::string(webhook::kMutatePodPath)});
-    wo.observer = s.webhook_metrics.get();
-    wo.log = [&s](const webhook::ServerLogEntry& e) {
-      std::vector<std::pair<std::string, std::string>> fields{{"component", "webhook"}};
-      fields.insert(fields.end(), e.fields.begin(), e.fields.end());
-      s.log.Log(e.error ? base::LogLevel::kError : base::LogLevel::kInfo, e.msg, fields);
-    };
-    s.webhook = std::make_unique<webhook::AdmissionServer>(
-        wo, webhook::AdmissionRoutes(
-                *s.access_cache, *s.cluster,
-                {.check_kubevirt_added_node_selector = f.check_kubevirt_added_node_selector,
-                 .virt_api_username = f.virt_api_username,
-                 .trust_virt_api_added_node_selector = f.trust_virt_api_added_node_selector,
-                 .virt_controller_username = f.virt_controller_username}));
-    if (f.webhook_cert_mode == "self") {
-      webhook::certs::BootstrapOptions bo;
-      if (!s.identity.pod_namespace.empty()) bo.ns = s.identity.pod_namespace;
-      bo.cert_dir = f.webhook_cert_dir;
-      if (!f.webhook_cert_hosts.empty()) bo.hosts = f.webhook_cert_hosts;
-      s.certs = std::make_unique<webhook::certs::CertBootstrap>(s.clients.webhook, bo);
-    }
-  }
-
-  if (!f.disable_controller) {
-    s.events = std::make_unique<controller::KubeEventRecorder>(s.clients.events, s.clock, s.log,
-                                                               s.identity.id);
-    s.async_events = std::make_unique<controller::AsyncEventRecorder>(*s.events, s.log);
-    controller::InformerViewOptions vo;
-    vo.on_error = [&s](const kube::KubeError& e) {
-      s.log.Error("Failed to watch", {{"error", e.what()}});
-    };
-    s.view = std::make_unique<controller::InformerView>(s.clients.controller, s.clock, vo);
-    // The webhook's placement warnings read the node cache instead of listing nodes.
-    if (s.cluster) {
-      s.cluster->SetCachedNodes([&s] { return s.view->NodeList(); });
-      // The mutator reads a target pod's VMIM from the informer; a miss (not synced yet,
-      // or another VMIM of that name) is a GET.
-      s.cluster->SetCachedMigrations(
-          [&s](std::string_view ns, std::string_view name) -> std::optional<webhook::MigrationRef> {
-            std::optional<api::MigrationInfo> m =
-                s.view->Migration(std::string(ns), std::string(name));
-            if (!m) return std::nullopt;
-            return webhook::MigrationRefOf(*m);
-          });
-    }
-    controller::ControllerOptions co;
-    co.workers = f.workers;
-    co.fail_fast_unschedulable = f.fail_fast_unschedulable;
-    s.controller = std::make_unique<controller::Controller>(*s.view, s.clients.controller, s.clock,
-                                                            s.log, s.metrics, *s.async_events, co);
-    s.view->Connect(*s.controller);
-    s.policy_status = std::make_unique<controller::PolicyStatusWriter>(
-        s.clients.controller, s.policy_clock, s.log, [&s] { return s.view->PolicyMigrations(); });
-    s.view->OnPolicyMigration([&s](const std::string&) { s.policy_status->Notify(); });
-  }
-
-  if (s.health) s.health->Start();
-  if (s.metrics_cert) s.ReloadMetricsCert();  // then every second
-  if (s.metrics_server) {
-    s.metrics_server->Start();
-    s.log.Info("Started metrics server", {{"port", std::to_string(s.metrics_server->port())},
-                                          {"secure", f.metrics_secure ? "true" : "false"}});
-  }
-  if (s.webhook) {
-    s.webhook->Start();
-    s.log.Info("Started webhook", {{"port", std::to_string(s.webhook->port())}});
-  }
-  // The first pass too runs on the certificate thread: until it has written the files,
-  // /readyz reports the webhook certificate missing.
-  if (s.certs) s.ScheduleCerts(base::Duration::zero());
-  if (!f.disable_controller) {
-    s.view->Start();
-    if (f.leader_elect) {
-      std::string ns = f.leader_election_namespace.empty() ? s.identity.pod_namespace
-                                                           : f.leader_election_namespace;
-      if (ns.empty()) {
-        throw std::runtime_error(
-            "leader election needs a namespace: not running in a pod, so pass "
-            "--leader-election-namespace (or --leader-elect=false)");
-      }
-      controller::LeaderElectionConfig lc;
-      lc.lease_namespace = ns;
-      lc.lease_name = f.leader_election_id;
-      lc.identity = s.identity.id;
-      lc.on_started_leading = [&s] {
-        s.leading = true;
-        s.waiting.SetLeading(true);
-        s.log.Info("Acquired lease",
-                   {{"lease", s.flags.leader_election_id}, {"identity", s.identity.id}});
-        s.StartWorkersWhenSynced();
-      };
-      lc.on_stopped_leading = [&s] {
-        s.leading = false;
-        s.waiting.SetLeading(false);
-        s.log.Error("Lost lease", {{"lease", s.flags.leader_election_id}});
-        std::lock_guard<std::mutex> lock(s.mu);
-        s.leadership_lost = true;
-        s.cv.notify_all();
-      };
-      lc.on_new_leader = [&s](const std::string& holder) {
-        if (holder != s.identity.id) s.log.Info("Observed new leader", {{"holder", holder}});
-      };
-      lc.on_error = [&s](const std::string& what, const std::string& error) {
-        s.log.Warn("Leader election: failed to " + what,
-                   {{"lease", s.flags.leader_election_id}, {"error", error}});
-      };
-      s.elector =
-          std::make_unique<controller::LeaderElector>(s.clients.election, s.election_clock, lc);
-      s.log.Info("Started leader election",
-                 {{"lease", ns + "/" + f.leader_election_id}, {"identity", s.identity.id}});
-      s.elector->Start();
-    } else {
-      s.leading = true;
-      s.waiting.SetLeading(true);
-      s.StartWorkersWhenSynced();
-    }
-  }
+  s.BuildHealth();  // first: liveness must answer while the rest starts
+  s.BuildMetricsServer();
+  if (!s.flags.disable_webhook) s.BuildWebhook();
+  if (!s.flags.disable_controller) s.BuildController();
+  s.StartServing();
+  if (!s.flags.disable_controller) s.StartLeaderSide();
 }
 
 void Operator::RequestStop() { impl_->RequestStop(); }
