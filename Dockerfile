@@ -26,9 +26,9 @@ ARG KMT_COMMIT=unknown
 RUN --mount=type=cache,id=kmt-bazel-disk,target=/var/cache/kmt-bazel-disk \
     bazel build --disk_cache=/var/cache/kmt-bazel-disk --compilation_mode=opt --strip=always \
         --define=KMT_COMMIT="${KMT_COMMIT}" \
-        //controller:operator //cli:kubectl-migrate \
+        //cmd/operator:operator //cli:kubectl-migrate \
     && mkdir -p /out \
-    && cp bazel-bin/controller/operator bazel-bin/cli/kubectl-migrate /out/ \
+    && cp bazel-bin/cmd/operator/operator bazel-bin/cli/kubectl-migrate /out/ \
     && bazel clean --expunge
 
 FROM debian:bookworm-slim

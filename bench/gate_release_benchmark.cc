@@ -5,7 +5,7 @@
 // node term, then N gated virt-launcher target pods created at once (as the mutating
 // webhook leaves them); per pod, the time from its create call returning to a watch seeing
 // the gate gone with the term ANDed into its affinity. Only the pods are timed.
-//   operator: //controller:operator out of cluster (--disable-webhook, no leader election,
+//   operator: //cmd/operator:operator out of cluster (--disable-webhook, no leader election,
 //             its default client QPS and workers) does the release;
 //   floor:    a minimal client in this process: one watch on the namespace's pods and, per
 //             gated pod seen, one guarded JSON Patch (api::AndTermIntoPod: the AND + the gate
@@ -14,7 +14,7 @@
 // VMIMs (bench/run.sh stops virt-controller, which would start the VMIs, render target pods
 // of its own and fail the VMIMs of VMIs that are not running).
 //
-//   gate_release_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
+//   gate_release_benchmark --kubeconfig=K --operator=bazel-bin/cmd/operator/operator
 //       [--sizes=1,50,200] [--report=FILE] [--log-dir=DIR (created)] [--timeout=120]
 //       [--port-base=30780 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>
@@ -291,7 +291,7 @@ int Main(int argc, char** argv) {
        "into its required node affinity. N VMIs and N VMIMs with a node term (both through "
        "KubeVirt's virt-api webhooks, not timed), then N gated virt-launcher target pods "
        "created at once (64 creating threads at most), fresh namespace per run. "
-       "Operator: //controller:operator out of cluster, --disable-webhook, "
+       "Operator: //cmd/operator:operator out of cluster, --disable-webhook, "
        "--leader-elect=false, " +
        OperatorFlagsText(operator_args) +
        ". Floor: one "

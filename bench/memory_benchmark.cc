@@ -11,7 +11,7 @@
 // exist); the operator caches no VMIs, so they are in no figure. virt-controller must be
 // stopped (bench/run.sh does), or it would start the VMIs and fail their VMIMs.
 //
-//   memory_benchmark --kubeconfig=K --operator=bazel-bin/controller/operator
+//   memory_benchmark --kubeconfig=K --operator=bazel-bin/cmd/operator/operator
 //       [--nodes=5000] [--vmims=10000] [--pods=10000] [--report=FILE] [--log-dir=DIR (created)]
 //       [--port-base=30790 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>
@@ -20,11 +20,11 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/clock.h"
 #include "bench/cluster_ops.h"
 #include "bench/kubevirt_objects.h"
 #include "bench/memory_rows.h"
 #include "bench/operator_process.h"
-#include "controller/clock.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -101,16 +101,15 @@ int Main(int argc, char** argv) {
   // benchmark's VMIMs and pods) to be gone.
   WaitNoMigrations(*client, std::chrono::seconds(180));
   EnsureNamespace(*client, kNs);
-  client->Create(
-      kube::kLeases, kNs,
-      {{"apiVersion", "coordination.k8s.io/v1"},
-       {"kind", "Lease"},
-       {"metadata", {{"name", kLease}, {"namespace", kNs}}},
-       {"spec",
-        {{"holderIdentity", "kmt-bench-holder"},
-         {"leaseDurationSeconds", 3600},
-         {"acquireTime", controller::FormatMicroTime(std::chrono::system_clock::now())},
-         {"renewTime", controller::FormatMicroTime(std::chrono::system_clock::now())}}}});
+  client->Create(kube::kLeases, kNs,
+                 {{"apiVersion", "coordination.k8s.io/v1"},
+                  {"kind", "Lease"},
+                  {"metadata", {{"name", kLease}, {"namespace", kNs}}},
+                  {"spec",
+                   {{"holderIdentity", "kmt-bench-holder"},
+                    {"leaseDurationSeconds", 3600},
+                    {"acquireTime", base::FormatMicroTime(std::chrono::system_clock::now())},
+                    {"renewTime", base::FormatMicroTime(std::chrono::system_clock::now())}}}});
   const std::string log = log_dir + "/memory-operator.log";
   MemoryFigures f;
   f.counts = {nodes, vmims, pods};

@@ -34,7 +34,7 @@ std::vector<Row> MemoryRows(const MemoryFigures& f) {
 std::vector<std::string> MemoryNotes(const MemoryFigures& f) {
   return {
       fmt::format(
-          "RSS = VmRSS of //controller:operator (out of cluster, --disable-webhook, a follower: "
+          "RSS = VmRSS of //cmd/operator:operator (out of cluster, --disable-webhook, a follower: "
           "a Lease held by another identity keeps it from reconciling), the largest of 6 "
           "samples over 3 s after /readyz reports the caches synced. Floor = the same binary "
           "and flags synced on the same cluster before the objects were created ({}). "

@@ -1,4 +1,4 @@
-// bench/operator_process.h — runs the operator binary (//controller:operator) as a child
+// bench/operator_process.h — runs the operator binary (//cmd/operator:operator) as a child
 // process for the benchmarks that need it: start with flags, wait for /readyz, read its
 // RSS, stop it with SIGTERM (SIGKILL after a grace period).
 #pragma once

@@ -60,7 +60,7 @@ python3 bench/check_tables.py --self-test >/dev/null ||
   { log "bench/check_tables.py --self-test failed"; exit 1; }
 
 "${BAZEL[@]}" build "${BUILD_FLAGS[@]}" //bench/... //bench:gate_release_benchmark \
-  //bench:memory_benchmark //controller:operator || { log "build failed"; exit 1; }
+  //bench:memory_benchmark //cmd/operator:operator || { log "build failed"; exit 1; }
 BIN=$("${BAZEL[@]}" info bazel-bin 2>/dev/null)
 
 # Each benchmark's exit code ("-": not run), for bench/check_tables.py.
@@ -127,10 +127,10 @@ log "starting the control plane ($KMT_E2E_DIR, port base $KMT_E2E_PORT_BASE)"
 if start_cluster >"$OUT/cluster.log" 2>&1; then
   KUBECONFIG_ADMIN=$KMT_E2E_DIR/admin.kubeconfig
   run gate-release "$BIN/bench/gate_release_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
-    --operator="$BIN/controller/operator" --sizes="$GATE_SIZES" --log-dir="$OUT" \
+    --operator="$BIN/cmd/operator/operator" --sizes="$GATE_SIZES" --log-dir="$OUT" \
     --port-base=$((KMT_E2E_PORT_BASE + 780)) --report="$TABLES"
   run memory "$BIN/bench/memory_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
-    --operator="$BIN/controller/operator" "${MEMORY_ARGS[@]}" --log-dir="$OUT" \
+    --operator="$BIN/cmd/operator/operator" "${MEMORY_ARGS[@]}" --log-dir="$OUT" \
     --port-base=$((KMT_E2E_PORT_BASE + 790)) --report="$TABLES"
 else
   STATUS=1

@@ -30,12 +30,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "bench/asio_tls_floor.h"
 #include "bench/httplib_admission_server.h"
 #include "bench/server_process.h"
 #include "bench/throwaway_cert.h"
 #include "bench/webhook_fixture.h"
-#include "controller/clock.h"
 #include "controller/informer_view.h"
 #include "webhook/kube_cluster_view.h"
 #include "webhook/routes.h"
@@ -63,7 +63,7 @@ struct OperatorRoutes {
   webhook::SubjectAccessReviewer review;
   webhook::CachingAccessReviewer access;
   webhook::KubeClusterView cluster;
-  controller::RealClock clock;
+  base::RealClock clock;
   controller::InformerView view;
   AdmitTimer timer;
 };

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/informer_view.h"
 #include "controller/testing/objects.h"
 #include "kube/fake_client.h"
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     client.Create(kmt::kube::kPods, kNs, pod);
   }
 
-  kmt::controller::RealClock clock;
+  kmt::base::RealClock clock;
   const size_t before = HeapInUse();
   size_t after = 0;
   {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "api/projections.h"
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "kube/client.h"
 
 namespace kmt::controller {
@@ -34,7 +34,7 @@ class CacheView {
   // has a namespaceSelector (api::WantsNamespaces).
   virtual std::vector<api::NamespaceInfo> Namespaces() = 0;
   // When the view first saw the target pod (for the gate-release latency), if known.
-  virtual std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) = 0;
+  virtual std::optional<base::SteadyTime> TargetPodSeenAt(const std::string& pod_uid) = 0;
   // The target pods of every migration that names `policy` and is not final, except the
   // VMIM `except_uid`'s (for its maxInboundPerNode).
   virtual std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
@@ -66,7 +66,9 @@ class ApiView : public CacheView {
   std::vector<api::NodeInfo> Nodes() override;
   std::vector<api::BoundPod> BoundPods() override;
   std::vector<api::NamespaceInfo> Namespaces() override;
-  std::optional<SteadyTime> TargetPodSeenAt(const std::string&) override { return std::nullopt; }
+  std::optional<base::SteadyTime> TargetPodSeenAt(const std::string&) override {
+    return std::nullopt;
+  }
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;
   void ResolveClaims(api::TargetPod& pod) override { ResolveClaimsFromApi(client_, pod); }

@@ -12,8 +12,8 @@ const api::MigrationCondition* FindCondition(const std::vector<api::MigrationCon
 }
 
 ConditionChange SetCondition(std::vector<api::MigrationCondition>& list,
-                             const DesiredCondition& want, WallTime now) {
-  const std::string stamp = FormatRfc3339(now);
+                             const DesiredCondition& want, base::WallTime now) {
+  const std::string stamp = base::FormatRfc3339(now);
   for (auto& c : list) {
     if (c.type != want.type) continue;
     if (c.status == want.status && c.reason == want.reason && c.message == want.message) {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "api/projections.h"
-#include "controller/clock.h"
+#include "base/clock.h"
 
 namespace kmt::controller {
 
@@ -41,7 +41,7 @@ enum class ConditionChange {
 
 // Applies `want` to `list` at `now` and says what changed.
 ConditionChange SetCondition(std::vector<api::MigrationCondition>& list,
-                             const DesiredCondition& want, WallTime now);
+                             const DesiredCondition& want, base::WallTime now);
 
 // The condition of that type, or nullptr.
 const api::MigrationCondition* FindCondition(const std::vector<api::MigrationCondition>& list,

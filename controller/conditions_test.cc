@@ -6,7 +6,8 @@
 namespace kmt::controller {
 namespace {
 
-const WallTime kNow = WallTime(std::chrono::seconds(1767225600));  // 2026-01-01T00:00:00Z
+const base::WallTime kNow =
+    base::WallTime(std::chrono::seconds(1767225600));  // 2026-01-01T00:00:00Z
 const std::string kNowText = "2026-01-01T00:00:00Z";
 const std::string kOld = "2025-12-31T23:00:00Z";
 

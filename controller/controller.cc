@@ -24,8 +24,9 @@ bool SplitKey(const std::string& key, std::string* ns, std::string* name) {
   return true;
 }
 
-Controller::Controller(CacheView& view, kube::KubeClient& client, Clock& clock, Logger& log,
-                       OperatorMetrics& metrics, EventRecorder& events, ControllerOptions options)
+Controller::Controller(CacheView& view, kube::KubeClient& client, base::Clock& clock,
+                       base::Logger& log, OperatorMetrics& metrics, EventRecorder& events,
+                       ControllerOptions options)
     : view_(view),
       clock_(clock),
       log_(log),
@@ -129,7 +130,7 @@ std::optional<ReconcileResult> Controller::ProcessNext() {
 }
 
 ReconcileResult Controller::RunOne(const std::string& key) {
-  const SteadyTime start = clock_.Now();
+  const base::SteadyTime start = clock_.Now();
   const KeyOutcome outcome = ReconcileKey(key);
   Settle(key, outcome);
   metrics_.ObserveReconcile(outcome.result, clock_.Now() - start);

@@ -30,11 +30,11 @@
 #include <vector>
 
 #include "api/projections.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "controller/cache_view.h"
-#include "controller/clock.h"
 #include "controller/events.h"
 #include "controller/executor.h"
-#include "controller/log.h"
 #include "controller/operator_metrics.h"
 #include "controller/reconcile.h"
 #include "controller/work_queue.h"
@@ -50,7 +50,7 @@ struct ControllerOptions {
 
 class Controller {
  public:
-  Controller(CacheView& view, kube::KubeClient& client, Clock& clock, Logger& log,
+  Controller(CacheView& view, kube::KubeClient& client, base::Clock& clock, base::Logger& log,
              OperatorMetrics& metrics, EventRecorder& events, ControllerOptions options = {});
   ~Controller();  // Stop()
 
@@ -80,14 +80,16 @@ class Controller {
   // (controller-runtime's reconcileHandler: one result, turned into queue work in one place).
   struct KeyOutcome {
     ReconcileResult result = ReconcileResult::kSuccess;
-    std::optional<Duration> requeue_after;  // kRequeueAfter: when to look again
-    std::optional<Duration> not_before;     // kRequeue/kError: the server's Retry-After
-    bool terminal = false;                  // kError that retrying cannot fix: forgotten
+    std::optional<base::Duration> requeue_after;  // kRequeueAfter: when to look again
+    std::optional<base::Duration> not_before;     // kRequeue/kError: the server's Retry-After
+    bool terminal = false;                        // kError that retrying cannot fix: forgotten
 
     static KeyOutcome Done() { return {}; }
-    static KeyOutcome After(Duration d) { return {ReconcileResult::kRequeueAfter, d, {}, false}; }
+    static KeyOutcome After(base::Duration d) {
+      return {ReconcileResult::kRequeueAfter, d, {}, false};
+    }
     static KeyOutcome Replan() { return {ReconcileResult::kRequeue, {}, {}, false}; }
-    static KeyOutcome Retry(std::optional<Duration> not_before = std::nullopt) {
+    static KeyOutcome Retry(std::optional<base::Duration> not_before = std::nullopt) {
       return {ReconcileResult::kError, {}, not_before, false};
     }
     static KeyOutcome Terminal() { return {ReconcileResult::kError, {}, {}, true}; }
@@ -106,8 +108,8 @@ class Controller {
   void Wake(const std::string& policy);
 
   CacheView& view_;
-  Clock& clock_;
-  Logger& log_;
+  base::Clock& clock_;
+  base::Logger& log_;
   OperatorMetrics& metrics_;
   Executor executor_;
   ControllerOptions options_;

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 #include "controller/testing/objects.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
@@ -23,12 +23,12 @@ using std::chrono::seconds;
 const std::string kKey = std::string(kNs) + "/" + kVmimName;
 
 struct World {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
   std::vector<std::string> lines;
-  Logger log{clock, LogLevel::kDebug, LogFormat::kText,
-             [this](const std::string& l) { lines.push_back(l); }};
-  Registry registry;
+  base::Logger log{clock, base::LogLevel::kDebug, base::LogFormat::kText,
+                   [this](const std::string& l) { lines.push_back(l); }};
+  base::Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
   KubeEventRecorder events{client, clock, log, "operator-0"};
   ApiView view{client};

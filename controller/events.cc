@@ -10,19 +10,19 @@
 
 namespace kmt::controller {
 
-KubeEventRecorder::KubeEventRecorder(kube::KubeClient& client, const Clock& clock, Logger& log,
-                                     std::string instance)
+KubeEventRecorder::KubeEventRecorder(kube::KubeClient& client, const base::Clock& clock,
+                                     base::Logger& log, std::string instance)
     : client_(client), clock_(clock), log_(log), instance_(std::move(instance)) {}
 
 nlohmann::json KubeEventRecorder::Build(const ObjectRef& about, const EventSpec& event) {
-  const WallTime now = clock_.WallNow();
+  const base::WallTime now = clock_.WallNow();
   const auto nanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   // client-go names events "<name>.<unix nanos in hex>"; the sequence number
   // keeps two events of one reconcile (same clock reading) apart.
   const std::string name =
       fmt::format("{}.{:x}", about.name, static_cast<uint64_t>(nanos) + seq_.fetch_add(1));
-  const std::string ts = FormatRfc3339(now);
+  const std::string ts = base::FormatRfc3339(now);
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
           {"metadata", {{"name", name}, {"namespace", about.ns}}},
@@ -57,7 +57,7 @@ void KubeEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
   }
 }
 
-AsyncEventRecorder::AsyncEventRecorder(EventRecorder& sink, Logger& log, size_t capacity,
+AsyncEventRecorder::AsyncEventRecorder(EventRecorder& sink, base::Logger& log, size_t capacity,
                                        std::chrono::milliseconds drain_for)
     : sink_(sink), log_(log), capacity_(capacity), drain_for_(drain_for) {
   thread_ = std::thread([this] { Run(); });

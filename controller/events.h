@@ -19,8 +19,8 @@
 #include <thread>
 #include <utility>
 
-#include "controller/clock.h"
-#include "controller/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "controller/reconcile.h"
 #include "kube/client.h"
 
@@ -42,7 +42,7 @@ class EventRecorder {
 class KubeEventRecorder : public EventRecorder {
  public:
   // `instance` names this replica (reportingInstance, source.host).
-  KubeEventRecorder(kube::KubeClient& client, const Clock& clock, Logger& log,
+  KubeEventRecorder(kube::KubeClient& client, const base::Clock& clock, base::Logger& log,
                     std::string instance);
   void Record(const ObjectRef& about, const EventSpec& event) override;
 
@@ -51,8 +51,8 @@ class KubeEventRecorder : public EventRecorder {
 
  private:
   kube::KubeClient& client_;
-  const Clock& clock_;
-  Logger& log_;
+  const base::Clock& clock_;
+  base::Logger& log_;
   std::string instance_;
   std::atomic<uint64_t> seq_{0};
 };
@@ -64,7 +64,7 @@ class KubeEventRecorder : public EventRecorder {
 // lets the queue drain for at most `drain_for`, then drops what is left, logging how many.
 class AsyncEventRecorder : public EventRecorder {
  public:
-  AsyncEventRecorder(EventRecorder& sink, Logger& log, size_t capacity = 1000,
+  AsyncEventRecorder(EventRecorder& sink, base::Logger& log, size_t capacity = 1000,
                      std::chrono::milliseconds drain_for = std::chrono::seconds(5));
   ~AsyncEventRecorder() override;
   AsyncEventRecorder(const AsyncEventRecorder&) = delete;
@@ -80,7 +80,7 @@ class AsyncEventRecorder : public EventRecorder {
   void Run();
 
   EventRecorder& sink_;
-  Logger& log_;
+  base::Logger& log_;
   const size_t capacity_;
   const std::chrono::milliseconds drain_for_;
   std::mutex mu_;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 
 namespace kmt::controller {
 namespace {
@@ -48,13 +48,14 @@ struct Sink : EventRecorder {
 };
 
 struct World {
-  FakeClock clock;
+  base::FakeClock clock;
   std::vector<std::string> lines;
   std::mutex lines_mu;
-  Logger log{clock, LogLevel::kDebug, LogFormat::kText, [this](const std::string& l) {
-               std::lock_guard<std::mutex> lock(lines_mu);
-               lines.push_back(l);
-             }};
+  base::Logger log{clock, base::LogLevel::kDebug, base::LogFormat::kText,
+                   [this](const std::string& l) {
+                     std::lock_guard<std::mutex> lock(lines_mu);
+                     lines.push_back(l);
+                   }};
   Sink sink;
   ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration", "ns", "m", "uid", "1"};
   EventSpec Event(int i) { return {"Normal", "Reason" + std::to_string(i), "message"}; }

@@ -78,7 +78,7 @@ std::optional<std::string> StaleBasis(const api::MigrationInfo& fresh,
 
 }  // namespace
 
-Executor::Executor(kube::KubeClient& client, EventRecorder& events, Logger& log)
+Executor::Executor(kube::KubeClient& client, EventRecorder& events, base::Logger& log)
     : client_(client), events_(events), log_(log) {}
 
 nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& plan) {

@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "api/projections.h"
+#include "base/log.h"
 #include "controller/events.h"
-#include "controller/log.h"
 #include "controller/reconcile.h"
 #include "kube/client.h"
 
@@ -62,7 +62,7 @@ struct ExecResult {
 
 class Executor {
  public:
-  Executor(kube::KubeClient& client, EventRecorder& events, Logger& log);
+  Executor(kube::KubeClient& client, EventRecorder& events, base::Logger& log);
 
   ExecResult Apply(const api::MigrationInfo& vmim, const Plan& plan);
 
@@ -73,7 +73,7 @@ class Executor {
  private:
   kube::KubeClient& client_;
   EventRecorder& events_;
-  Logger& log_;
+  base::Logger& log_;
 };
 
 }  // namespace kmt::controller

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 #include "controller/testing/objects.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
@@ -20,11 +20,11 @@ using kube::kVirtualMachineInstanceMigrations;
 const char* kGate = "migration-target.kubevirt.io/added-node-selector-term";
 
 struct World {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
   std::vector<std::string> lines;
-  Logger log{clock, LogLevel::kDebug, LogFormat::kText,
-             [this](const std::string& l) { lines.push_back(l); }};
+  base::Logger log{clock, base::LogLevel::kDebug, base::LogFormat::kText,
+                   [this](const std::string& l) { lines.push_back(l); }};
   KubeEventRecorder events{client, clock, log, "operator-0"};
   Executor executor{client, events, log};
   std::string vmim_uid;

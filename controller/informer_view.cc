@@ -55,7 +55,7 @@ bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
            a.ready == b.ready && a.allocatable == b.allocatable);
 }
 
-InformerView::InformerView(kube::KubeClient& client, const Clock& clock,
+InformerView::InformerView(kube::KubeClient& client, const base::Clock& clock,
                            const InformerViewOptions& options)
     : client_(client),
       clock_(clock),
@@ -278,15 +278,15 @@ std::vector<api::TargetPod> InformerView::PolicyTargetPods(const std::string& po
 
 void InformerView::ResolveClaims(api::TargetPod& pod) { ResolveClaimsFromApi(client_, pod); }
 
-std::optional<SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_uid) {
+std::optional<base::SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(seen_mu_);
   auto it = seen_.find(pod_uid);
   if (it == seen_.end()) return std::nullopt;
   return it->second;
 }
 
-std::vector<SteadyTime> InformerView::GatedTargetPodsSeenAt() const {
-  std::vector<SteadyTime> out;
+std::vector<base::SteadyTime> InformerView::GatedTargetPodsSeenAt() const {
+  std::vector<base::SteadyTime> out;
   const auto pods = targets_.List();
   std::lock_guard<std::mutex> lock(seen_mu_);
   for (const auto& p : pods) {

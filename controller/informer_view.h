@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "api/projections.h"
+#include "base/clock.h"
 #include "controller/cache_view.h"
-#include "controller/clock.h"
 #include "controller/controller.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -52,7 +52,7 @@ struct InformerViewOptions {
 
 class InformerView : public CacheView {
  public:
-  InformerView(kube::KubeClient& client, const Clock& clock,
+  InformerView(kube::KubeClient& client, const base::Clock& clock,
                const InformerViewOptions& options = {});
   ~InformerView() override;  // Stop()
 
@@ -78,7 +78,7 @@ class InformerView : public CacheView {
   std::vector<api::BoundPod> BoundPods() override;
   // Not cached: a LIST each call (rare: only for namespaceSelectors).
   std::vector<api::NamespaceInfo> Namespaces() override;
-  std::optional<SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
+  std::optional<base::SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
   std::vector<api::TargetPod> PolicyTargetPods(const std::string& policy,
                                                const std::string& except_uid) override;
   // Not cached: GETs through the client (ResolveClaimsFromApi).
@@ -92,7 +92,7 @@ class InformerView : public CacheView {
 
   // What waits, for the waiting gauges (controller/waiting_metrics.h): when each target pod
   // that still holds the gate was first seen, and every cached VMIM (shared, not copied).
-  std::vector<SteadyTime> GatedTargetPodsSeenAt() const;
+  std::vector<base::SteadyTime> GatedTargetPodsSeenAt() const;
   std::vector<std::shared_ptr<const api::MigrationInfo>> MigrationList() const;
 
   // Cache sizes, for logs and the memory benchmark.
@@ -109,7 +109,7 @@ class InformerView : public CacheView {
   void TrackWaiting(const std::string& key, const kube::Informer<api::TargetPod>::Ptr& pod);
 
   kube::KubeClient& client_;
-  const Clock& clock_;
+  const base::Clock& clock_;
   kube::Informer<api::MigrationInfo> vmims_;
   kube::Informer<api::TargetPod> targets_;
   kube::Informer<api::NodeInfo> nodes_;
@@ -119,7 +119,7 @@ class InformerView : public CacheView {
   NodeSnapshot snapshot_;
   uint64_t snapshot_generation_ = 0;
   mutable std::mutex seen_mu_;
-  std::unordered_map<std::string, SteadyTime> seen_;  // target pod uid -> first seen
+  std::unordered_map<std::string, base::SteadyTime> seen_;  // target pod uid -> first seen
   std::mutex waiting_mu_;
   // Target pods that WaitsUnschedulable, by informer key.
   std::map<std::string, kube::Informer<api::TargetPod>::Ptr> waiting_;

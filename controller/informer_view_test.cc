@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 #include "controller/testing/objects.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -25,15 +25,15 @@ bool Eventually(F&& f) {
 }
 
 TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the caches") {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [&] { return clock.WallNow(); }}};
   std::vector<std::string> lines;
-  Logger log{clock, LogLevel::kInfo, LogFormat::kText, [&](const std::string& l) {
-               static std::mutex mu;
-               std::lock_guard<std::mutex> lock(mu);
-               lines.push_back(l);
-             }};
-  Registry registry;
+  base::Logger log{clock, base::LogLevel::kInfo, base::LogFormat::kText, [&](const std::string& l) {
+                     static std::mutex mu;
+                     std::lock_guard<std::mutex> lock(mu);
+                     lines.push_back(l);
+                   }};
+  base::Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
   KubeEventRecorder events{client, clock, log, "operator-0"};
 
@@ -63,7 +63,8 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   REQUIRE(Eventually([&] { return view.TargetPodSeenAt(pod_uid).has_value(); }));
   REQUIRE(Eventually([&] { return controller.queue().Len() == 1; }));
   // What the waiting gauges read: the gated pod, seen now, and both VMIMs.
-  CHECK(view.GatedTargetPodsSeenAt() == std::vector<SteadyTime>{*view.TargetPodSeenAt(pod_uid)});
+  CHECK(view.GatedTargetPodsSeenAt() ==
+        std::vector<base::SteadyTime>{*view.TargetPodSeenAt(pod_uid)});
   CHECK(view.MigrationList().size() == 2);
   clock.Advance(std::chrono::milliseconds(40));
   REQUIRE(controller.ProcessNext() == ReconcileResult::kSuccess);
@@ -92,7 +93,7 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
 }
 
 TEST_CASE("PolicyTargetPods: one pod per migration from the caches, extra labelled pods left out") {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [&] { return clock.WallNow(); }}};
   // Two migrations under policy "spread" (one with KubeVirt's recorded target pod, one
   // without), a third under another policy; each with pods labelled with its uid.
@@ -135,7 +136,7 @@ TEST_CASE("PolicyTargetPods: one pod per migration from the caches, extra labell
 }
 
 TEST_CASE("ResolveClaims reads the target pod's volumes from the API, not from a cache") {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client;
   client.Create(
       kube::kPersistentVolumeClaims, kNs,
@@ -182,7 +183,7 @@ TEST_CASE("Only node changes that matter to scheduling count") {
 }
 
 TEST_CASE("The node list snapshot is shared until a node changes in a way that matters") {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client;
   client.Create(kube::kNodes, "", Node({"node-1", {{"zone", "a"}}}));
   client.Create(kube::kNodes, "", Node({"node-2", {{"zone", "b"}}}));
@@ -220,10 +221,11 @@ TEST_CASE("The node list snapshot is shared until a node changes in a way that m
 }
 
 TEST_CASE("A node event costs the target pods that wait unschedulable, not every target pod") {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client;
-  Logger log{clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {}};
-  Registry registry;
+  base::Logger log{clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {}};
+  base::Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
   KubeEventRecorder events{client, clock, log, "operator-0"};
   constexpr int kNodes = 300;

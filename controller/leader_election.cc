@@ -10,11 +10,11 @@ namespace kmt::controller {
 
 namespace {
 
-Duration DefaultJitter(Duration retry) {
+base::Duration DefaultJitter(base::Duration retry) {
   // wait.JitterUntil(retry, 1.2): a uniform extra delay in [0, 1.2 x retry).
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> dist(0.0, 1.2);
-  return std::chrono::duration_cast<Duration>(retry * dist(rng));
+  return std::chrono::duration_cast<base::Duration>(retry * dist(rng));
 }
 
 std::string StringAt(const nlohmann::json& j, const char* key) {
@@ -49,7 +49,8 @@ nlohmann::json LeaseRecord::ToSpec() const {
           {"leaseTransitions", lease_transitions}};
 }
 
-LeaderElector::LeaderElector(kube::KubeClient& client, Clock& clock, LeaderElectionConfig config)
+LeaderElector::LeaderElector(kube::KubeClient& client, base::Clock& clock,
+                             LeaderElectionConfig config)
     : client_(client), clock_(clock), config_(std::move(config)) {
   if (!config_.jitter) config_.jitter = DefaultJitter;
 }
@@ -64,10 +65,10 @@ void LeaderElector::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::kIdle) return;
   state_ = State::kAcquiring;
-  timer_ = clock_.RunAfter(Duration::zero(), [this] { Tick(); });
+  timer_ = clock_.RunAfter(base::Duration::zero(), [this] { Tick(); });
 }
 
-void LeaderElector::Schedule(Duration d) {
+void LeaderElector::Schedule(base::Duration d) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == State::kStopped) return;
   timer_ = clock_.RunAfter(d, [this] { Tick(); });
@@ -103,7 +104,7 @@ void LeaderElector::Report(const char* what, const kube::KubeError& e) const {
 }
 
 bool LeaderElector::TryAcquireOrRenew() {
-  const std::string now = FormatMicroTime(clock_.WallNow());
+  const std::string now = base::FormatMicroTime(clock_.WallNow());
   LeaseRecord desired{
       config_.identity,
       std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count(), now, now,
@@ -219,7 +220,7 @@ bool LeaderElector::Release() {
     return false;
   }
   if (LeaseRecord::FromLease(lease).holder_identity != config_.identity) return true;
-  const std::string now = FormatMicroTime(clock_.WallNow());
+  const std::string now = base::FormatMicroTime(clock_.WallNow());
   LeaseRecord released{"", 1, now, now, observed->lease_transitions};
   lease["spec"] = released.ToSpec();
   try {

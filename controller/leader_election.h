@@ -27,7 +27,7 @@
 #include <optional>
 #include <string>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "kube/client.h"
 #include "kube/error.h"
 
@@ -37,13 +37,13 @@ struct LeaderElectionConfig {
   std::string lease_namespace;
   std::string lease_name;
   std::string identity;  // unique per replica (pod name + random suffix)
-  Duration lease_duration = std::chrono::seconds(15);
-  Duration renew_deadline = std::chrono::seconds(10);
-  Duration retry_period = std::chrono::seconds(2);
+  base::Duration lease_duration = std::chrono::seconds(15);
+  base::Duration renew_deadline = std::chrono::seconds(10);
+  base::Duration retry_period = std::chrono::seconds(2);
   bool release_on_cancel = true;
   // Extra delay added to each acquire retry (client-go: up to 1.2 x retry_period,
   // random). Tests pass a deterministic function.
-  std::function<Duration(Duration retry_period)> jitter;
+  std::function<base::Duration(base::Duration retry_period)> jitter;
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string& holder)> on_new_leader;  // observed holder changed
@@ -67,7 +67,7 @@ struct LeaseRecord {
 
 class LeaderElector {
  public:
-  LeaderElector(kube::KubeClient& client, Clock& clock, LeaderElectionConfig config);
+  LeaderElector(kube::KubeClient& client, base::Clock& clock, LeaderElectionConfig config);
   ~LeaderElector();  // cancels timers; does not release (call Stop for that)
   LeaderElector(const LeaderElector&) = delete;
   LeaderElector& operator=(const LeaderElector&) = delete;
@@ -91,19 +91,19 @@ class LeaderElector {
   void Report(const char* what, const kube::KubeError& e) const;
   enum class State { kIdle, kAcquiring, kLeading, kStopped };
   void Tick();
-  void Schedule(Duration d);
+  void Schedule(base::Duration d);
   bool Release();
   void Observe(const LeaseRecord& record);
 
   kube::KubeClient& client_;
-  Clock& clock_;
+  base::Clock& clock_;
   LeaderElectionConfig config_;
   mutable std::mutex mu_;  // guards the fields below; never held across API calls
   State state_ = State::kIdle;
-  std::optional<TimerId> timer_;
+  std::optional<base::TimerId> timer_;
   std::optional<LeaseRecord> observed_;
-  SteadyTime observed_time_{};
-  SteadyTime renew_round_start_{};
+  base::SteadyTime observed_time_{};
+  base::SteadyTime renew_round_start_{};
   std::string reported_holder_;
 };
 

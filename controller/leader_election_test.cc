@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -26,7 +26,7 @@ struct Candidate {
 };
 
 struct World {
-  FakeClock clock;
+  base::FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
 
   std::unique_ptr<Candidate> Make(const std::string& id) {
@@ -36,7 +36,7 @@ struct World {
     cfg.lease_namespace = "kmt-system";
     cfg.lease_name = "migration-target-operator";
     cfg.identity = id;
-    cfg.jitter = [](Duration) { return Duration::zero(); };
+    cfg.jitter = [](base::Duration) { return base::Duration::zero(); };
     Candidate* raw = c.get();
     cfg.on_started_leading = [raw] { ++raw->started; };
     cfg.on_stopped_leading = [raw] { ++raw->stopped; };
@@ -53,9 +53,9 @@ struct World {
         client.Get(kube::kLeases, "kmt-system", "migration-target-operator"));
   }
 
-  std::string At(Duration since_start) {
-    return FormatMicroTime(WallTime(std::chrono::seconds(1767225600)) +
-                           std::chrono::duration_cast<WallTime::duration>(since_start));
+  std::string At(base::Duration since_start) {
+    return base::FormatMicroTime(base::WallTime(std::chrono::seconds(1767225600)) +
+                                 std::chrono::duration_cast<base::WallTime::duration>(since_start));
   }
 };
 
@@ -63,7 +63,7 @@ TEST_CASE("A lone candidate creates the lease and renews it every retry period")
   World w;
   auto a = w.Make("a");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   REQUIRE(a->elector->IsLeader());
   REQUIRE(a->started == 1);
   REQUIRE(a->leaders == std::vector<std::string>{"a"});
@@ -82,7 +82,7 @@ TEST_CASE("A second candidate waits while the lease is renewed") {
   auto a = w.Make("a");
   auto b = w.Make("b");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   b->elector->Start();
   w.clock.Advance(seconds(120));
   REQUIRE(a->elector->IsLeader());
@@ -97,7 +97,7 @@ TEST_CASE("When the leader dies, the other takes over once the lease expired on 
   auto a = w.Make("a");
   auto b = w.Make("b");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   b->elector->Start();
   w.clock.Advance(seconds(1));  // b has seen a's record (renewed at t=0)
   w.clock.Advance(milliseconds(500));
@@ -137,7 +137,7 @@ TEST_CASE("A conflict on renew is retried; the leader keeps the lease") {
   World w;
   auto a = w.Make("a");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   w.client.FailNext(kube::Verb::kUpdate, 2, kube::ErrorKind::kConflict,
                     "leases.coordination.k8s.io");
   w.clock.Advance(seconds(4));  // renewals at 2 and 4 fail
@@ -155,7 +155,7 @@ TEST_CASE("Two candidates racing to create: exactly one wins") {
   auto b = w.Make("b");
   a->elector->Start();
   b->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   REQUIRE(a->elector->IsLeader() != b->elector->IsLeader());
   w.clock.Advance(seconds(60));
   REQUIRE(a->elector->IsLeader() != b->elector->IsLeader());
@@ -166,7 +166,7 @@ TEST_CASE("A leader that cannot renew within the renew deadline stops leading") 
   World w;
   auto a = w.Make("a");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   w.client.FailNext(kube::Verb::kGet, 100, kube::ErrorKind::kUnavailable);
   // Last renewal at t=0; the round starts at t=2; attempts at 2,4,6,8,10 fail;
   // at t=12 the 10 s renew deadline has passed.
@@ -190,7 +190,7 @@ TEST_CASE("Another holder's takeover is noticed and leadership ends at the deadl
   World w;
   auto a = w.Make("a");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   // Someone overwrites the lease (e.g. an admin forcing a failover).
   auto lease = w.client.Get(kube::kLeases, "kmt-system", "migration-target-operator");
   lease["spec"]["holderIdentity"] = "intruder";
@@ -207,7 +207,7 @@ TEST_CASE("Stop releases the lease so a successor acquires at once") {
   auto a = w.Make("a");
   auto b = w.Make("b");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   b->elector->Start();
   w.clock.Advance(seconds(5));
   a->elector->Stop();  // SIGTERM
@@ -226,7 +226,7 @@ TEST_CASE("Stop of a non-leader does not touch the lease") {
   auto a = w.Make("a");
   auto b = w.Make("b");
   a->elector->Start();
-  w.clock.Advance(Duration::zero());
+  w.clock.Advance(base::Duration::zero());
   b->elector->Start();
   w.clock.Advance(seconds(3));
   const int64_t rv = w.client.ResourceVersion();

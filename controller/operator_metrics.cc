@@ -6,7 +6,7 @@ namespace kmt::controller {
 namespace {
 
 // controller-runtime pkg/metrics/workqueue.go: ExponentialBuckets(10e-9, 10, 12).
-std::vector<double> QueueBuckets() { return ExponentialBuckets(10e-9, 10, 12); }
+std::vector<double> QueueBuckets() { return base::ExponentialBuckets(10e-9, 10, 12); }
 
 // controller-runtime pkg/internal/controller/metrics: reconcile time buckets.
 std::vector<double> ReconcileBuckets() {
@@ -36,7 +36,7 @@ const char* ReconcileResultName(ReconcileResult r) {
   return "unknown";
 }
 
-OperatorMetrics::QueueHooks::QueueHooks(Registry& r, const std::string& name)
+OperatorMetrics::QueueHooks::QueueHooks(base::Registry& r, const std::string& name)
     : depth_(
           r.AddGauge("workqueue_depth", "Current depth of workqueue", {"name"}).WithLabels({name})),
       adds_(r.AddCounter("workqueue_adds_total", "Total number of adds handled by workqueue",
@@ -58,12 +58,14 @@ OperatorMetrics::QueueHooks::QueueHooks(Registry& r, const std::string& name)
 void OperatorMetrics::QueueHooks::Depth(int64_t depth) { depth_.Set(static_cast<double>(depth)); }
 void OperatorMetrics::QueueHooks::Added() { adds_.Inc(); }
 void OperatorMetrics::QueueHooks::Retried() { retries_.Inc(); }
-void OperatorMetrics::QueueHooks::QueueLatency(Duration waited) {
-  latency_.Observe(Seconds(waited));
+void OperatorMetrics::QueueHooks::QueueLatency(base::Duration waited) {
+  latency_.Observe(base::Seconds(waited));
 }
-void OperatorMetrics::QueueHooks::WorkDuration(Duration worked) { work_.Observe(Seconds(worked)); }
+void OperatorMetrics::QueueHooks::WorkDuration(base::Duration worked) {
+  work_.Observe(base::Seconds(worked));
+}
 
-OperatorMetrics::OperatorMetrics(Registry& r, const std::string& controller)
+OperatorMetrics::OperatorMetrics(base::Registry& r, const std::string& controller)
     : queue_(r, controller),
       reconcile_total_(r.AddCounter("controller_runtime_reconcile_total",
                                     "Total number of reconciliations per controller",
@@ -98,18 +100,18 @@ OperatorMetrics::OperatorMetrics(Registry& r, const std::string& controller)
   }
 }
 
-void OperatorMetrics::ObserveReconcile(ReconcileResult result, Duration took) {
+void OperatorMetrics::ObserveReconcile(ReconcileResult result, base::Duration took) {
   reconcile_total_.WithLabels({controller_, ReconcileResultName(result)}).Inc();
   if (result == ReconcileResult::kError) reconcile_errors_.Inc();
-  reconcile_time_.Observe(Seconds(took));
+  reconcile_time_.Observe(base::Seconds(took));
 }
 
 void OperatorMetrics::TerminalError() { terminal_errors_.Inc(); }
 
 void OperatorMetrics::TargetPodEscapedGate() { escaped_.Inc(); }
 
-void OperatorMetrics::ObserveGateRelease(Duration since_pod_created) {
-  gate_release_.Observe(Seconds(since_pod_created));
+void OperatorMetrics::ObserveGateRelease(base::Duration since_pod_created) {
+  gate_release_.Observe(base::Seconds(since_pod_created));
 }
 
 }  // namespace kmt::controller

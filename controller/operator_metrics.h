@@ -19,8 +19,8 @@
 
 #include <string>
 
-#include "controller/clock.h"
-#include "controller/metrics.h"
+#include "base/clock.h"
+#include "base/metrics.h"
 #include "controller/work_queue.h"
 
 namespace kmt::controller {
@@ -32,41 +32,41 @@ class OperatorMetrics {
  public:
   // Registers every family in `registry` and creates the series of
   // `controller` at zero (as controller-runtime does when a controller starts).
-  OperatorMetrics(Registry& registry, const std::string& controller);
+  OperatorMetrics(base::Registry& registry, const std::string& controller);
 
   // Hooks for the work queue (WorkQueueMetrics), labelled name=<controller>.
   WorkQueueMetrics& queue() { return queue_; }
 
-  void ObserveReconcile(ReconcileResult result, Duration took);
+  void ObserveReconcile(ReconcileResult result, base::Duration took);
   void TerminalError();
-  void ObserveGateRelease(Duration since_pod_created);
+  void ObserveGateRelease(base::Duration since_pod_created);
   void TargetPodEscapedGate();
 
  private:
   class QueueHooks : public WorkQueueMetrics {
    public:
-    QueueHooks(Registry& r, const std::string& name);
+    QueueHooks(base::Registry& r, const std::string& name);
     void Depth(int64_t depth) override;
     void Added() override;
     void Retried() override;
-    void QueueLatency(Duration waited) override;
-    void WorkDuration(Duration worked) override;
+    void QueueLatency(base::Duration waited) override;
+    void WorkDuration(base::Duration worked) override;
 
    private:
-    Gauge& depth_;
-    Counter& adds_;
-    Counter& retries_;
-    Histogram& latency_;
-    Histogram& work_;
+    base::Gauge& depth_;
+    base::Counter& adds_;
+    base::Counter& retries_;
+    base::Histogram& latency_;
+    base::Histogram& work_;
   };
 
   QueueHooks queue_;
-  CounterFamily& reconcile_total_;
-  Counter& reconcile_errors_;
-  Counter& terminal_errors_;
-  Histogram& reconcile_time_;
-  Histogram& gate_release_;
-  Counter& escaped_;
+  base::CounterFamily& reconcile_total_;
+  base::Counter& reconcile_errors_;
+  base::Counter& terminal_errors_;
+  base::Histogram& reconcile_time_;
+  base::Histogram& gate_release_;
+  base::Counter& escaped_;
   std::string controller_;
 };
 

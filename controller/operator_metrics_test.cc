@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 
 namespace kmt::controller {
 namespace {
@@ -15,11 +15,11 @@ bool HasLine(const std::string& text, const std::string& line) {
 }
 
 TEST_CASE("Reconcile results start at zero and count by result") {
-  Registry r;
+  base::Registry r;
   OperatorMetrics m(r, "vmim");
   // Binary fractions of a second, so the sum is exact: 2^-8 s and 2^-5 s.
-  const Duration small = std::chrono::nanoseconds(3906250);
-  const Duration large = std::chrono::nanoseconds(31250000);
+  const base::Duration small = std::chrono::nanoseconds(3906250);
+  const base::Duration large = std::chrono::nanoseconds(31250000);
   m.ObserveReconcile(ReconcileResult::kSuccess, small);
   m.ObserveReconcile(ReconcileResult::kError, large);
   m.ObserveReconcile(ReconcileResult::kRequeueAfter, small);
@@ -46,9 +46,9 @@ TEST_CASE("Reconcile results start at zero and count by result") {
 }
 
 TEST_CASE("The work queue feeds workqueue_* through the hooks") {
-  Registry r;
+  base::Registry r;
   OperatorMetrics m(r, "vmim");
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock, {}, &m.queue());
   q.Add("ns/a");
   q.Add("ns/b");
@@ -76,7 +76,7 @@ TEST_CASE("The work queue feeds workqueue_* through the hooks") {
 }
 
 TEST_CASE("Gate release latency is a histogram without labels") {
-  Registry r;
+  base::Registry r;
   OperatorMetrics m(r, "vmim");
   m.ObserveGateRelease(milliseconds(40));
   std::string text = r.Render();
@@ -86,7 +86,7 @@ TEST_CASE("Gate release latency is a histogram without labels") {
 }
 
 TEST_CASE("Escaped target pods are a counter without labels, at zero from the start") {
-  Registry r;
+  base::Registry r;
   OperatorMetrics m(r, "vmim");
   REQUIRE(HasLine(r.Render(), "kmt_target_pod_escaped_gate_total 0"));
   m.TargetPodEscapedGate();

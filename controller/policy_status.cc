@@ -28,7 +28,7 @@ const Json* ReadyCondition(const Json& status) {
 }  // namespace
 
 Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInfo>& carrying,
-                         WallTime now) {
+                         base::WallTime now) {
   const Json* meta = kube::Member(policy, {"metadata"});
   const int64_t generation =
       meta != nullptr ? meta->value("generation", static_cast<int64_t>(0)) : 0;
@@ -69,14 +69,15 @@ Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInf
       before->contains("lastTransitionTime")) {
     ready["lastTransitionTime"] = (*before)["lastTransitionTime"];
   } else {
-    ready["lastTransitionTime"] = FormatRfc3339(now);
+    ready["lastTransitionTime"] = base::FormatRfc3339(now);
   }
   status["conditions"] = Json::array({ready});
   return status;
 }
 
-PolicyStatusWriter::PolicyStatusWriter(kube::KubeClient& client, Clock& clock, Logger& log,
-                                       Migrations migrations, Duration interval)
+PolicyStatusWriter::PolicyStatusWriter(kube::KubeClient& client, base::Clock& clock,
+                                       base::Logger& log, Migrations migrations,
+                                       base::Duration interval)
     : client_(client),
       clock_(clock),
       log_(log),
@@ -89,13 +90,13 @@ void PolicyStatusWriter::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (running_) return;
   running_ = true;
-  timer_ = clock_.RunAfter(Duration::zero(), [this] {
+  timer_ = clock_.RunAfter(base::Duration::zero(), [this] {
     Pass();
     Schedule(interval_);
   });
 }
 
-void PolicyStatusWriter::Schedule(Duration delay) {
+void PolicyStatusWriter::Schedule(base::Duration delay) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!running_) return;
   timer_ = clock_.RunAfter(delay, [this] {
@@ -134,7 +135,7 @@ int PolicyStatusWriter::Pass() {
     return 0;
   }
   const std::vector<api::MigrationInfo> all = migrations_();
-  const WallTime now = clock_.WallNow();
+  const base::WallTime now = clock_.WallNow();
   int written = 0;
   auto items = list.find("items");
   if (items == list.end() || !items->is_array()) return 0;

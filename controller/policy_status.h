@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "api/projections.h"
-#include "controller/clock.h"
-#include "controller/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "kube/client.h"
 
 namespace kmt::controller {
@@ -32,13 +32,14 @@ inline constexpr std::string_view kPolicyReasonInvalidTerm = "InvalidTerm";
 // The status `policy` should carry, given the cached VMIMs that name it (`carrying`). The
 // Ready condition keeps its lastTransitionTime while its status does not change.
 nlohmann::json DesiredPolicyStatus(const nlohmann::json& policy,
-                                   const std::vector<api::MigrationInfo>& carrying, WallTime now);
+                                   const std::vector<api::MigrationInfo>& carrying,
+                                   base::WallTime now);
 
 class PolicyStatusWriter {
  public:
   using Migrations = std::function<std::vector<api::MigrationInfo>()>;  // those with a policy
-  PolicyStatusWriter(kube::KubeClient& client, Clock& clock, Logger& log, Migrations migrations,
-                     Duration interval = std::chrono::seconds(30));
+  PolicyStatusWriter(kube::KubeClient& client, base::Clock& clock, base::Logger& log,
+                     Migrations migrations, base::Duration interval = std::chrono::seconds(30));
   ~PolicyStatusWriter();  // Stop()
 
   void Start();
@@ -49,16 +50,16 @@ class PolicyStatusWriter {
   int Pass();
 
  private:
-  void Schedule(Duration delay);
+  void Schedule(base::Duration delay);
 
   kube::KubeClient& client_;
-  Clock& clock_;
-  Logger& log_;
+  base::Clock& clock_;
+  base::Logger& log_;
   Migrations migrations_;
-  Duration interval_;
+  base::Duration interval_;
   std::mutex mu_;
   bool running_ = false;
-  std::optional<TimerId> timer_;
+  std::optional<base::TimerId> timer_;
   bool pass_pending_ = false;  // a Notify() pass is scheduled
 };
 

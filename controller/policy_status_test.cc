@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -32,7 +32,8 @@ api::MigrationInfo Carrying(const std::string& ns, const std::string& name,
   return m;
 }
 
-const WallTime kNow = WallTime(std::chrono::seconds(1767225600));  // 2026-01-01T00:00:00Z
+const base::WallTime kNow =
+    base::WallTime(std::chrono::seconds(1767225600));  // 2026-01-01T00:00:00Z
 
 TEST_CASE("Status: count, newest, Ready; the transition time kept while Ready holds") {
   Json p = Policy("p", R"({"matchExpressions":[{"key":"rack","operator":"Exists"}]})");
@@ -77,8 +78,9 @@ TEST_CASE("A pass writes the status that differs, once; timer and Notify run pas
                 Policy("p", R"({"matchExpressions":[{"key":"rack","operator":"Exists"}]})"));
   client.Create(kube::kMigrationTargetPolicies, "",
                 Policy("q", R"({"matchExpressions":[{"key":"rack","operator":"Exists"}]})"));
-  FakeClock clock;
-  Logger log(clock, LogLevel::kError, LogFormat::kText, [](const std::string&) {});
+  base::FakeClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
   std::vector<api::MigrationInfo> cached = {Carrying("ns", "m1", "p", "2026-01-01T00:00:01Z")};
   PolicyStatusWriter w(
       client, clock, log, [&] { return cached; }, std::chrono::seconds(30));
@@ -89,7 +91,7 @@ TEST_CASE("A pass writes the status that differs, once; timer and Notify run pas
   CHECK(w.Pass() == 0);  // nothing changed: nothing written
 
   w.Start();
-  clock.Advance(Duration::zero());  // the first pass: nothing to write
+  clock.Advance(base::Duration::zero());  // the first pass: nothing to write
   cached.push_back(Carrying("ns", "m2", "q", "2026-01-01T00:00:02Z"));
   w.Notify();
   w.Notify();  // coalesced

@@ -6,20 +6,20 @@
 
 namespace kmt::controller {
 
-RateLimiter::RateLimiter(SteadyTime now, RateLimiterOptions opts)
+RateLimiter::RateLimiter(base::SteadyTime now, RateLimiterOptions opts)
     : opts_(opts), bucket_(opts.qps, opts.burst, now) {}
 
-Duration RateLimiter::Backoff(int failures) const {
+base::Duration RateLimiter::Backoff(int failures) const {
   // base * 2^failures, computed in floating point so large exponents cap
   // instead of overflowing (client-go does the same).
   double ns = static_cast<double>(opts_.base_delay.count()) * std::pow(2.0, failures);
   if (ns >= static_cast<double>(opts_.max_delay.count())) return opts_.max_delay;
-  return Duration(static_cast<Duration::rep>(ns));
+  return base::Duration(static_cast<base::Duration::rep>(ns));
 }
 
-Duration RateLimiter::When(const std::string& key, SteadyTime now) {
+base::Duration RateLimiter::When(const std::string& key, base::SteadyTime now) {
   int& failures = failures_[key];
-  Duration backoff = Backoff(failures);
+  base::Duration backoff = Backoff(failures);
   ++failures;
   return std::max(backoff, bucket_.Reserve(now));
 }

@@ -11,24 +11,24 @@
 #include <string>
 #include <unordered_map>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "kube/rate_limiter.h"
 
 namespace kmt::controller {
 
 struct RateLimiterOptions {
-  Duration base_delay = std::chrono::milliseconds(5);
-  Duration max_delay = std::chrono::seconds(1000);
+  base::Duration base_delay = std::chrono::milliseconds(5);
+  base::Duration max_delay = std::chrono::seconds(1000);
   double qps = 10;
   int burst = 100;
 };
 
 class RateLimiter {
  public:
-  explicit RateLimiter(SteadyTime now, RateLimiterOptions opts = {});
+  explicit RateLimiter(base::SteadyTime now, RateLimiterOptions opts = {});
 
   // The delay before `key`'s next retry; counts one more failure for it.
-  Duration When(const std::string& key, SteadyTime now);
+  base::Duration When(const std::string& key, base::SteadyTime now);
 
   // Clears the key's failure count (the bucket is global and unaffected).
   void Forget(const std::string& key);
@@ -37,7 +37,7 @@ class RateLimiter {
   int NumRequeues(const std::string& key) const;
 
  private:
-  Duration Backoff(int failures) const;
+  base::Duration Backoff(int failures) const;
 
   RateLimiterOptions opts_;
   kube::TokenBucketState bucket_;  // reservations on the queue's clock

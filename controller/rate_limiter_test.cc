@@ -9,12 +9,12 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const SteadyTime kT0 = SteadyTime(std::chrono::hours(1));
+const base::SteadyTime kT0 = base::SteadyTime(std::chrono::hours(1));
 
 TEST_CASE("Per-key backoff doubles from 5 ms and caps at 1000 s") {
   RateLimiter limiter(kT0);
   // The bucket has 100 tokens; stay under it so only the backoff shows.
-  auto [n, expected] = GENERATE(table<int, Duration>({
+  auto [n, expected] = GENERATE(table<int, base::Duration>({
       {1, milliseconds(5)},
       {2, milliseconds(10)},
       {3, milliseconds(20)},
@@ -26,7 +26,7 @@ TEST_CASE("Per-key backoff doubles from 5 ms and caps at 1000 s") {
       {90, seconds(1000)},  // 2^89 would overflow an integer
   }));
   CAPTURE(n);
-  Duration last{};
+  base::Duration last{};
   for (int i = 0; i < n; ++i) last = limiter.When("ns/a", kT0);
   REQUIRE(last == expected);
   REQUIRE(limiter.NumRequeues("ns/a") == n);
@@ -61,8 +61,8 @@ TEST_CASE("The token bucket allows a burst of 100, then 10 per second") {
 
 TEST_CASE("The bucket never holds more than its burst") {
   kube::TokenBucketState bucket(10, 100, kT0);
-  const SteadyTime later = kT0 + std::chrono::hours(1);
-  for (int i = 0; i < 100; ++i) REQUIRE(bucket.Reserve(later) == Duration::zero());
+  const base::SteadyTime later = kT0 + std::chrono::hours(1);
+  for (int i = 0; i < 100; ++i) REQUIRE(bucket.Reserve(later) == base::Duration::zero());
   REQUIRE(bucket.Reserve(later) == milliseconds(100));
 }
 

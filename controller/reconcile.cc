@@ -222,7 +222,7 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
 }
 
 void Apply(Plan& plan, const DesiredCondition& want, std::string_view event_type,
-           std::string_view event_reason, const std::string& event_message, WallTime now) {
+           std::string_view event_reason, const std::string& event_message, base::WallTime now) {
   ConditionChange change = SetCondition(plan.conditions, want, now);
   if (change == ConditionChange::kNone) return;
   plan.conditions_changed = true;
@@ -255,7 +255,7 @@ std::vector<const api::TargetPod*> OwnPods(const Observed& in) {
 // moved to and whether the term allows it (sets plan.needs_nodes when the nodes are needed
 // and not loaded). A gated pod, or no pod at all, establishes nothing: nothing is written.
 void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::TargetPod*>& pods,
-                             const api::NodeSelectorTerm& term, Plan& plan, WallTime now) {
+                             const api::NodeSelectorTerm& term, Plan& plan, base::WallTime now) {
   const api::MigrationInfo& vmim = in.vmim;
   auto escaped = [&](const api::TargetPod* p) {
     return !p->has_gate &&
@@ -299,7 +299,7 @@ void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::Ta
 
 // The report a final VMIM is owed (see LacksFinalReport): only what the cache
 // establishes is written; pods are never touched.
-void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
+void PlanFinalReport(const Observed& in, Plan& plan, base::WallTime now) {
   const api::MigrationInfo& vmim = in.vmim;
   const std::vector<const api::TargetPod*> pods = OwnPods(in);
   api::AddedTermParse parsed = api::ParseAddedTerm(*vmim.added_term_text);
@@ -357,7 +357,7 @@ void PlanFinalReport(const Observed& in, Plan& plan, WallTime now) {
 // --fail-fast-unschedulable the pod is deleted, which KubeVirt answers by failing the
 // migration ("target pod was removed"), as it does when its own unschedulable timeout ends.
 void PlanNeverFits(const api::TargetPod& pod, const std::string& why, const Observed& in,
-                   Plan& plan, WallTime now) {
+                   Plan& plan, base::WallTime now) {
   std::string message = fmt::format(
       "Target pod {} can never be scheduled while this migration lasts: {}; ", PodRef(pod), why);
   if (in.fail_fast_unschedulable) {
@@ -401,7 +401,7 @@ bool LacksFinalReport(const api::MigrationInfo& vmim) {
   return vmim.phase == "Succeeded" || !vmim.target_node.empty();
 }
 
-Plan Reconcile(const Observed& in, WallTime now) {
+Plan Reconcile(const Observed& in, base::WallTime now) {
   Plan plan;
   const api::MigrationInfo& vmim = in.vmim;
   plan.conditions = vmim.conditions;

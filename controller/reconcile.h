@@ -72,7 +72,7 @@
 #include <vector>
 
 #include "api/projections.h"
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/conditions.h"
 
 namespace kmt::controller {
@@ -183,7 +183,7 @@ struct Plan {
   std::vector<api::MigrationCondition> conditions;
   bool conditions_changed = false;
   std::vector<EventSpec> events;
-  std::optional<Duration> requeue_after;
+  std::optional<base::Duration> requeue_after;
   // Observed::nodes_loaded was false and this VMIM needs them: fill them in
   // and plan again. Nothing else is set.
   bool needs_nodes = false;
@@ -198,6 +198,6 @@ struct Plan {
   }
 };
 
-Plan Reconcile(const Observed& observed, WallTime now);
+Plan Reconcile(const Observed& observed, base::WallTime now);
 
 }  // namespace kmt::controller

@@ -12,7 +12,7 @@ namespace {
 using namespace kmt::controller::testing;  // NOLINT: test fixtures
 using std::chrono::seconds;
 
-const WallTime kNow = WallTime(std::chrono::seconds(1767225600 + 600));  // 00:10:00Z
+const base::WallTime kNow = base::WallTime(std::chrono::seconds(1767225600 + 600));  // 00:10:00Z
 const std::string kNowText = "2026-01-01T00:10:00Z";
 const std::string kThen = "2026-01-01T00:05:00Z";
 const std::string kPodRef = "vms/virt-launcher-vm-1-target";
@@ -66,7 +66,7 @@ struct Row {
   std::vector<api::MigrationCondition> conditions;
   bool changed = false;
   std::vector<EventSpec> events;
-  std::optional<Duration> requeue;
+  std::optional<base::Duration> requeue;
   // status.migrationState.targetNode / targetPod (KubeVirt's, once the migration ended).
   std::string target_node, target_pod;
   bool fail_fast = false;  // Observed::fail_fast_unschedulable

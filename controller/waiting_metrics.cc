@@ -20,11 +20,11 @@ double SecondsSince(std::chrono::nanoseconds d) {
 
 }  // namespace
 
-WaitingSummary SummarizeWaiting(const std::vector<SteadyTime>& gated_seen_at,
+WaitingSummary SummarizeWaiting(const std::vector<base::SteadyTime>& gated_seen_at,
                                 const std::vector<std::shared_ptr<const api::MigrationInfo>>& vmims,
-                                SteadyTime now, WallTime wall_now) {
+                                base::SteadyTime now, base::WallTime wall_now) {
   WaitingSummary w;
-  for (SteadyTime seen : gated_seen_at) {
+  for (base::SteadyTime seen : gated_seen_at) {
     ++w.gated_target_pods;
     w.oldest_gated_seconds = std::max(w.oldest_gated_seconds, SecondsSince(now - seen));
   }
@@ -43,7 +43,7 @@ WaitingSummary SummarizeWaiting(const std::vector<SteadyTime>& gated_seen_at,
   return w;
 }
 
-WaitingMetrics::WaitingMetrics(Registry& r, const std::string& lease_name)
+WaitingMetrics::WaitingMetrics(base::Registry& r, const std::string& lease_name)
     : ready_(r.AddGauge("kmt_operator_ready",
                         "Whether this replica is ready (its caches synced, its webhook "
                         "certificate loaded), as /readyz reports")

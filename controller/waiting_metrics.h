@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "api/projections.h"
-#include "controller/clock.h"
-#include "controller/metrics.h"
+#include "base/clock.h"
+#include "base/metrics.h"
 
 namespace kmt::controller {
 
@@ -40,24 +40,24 @@ struct WaitingSummary {
 // `gated_seen_at`: when each target pod that still holds the gate was first seen. `vmims`: the
 // cached VMIMs. Ages before `now`/`wall_now` only (a clock step back counts as 0); an
 // unparsable lastTransitionTime counts the migration with age 0.
-WaitingSummary SummarizeWaiting(const std::vector<SteadyTime>& gated_seen_at,
+WaitingSummary SummarizeWaiting(const std::vector<base::SteadyTime>& gated_seen_at,
                                 const std::vector<std::shared_ptr<const api::MigrationInfo>>& vmims,
-                                SteadyTime now, WallTime wall_now);
+                                base::SteadyTime now, base::WallTime wall_now);
 
 class WaitingMetrics {
  public:
-  WaitingMetrics(Registry& registry, const std::string& lease_name);
+  WaitingMetrics(base::Registry& registry, const std::string& lease_name);
   void SetReady(bool ready) { ready_.Set(ready ? 1 : 0); }
   void SetLeading(bool leading) { leading_.Set(leading ? 1 : 0); }
   void SetWaiting(const WaitingSummary& w);
 
  private:
-  Gauge& ready_;
-  Gauge& leading_;
-  Gauge& gated_;
-  Gauge& oldest_gated_;
-  Gauge& unschedulable_;
-  Gauge& oldest_unschedulable_;
+  base::Gauge& ready_;
+  base::Gauge& leading_;
+  base::Gauge& gated_;
+  base::Gauge& oldest_gated_;
+  base::Gauge& unschedulable_;
+  base::Gauge& oldest_unschedulable_;
 };
 
 }  // namespace kmt::controller

@@ -27,9 +27,9 @@ std::shared_ptr<const api::MigrationInfo> Vmim(bool placed, std::string phase,
 }
 
 TEST_CASE("SummarizeWaiting counts what waits and how long the oldest has waited") {
-  const SteadyTime now = SteadyTime() + seconds(10'000);
-  const WallTime wall = *kube::ParseRfc3339("2026-01-01T01:00:00Z");
-  const std::vector<SteadyTime> gated = {now - seconds(30), now - seconds(900), now};
+  const base::SteadyTime now = base::SteadyTime() + seconds(10'000);
+  const base::WallTime wall = *kube::ParseRfc3339("2026-01-01T01:00:00Z");
+  const std::vector<base::SteadyTime> gated = {now - seconds(30), now - seconds(900), now};
   auto by_selector =
       std::make_shared<api::MigrationInfo>(*Vmim(false, "Pending", "True", "2026-01-01T00:55:00Z"));
   by_selector->added_node_selector = api::Labels{{"pool", "fast"}};
@@ -55,7 +55,7 @@ TEST_CASE("SummarizeWaiting counts what waits and how long the oldest has waited
 }
 
 TEST_CASE("WaitingMetrics exposes the gauges the alerts are written against") {
-  Registry r;
+  base::Registry r;
   WaitingMetrics m(r, "migration-target-operator");
   m.SetReady(true);
   m.SetLeading(true);

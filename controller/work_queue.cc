@@ -5,7 +5,7 @@
 
 namespace kmt::controller {
 
-WorkQueue::WorkQueue(Clock& clock, RateLimiterOptions limits, WorkQueueMetrics* metrics)
+WorkQueue::WorkQueue(base::Clock& clock, RateLimiterOptions limits, WorkQueueMetrics* metrics)
     : clock_(clock),
       metrics_(metrics),
       limiter_(clock.Now(), limits),
@@ -40,13 +40,13 @@ void WorkQueue::Add(const std::string& key) {
   AddLocked(key);
 }
 
-void WorkQueue::AddAfterLocked(const std::string& key, Duration delay) {
+void WorkQueue::AddAfterLocked(const std::string& key, base::Duration delay) {
   if (shutting_down_) return;
-  if (delay <= Duration::zero()) {
+  if (delay <= base::Duration::zero()) {
     AddLocked(key);
     return;
   }
-  const SteadyTime ready = clock_.Now() + delay;
+  const base::SteadyTime ready = clock_.Now() + delay;
   auto it = delayed_.find(key);
   if (it != delayed_.end()) {
     if (it->second.ready <= ready) return;  // an earlier add is already pending
@@ -54,7 +54,7 @@ void WorkQueue::AddAfterLocked(const std::string& key, Duration delay) {
     delayed_.erase(it);
   }
   // The callback takes the lock itself; the clock never runs it inside RunAfter.
-  TimerId id = clock_.RunAfter(delay, [this, key] {
+  base::TimerId id = clock_.RunAfter(delay, [this, key] {
     std::lock_guard<std::mutex> lock(mu_);
     delayed_.erase(key);
     AddLocked(key);
@@ -62,7 +62,7 @@ void WorkQueue::AddAfterLocked(const std::string& key, Duration delay) {
   delayed_.emplace(key, Delayed{ready, id});
 }
 
-void WorkQueue::AddAfter(const std::string& key, Duration delay) {
+void WorkQueue::AddAfter(const std::string& key, base::Duration delay) {
   std::lock_guard<std::mutex> lock(mu_);
   AddAfterLocked(key, delay);
 }
@@ -74,11 +74,11 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   AddAfterLocked(key, limiter_.When(key, clock_.Now()));
 }
 
-void WorkQueue::AddRateLimited(const std::string& key, Duration not_before) {
+void WorkQueue::AddRateLimited(const std::string& key, base::Duration not_before) {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return;
   if (metrics_) metrics_->Retried();
-  const Duration backoff = limiter_.When(key, clock_.Now());
+  const base::Duration backoff = limiter_.When(key, clock_.Now());
   AddAfterLocked(key, std::max(backoff, std::min(not_before, max_delay_)));
 }
 
@@ -95,7 +95,7 @@ int WorkQueue::NumRequeues(const std::string& key) const {
 std::string WorkQueue::PopLocked() {
   std::string key = std::move(queue_.front());
   queue_.pop_front();
-  const SteadyTime now = clock_.Now();
+  const base::SteadyTime now = clock_.Now();
   if (metrics_) {
     metrics_->Depth(static_cast<int64_t>(queue_.size()));
     auto it = added_at_.find(key);

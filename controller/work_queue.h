@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "controller/clock.h"
+#include "base/clock.h"
 #include "controller/rate_limiter.h"
 
 namespace kmt::controller {
@@ -37,26 +37,26 @@ namespace kmt::controller {
 class WorkQueueMetrics {
  public:
   virtual ~WorkQueueMetrics() = default;
-  virtual void Depth(int64_t depth) = 0;           // after every change
-  virtual void Added() = 0;                        // a key entered the queue
-  virtual void Retried() = 0;                      // AddRateLimited
-  virtual void QueueLatency(Duration waited) = 0;  // added → handed out by Get
-  virtual void WorkDuration(Duration worked) = 0;  // Get → Done
+  virtual void Depth(int64_t depth) = 0;                 // after every change
+  virtual void Added() = 0;                              // a key entered the queue
+  virtual void Retried() = 0;                            // AddRateLimited
+  virtual void QueueLatency(base::Duration waited) = 0;  // added → handed out by Get
+  virtual void WorkDuration(base::Duration worked) = 0;  // Get → Done
 };
 
 class WorkQueue {
  public:
   // `metrics` may be null; it must outlive the queue.
-  explicit WorkQueue(Clock& clock, RateLimiterOptions limits = {},
+  explicit WorkQueue(base::Clock& clock, RateLimiterOptions limits = {},
                      WorkQueueMetrics* metrics = nullptr);
   ~WorkQueue();  // shuts down and cancels pending delayed adds
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   void Add(const std::string& key);
-  void AddAfter(const std::string& key, Duration delay);
+  void AddAfter(const std::string& key, base::Duration delay);
   void AddRateLimited(const std::string& key);
-  void AddRateLimited(const std::string& key, Duration not_before);
+  void AddRateLimited(const std::string& key, base::Duration not_before);
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key) const;
 
@@ -80,24 +80,24 @@ class WorkQueue {
   // Appends `key` to the queue (it is dirty and not processing) and wakes a worker.
   void PushLocked(const std::string& key);
   std::string PopLocked();
-  void AddAfterLocked(const std::string& key, Duration delay);
+  void AddAfterLocked(const std::string& key, base::Duration delay);
 
   struct Delayed {
-    SteadyTime ready;
-    TimerId timer;
+    base::SteadyTime ready;
+    base::TimerId timer;
   };
 
-  Clock& clock_;
+  base::Clock& clock_;
   WorkQueueMetrics* metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   std::unordered_set<std::string> dirty_;
-  std::unordered_map<std::string, SteadyTime> processing_;  // key -> Get time
-  std::unordered_map<std::string, SteadyTime> added_at_;    // key -> time it entered the queue
+  std::unordered_map<std::string, base::SteadyTime> processing_;  // key -> Get time
+  std::unordered_map<std::string, base::SteadyTime> added_at_;  // key -> time it entered the queue
   std::unordered_map<std::string, Delayed> delayed_;
   RateLimiter limiter_;
-  Duration max_delay_;  // the limiter's longest backoff: caps a not_before
+  base::Duration max_delay_;  // the limiter's longest backoff: caps a not_before
   bool shutting_down_ = false;
   bool draining_ = false;
 };

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/fake_clock.h"
+#include "base/fake_clock.h"
 
 namespace kmt::controller {
 namespace {
@@ -19,13 +19,13 @@ struct RecordingMetrics : WorkQueueMetrics {
   int64_t depth = 0;
   int adds = 0;
   int retries = 0;
-  std::vector<Duration> latencies;
-  std::vector<Duration> durations;
+  std::vector<base::Duration> latencies;
+  std::vector<base::Duration> durations;
   void Depth(int64_t d) override { depth = d; }
   void Added() override { ++adds; }
   void Retried() override { ++retries; }
-  void QueueLatency(Duration d) override { latencies.push_back(d); }
-  void WorkDuration(Duration d) override { durations.push_back(d); }
+  void QueueLatency(base::Duration d) override { latencies.push_back(d); }
+  void WorkDuration(base::Duration d) override { durations.push_back(d); }
 };
 
 std::vector<std::string> Drain(WorkQueue& q) {
@@ -38,7 +38,7 @@ std::vector<std::string> Drain(WorkQueue& q) {
 }
 
 TEST_CASE("Repeated adds of a waiting key collapse, order is kept") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   q.Add("ns/a");
   q.Add("ns/b");
@@ -50,7 +50,7 @@ TEST_CASE("Repeated adds of a waiting key collapse, order is kept") {
 }
 
 TEST_CASE("A key re-added while processing runs again only after Done") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   q.Add("ns/a");
   auto first = q.TryGet();
@@ -68,7 +68,7 @@ TEST_CASE("A key re-added while processing runs again only after Done") {
 }
 
 TEST_CASE("Workers on threads never process one key concurrently") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   std::atomic<int> in_flight{0};
   std::atomic<int> max_in_flight{0};
@@ -97,13 +97,13 @@ TEST_CASE("Workers on threads never process one key concurrently") {
 }
 
 TEST_CASE("AddAfter adds once the delay elapses; the earliest pending add wins") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   q.AddAfter("ns/a", seconds(10));
   q.AddAfter("ns/a", seconds(30));  // later: ignored
   q.AddAfter("ns/b", seconds(20));
-  q.AddAfter("ns/b", seconds(5));        // earlier: replaces
-  q.AddAfter("ns/c", Duration::zero());  // immediate
+  q.AddAfter("ns/b", seconds(5));              // earlier: replaces
+  q.AddAfter("ns/c", base::Duration::zero());  // immediate
   REQUIRE(q.Len() == 1);
   REQUIRE(q.WaitingDelayed() == 2);
   REQUIRE(Drain(q) == std::vector<std::string>{"ns/c"});
@@ -119,9 +119,9 @@ TEST_CASE("AddAfter adds once the delay elapses; the earliest pending add wins")
 }
 
 TEST_CASE("AddRateLimited retries on the exact backoff sequence") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
-  const SteadyTime start = clock.Now();
+  const base::SteadyTime start = clock.Now();
   std::vector<int64_t> retry_at_ms;
   q.Add("ns/a");
   for (int attempt = 0; attempt < 6; ++attempt) {
@@ -144,13 +144,13 @@ TEST_CASE("AddRateLimited retries on the exact backoff sequence") {
 }
 
 TEST_CASE("AddRateLimited with not_before: no earlier than asked, capped at max_delay") {
-  FakeClock clock;
+  base::FakeClock clock;
   RateLimiterOptions limits;
   limits.max_delay = seconds(30);
   WorkQueue q(clock, limits);
   struct Row {
-    Duration not_before;
-    Duration expected;  // with the key's backoff at 5 ms, then 10 ms, ...
+    base::Duration not_before;
+    base::Duration expected;  // with the key's backoff at 5 ms, then 10 ms, ...
   };
   const Row row = GENERATE(values<Row>({
       {seconds(7), seconds(7)},            // Retry-After longer than the backoff
@@ -169,7 +169,7 @@ TEST_CASE("AddRateLimited with not_before: no earlier than asked, capped at max_
 }
 
 TEST_CASE("The global bucket spreads a burst of failures at 10 per second") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   for (int i = 0; i < 120; ++i) q.AddRateLimited("ns/k" + std::to_string(i));
   clock.Advance(milliseconds(5));
@@ -183,7 +183,7 @@ TEST_CASE("The global bucket spreads a burst of failures at 10 per second") {
 }
 
 TEST_CASE("ShutDown refuses adds, hands out what is queued, then ends Get") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   q.Add("ns/a");
   q.AddAfter("ns/b", seconds(1));
@@ -197,7 +197,7 @@ TEST_CASE("ShutDown refuses adds, hands out what is queued, then ends Get") {
 }
 
 TEST_CASE("ShutDownWithDrain waits for keys being processed") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   q.Add("ns/a");
   auto key = q.Get();
@@ -216,7 +216,7 @@ TEST_CASE("ShutDownWithDrain waits for keys being processed") {
 }
 
 TEST_CASE("A blocked Get wakes up on ShutDown") {
-  FakeClock clock;
+  base::FakeClock clock;
   WorkQueue q(clock);
   std::optional<std::string> got = "unset";
   std::thread t([&] { got = q.Get(); });
@@ -226,7 +226,7 @@ TEST_CASE("A blocked Get wakes up on ShutDown") {
 }
 
 TEST_CASE("Metrics hooks see depth, adds, retries, latency and work duration") {
-  FakeClock clock;
+  base::FakeClock clock;
   RecordingMetrics m;
   WorkQueue q(clock, {}, &m);
   q.Add("ns/a");
@@ -241,8 +241,8 @@ TEST_CASE("Metrics hooks see depth, adds, retries, latency and work duration") {
   q.AddRateLimited(*key);
   q.Done(*key);
   REQUIRE(m.retries == 1);
-  REQUIRE(m.latencies == std::vector<Duration>{milliseconds(30)});
-  REQUIRE(m.durations == std::vector<Duration>{milliseconds(70)});
+  REQUIRE(m.latencies == std::vector<base::Duration>{milliseconds(30)});
+  REQUIRE(m.durations == std::vector<base::Duration>{milliseconds(70)});
   clock.Advance(milliseconds(5));
   REQUIRE(m.adds == 3);
   REQUIRE(m.depth == 2);

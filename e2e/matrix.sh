@@ -22,7 +22,7 @@ mkdir -p "$results"
 
 run_pairs() {
   # The operator and the plugin the scenarios run, built once for all pairs.
-  bazel build --disk_cache="$KMT_CACHE/bazel-disk" //controller:operator //cli:kubectl-migrate \
+  bazel build --disk_cache="$KMT_CACHE/bazel-disk" //cmd/operator:operator //cli:kubectl-migrate \
     //cli:kubectl_complete-migrate || exit 1
   for pair in "${pairs[@]}"; do
     kmt_log "matrix: pair $pair"

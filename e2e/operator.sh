@@ -32,8 +32,8 @@ port_probes() { echo $((KMT_E2E_PORT_BASE + 981 + ${1:-0} * 10)); }
 
 binary() {
   if [[ -n ${KMT_OPERATOR_BIN:-} ]]; then echo "$KMT_OPERATOR_BIN"; return; fi
-  bazel build //controller:operator >&2 2>/dev/null || bazel build //controller:operator >&2
-  echo "$(bazel info bazel-bin 2>/dev/null)/controller/operator"
+  bazel build //cmd/operator:operator >&2 2>/dev/null || bazel build //cmd/operator:operator >&2
+  echo "$(bazel info bazel-bin 2>/dev/null)/cmd/operator/operator"
 }
 
 # Only the RBAC-bearing objects and the admission policies of the default install (the

@@ -68,7 +68,7 @@ t_up=$((SECONDS - t1))
 source <(e2e/cluster.sh env)
 
 # Hooks start extra processes with `e2e/cluster.sh start NAME -- CMD...` so that
-# `down` stops them (e.g. the operator, once bazel-bin/controller/operator exists).
+# `down` stops them (e.g. the operator, once bazel-bin/cmd/operator/operator exists).
 for hook in e2e/hooks/*.sh ${KMT_E2E_HOOK:-}; do
   [[ -f $hook ]] || continue
   echo "e2e: running hook $hook"

@@ -37,9 +37,9 @@ show() { printf '%s$ %s%s\n' "$C" "$*" "$R"; "$@"; }
 bold "Installing and building (cached after the first run)"
 ./hack/install-deps.sh
 e2e/build-binaries.sh
-$BAZEL build //controller:operator //cli:kubectl-migrate 2>&1 | grep -E '^(ERROR|INFO: Build completed)' || true
+$BAZEL build //cmd/operator:operator //cli:kubectl-migrate 2>&1 | grep -E '^(ERROR|INFO: Build completed)' || true
 BIN=$($BAZEL info bazel-bin 2>/dev/null)
-export KMT_OPERATOR_BIN=$BIN/controller/operator
+export KMT_OPERATOR_BIN=$BIN/cmd/operator/operator
 PLUGIN_DIR=$KMT_E2E_DIR/plugin
 [[ -x $KMT_OPERATOR_BIN && -x $BIN/cli/kubectl-migrate ]] || { echo "demo: build failed" >&2; exit 1; }
 

@@ -5,7 +5,7 @@
 #   - every test of manifests/monitoring/tests/alerts_test.yaml passes `promtool test rules`
 #     (each test run on its own, so the count is per test), and every alert has at least one
 #     test where it fires and one where it does not;
-#   - every metric the rules read is one the operator registers (controller/*.cc);
+#   - every metric the rules read is one the operator registers (controller/*.cc, cmd/operator/*.cc);
 #   - every alert has runbook_url docs/runbooks/<alert>.md, and that page exists with its
 #     Meaning, Impact, Diagnosis and Mitigation sections (and every runbook page is an alert's);
 #   - the documentation (hack/docs_check.py): README.md keeps its two commands, every relative
@@ -94,9 +94,9 @@ for a in alerts:
     print(("ok" if name in quiet else "FAIL") + f" alert {name} has a test where it does not fire")
 
 # Metric names the operator registers: the first string literal of every AddCounter/AddGauge/
-# AddHistogram call in controller/ (histograms also as _bucket, _sum, _count).
+# AddHistogram call in controller/ and cmd/operator/ (histograms also as _bucket, _sum, _count).
 exported = set()
-for path in glob.glob("controller/*.cc"):
+for path in glob.glob("controller/*.cc") + glob.glob("cmd/operator/*.cc"):
     if path.endswith("_test.cc"):
         continue
     text = open(path).read()
@@ -174,11 +174,11 @@ else
   echo "FAIL docs_check.py --self-test: $(tail -3 "$tmp/docs-self.txt")" >>"$tmp/findings.txt"
 fi
 CACHE_ROOT=${KMT_CACHE:-$HOME/.cache/kubevirt-migration-target}
-if bazel build --disk_cache="$CACHE_ROOT/bazel-disk" //controller:operator >"$tmp/bazel.log" 2>&1 &&
-  operator="$(bazel info bazel-bin 2>/dev/null)/controller/operator" && [[ -x $operator ]]; then
+if bazel build --disk_cache="$CACHE_ROOT/bazel-disk" //cmd/operator:operator >"$tmp/bazel.log" 2>&1 &&
+  operator="$(bazel info bazel-bin 2>/dev/null)/cmd/operator/operator" && [[ -x $operator ]]; then
   /usr/bin/python3 hack/docs_check.py "$operator" >>"$tmp/findings.txt" 2>&1
 else
-  echo "FAIL building //controller:operator for the flags check: $(tail -3 "$tmp/bazel.log")" >>"$tmp/findings.txt"
+  echo "FAIL building //cmd/operator:operator for the flags check: $(tail -3 "$tmp/bazel.log")" >>"$tmp/findings.txt"
 fi
 while IFS= read -r line; do
   case $line in

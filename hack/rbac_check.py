@@ -3,7 +3,7 @@
 
 The used verbs are derived from the code: every reference to a resource constant
 of kube/resources.h (kube::kPods, ...) in the operator's non-test sources
-(controller/, webhook/, kube/ minus the fake) is classified by the call it is an
+(cmd/, controller/, webhook/, kube/ minus the fake) is classified by the call it is an
 argument of. A reference no rule classifies fails the check, so a new kind of
 call site cannot slip through unnoticed. The granted verbs are read from
 manifests/default/rbac.yaml. Grants the code does not use are reported too
@@ -18,7 +18,7 @@ import sys
 import yaml  # PyYAML; present with Debian's python3-yaml or pip
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--self-test" else os.path.join(os.path.dirname(__file__), "..")
-SOURCE_DIRS = ["controller", "webhook", "kube"]
+SOURCE_DIRS = ["cmd", "controller", "webhook", "kube"]
 SKIP_FILES = {"kube/fake_client.cc", "kube/fake_client.h", "kube/resources.h"}
 
 # Verbs a wrapper function implies, by the wrapper's name.

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "webhook/testing/test_tls.h"
+#include "http/testing/test_tls.h"
 
 namespace kmt::http {
 namespace {
@@ -760,7 +760,7 @@ TEST_CASE("Drain keeps answering, and each answer closes its connection") {
 }
 
 TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
-  webhook::testing::TestAuthority ca;
+  http::testing::TestAuthority ca;
   auto pair = ca.Issue(0x42);
   CountingObserver obs;
   ServerConfig c = Config(&obs, Short());
@@ -780,11 +780,11 @@ TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
   Server server(c, EchoRoutes());
   server.Start();
 
-  auto t12 = webhook::testing::Probe(server.port(), TLS1_2_VERSION, TLS1_2_VERSION, ca.ca_pem());
+  auto t12 = http::testing::Probe(server.port(), TLS1_2_VERSION, TLS1_2_VERSION, ca.ca_pem());
   CHECK(t12.connected);
-  auto t13 = webhook::testing::Probe(server.port(), TLS1_3_VERSION, TLS1_3_VERSION, ca.ca_pem());
+  auto t13 = http::testing::Probe(server.port(), TLS1_3_VERSION, TLS1_3_VERSION, ca.ca_pem());
   CHECK(t13.connected);
-  auto t11 = webhook::testing::Probe(server.port(), TLS1_VERSION, TLS1_1_VERSION, ca.ca_pem());
+  auto t11 = http::testing::Probe(server.port(), TLS1_VERSION, TLS1_1_VERSION, ca.ca_pem());
   CHECK_FALSE(t11.connected);
 
   // A TCP connection that never starts the handshake is closed at the handshake deadline.
@@ -795,9 +795,9 @@ TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
   close(fd);
   CHECK(Eventually([&] { return obs.Closed("handshake_timeout") >= 1; }));
 
-  std::string dir = webhook::testing::MakeTempDir();
+  std::string dir = http::testing::MakeTempDir();
   std::string ca_file = dir + "/ca.crt";
-  webhook::testing::WriteFileAtomically(ca_file, ca.ca_pem());
+  http::testing::WriteFileAtomically(ca_file, ca.ca_pem());
   httplib::SSLClient cli("127.0.0.1", server.port());
   cli.set_ca_cert_path(ca_file.c_str());
   cli.enable_server_certificate_verification(true);

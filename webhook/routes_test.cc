@@ -11,11 +11,11 @@
 #include <string>
 #include <utility>
 
+#include "http/testing/test_tls.h"
 #include "kube/base64.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 #include "webhook/kube_cluster_view.h"
-#include "webhook/testing/test_tls.h"
 
 namespace kmt::webhook {
 namespace {
@@ -105,12 +105,12 @@ TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target
   SubjectAccessReviewer access(cluster.api);
   KubeClusterView view(cluster.api);
 
-  testing::TestAuthority ca;
-  const std::string dir = testing::MakeTempDir();
+  http::testing::TestAuthority ca;
+  const std::string dir = http::testing::MakeTempDir();
   auto pair = ca.Issue(7);
-  testing::WriteFileAtomically(dir + "/tls.key", pair.key);
-  testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
-  testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
+  http::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
+  http::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
+  http::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
   ServerOptions opts;
   opts.address = "127.0.0.1";
   opts.port = 0;

@@ -23,13 +23,13 @@
 #include <thread>
 #include <vector>
 
-#include "webhook/testing/test_tls.h"
+#include "http/testing/test_tls.h"
 
 namespace kmt::webhook {
 namespace {
 
-using testing::TestAuthority;
-using testing::WriteFileAtomically;
+using http::testing::TestAuthority;
+using http::testing::WriteFileAtomically;
 
 // A client the server refuses during the TLS handshake may still be writing: its write must
 // fail with EPIPE, not end the test binary.
@@ -49,7 +49,7 @@ std::string Review(const std::string& uid, const std::string& padding = "") {
 // A started server with its own certificate directory, CA and client.
 struct Fixture {
   TestAuthority ca;
-  std::string dir = testing::MakeTempDir();
+  std::string dir = http::testing::MakeTempDir();
   std::string cert_file = dir + "/tls.crt";
   std::string key_file = dir + "/tls.key";
   std::string ca_file = dir + "/ca.crt";
@@ -98,7 +98,8 @@ struct Fixture {
   }
 
   std::string ServedSerial() const {
-    return testing::Probe(server->port(), TLS1_2_VERSION, TLS1_3_VERSION, ca.ca_pem()).serial_hex;
+    return http::testing::Probe(server->port(), TLS1_2_VERSION, TLS1_3_VERSION, ca.ca_pem())
+        .serial_hex;
   }
 };
 
@@ -258,17 +259,17 @@ TEST_CASE("Server caps the body at 3.5 MiB, with and without Content-Length") {
 
 TEST_CASE("Server speaks TLS 1.2 and 1.3 and refuses TLS 1.1") {
   Fixture f({{"/validate", AllowAll}});
-  auto v11 = testing::Probe(f.server->port(), TLS1_1_VERSION, TLS1_1_VERSION, f.ca.ca_pem());
+  auto v11 = http::testing::Probe(f.server->port(), TLS1_1_VERSION, TLS1_1_VERSION, f.ca.ca_pem());
   CHECK_FALSE(v11.connected);
   CHECK(v11.error_reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION);
-  auto v10 = testing::Probe(f.server->port(), TLS1_VERSION, TLS1_VERSION, f.ca.ca_pem());
+  auto v10 = http::testing::Probe(f.server->port(), TLS1_VERSION, TLS1_VERSION, f.ca.ca_pem());
   CHECK_FALSE(v10.connected);
   CHECK(v10.error_reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION);
-  auto v12 = testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_2_VERSION, f.ca.ca_pem());
+  auto v12 = http::testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_2_VERSION, f.ca.ca_pem());
   CHECK(v12.connected);
   CHECK(v12.version == "TLSv1.2");
   CHECK(v12.serial_hex == "0100");
-  auto v13 = testing::Probe(f.server->port(), TLS1_3_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
+  auto v13 = http::testing::Probe(f.server->port(), TLS1_3_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
   CHECK(v13.connected);
   CHECK(v13.version == "TLSv1.3");
 }
@@ -276,7 +277,8 @@ TEST_CASE("Server speaks TLS 1.2 and 1.3 and refuses TLS 1.1") {
 TEST_CASE("Server becomes ready when a certificate appears") {
   Fixture f({{"/validate", AllowAll}}, /*with_cert=*/false);
   CHECK_FALSE(f.server->Ready());
-  auto before = testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
+  auto before =
+      http::testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
   CHECK_FALSE(before.connected);
   f.WriteCert(0x200);
   REQUIRE(Eventually([&] { return f.server->Ready(); }));
@@ -299,7 +301,7 @@ TEST_CASE("Mutual TLS: only clients with a certificate of the client CA are serv
     o.client_ca_file = client_ca_file;
   });
   REQUIRE(Eventually([&] { return f.server->Ready(); }));
-  auto write_pair = [&](const std::string& name, const testing::PemPair& pair) {
+  auto write_pair = [&](const std::string& name, const http::testing::PemPair& pair) {
     WriteFileAtomically(f.dir + "/" + name + ".crt", pair.cert);
     WriteFileAtomically(f.dir + "/" + name + ".key", pair.key);
   };
@@ -324,8 +326,8 @@ TEST_CASE("Mutual TLS: only clients with a certificate of the client CA are serv
   CHECK(post_as("forger") == -1);       // another CA
   CHECK(post_as("server-only") == -1);  // not for client authentication
   // Probes verify only the server: the handshake without a client certificate fails.
-  CHECK_FALSE(
-      testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_2_VERSION, f.ca.ca_pem()).connected);
+  CHECK_FALSE(http::testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_2_VERSION, f.ca.ca_pem())
+                  .connected);
 
   SECTION("a rotated client CA applies from the next handshake") {
     WriteFileAtomically(client_ca_file, stranger.ca_pem());
@@ -513,7 +515,7 @@ TEST_CASE("Stop is idempotent and the port is released") {
   f.server->Stop();
   f.server->Stop();
   CHECK_FALSE(f.server->Ready());
-  auto probe = testing::Probe(port, TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
+  auto probe = http::testing::Probe(port, TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
   CHECK_FALSE(probe.connected);
 }
 

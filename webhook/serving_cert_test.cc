@@ -3,16 +3,16 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "webhook/testing/test_tls.h"
+#include "http/testing/test_tls.h"
 
 namespace kmt::webhook {
 namespace {
 
-using testing::TestAuthority;
-using testing::WriteFileAtomically;
+using http::testing::TestAuthority;
+using http::testing::WriteFileAtomically;
 
 struct Files {
-  std::string dir = testing::MakeTempDir();
+  std::string dir = http::testing::MakeTempDir();
   std::string cert = dir + "/tls.crt";
   std::string key = dir + "/tls.key";
 };
