@@ -61,21 +61,21 @@ std::optional<NodeSelectorRequirement> ParseRequirement(const json& j, const std
   const size_t before = causes.size();
   RejectUnknownMembers(j, path, {"key", "operator", "values"}, causes);
   NodeSelectorRequirement r;
-  if (auto it = j.find("key"); it != j.end() && !it->is_null()) {
+  if (const json* it = base::Member(j, "key")) {
     if (it->is_string()) {
       r.key = it->get<std::string>();
     } else {
       causes.push_back(WrongType(ChildPath(path, "key"), *it, "string"));
     }
   }
-  if (auto it = j.find("operator"); it != j.end() && !it->is_null()) {
+  if (const json* it = base::Member(j, "operator")) {
     if (it->is_string()) {
       r.op = it->get<std::string>();
     } else {
       causes.push_back(WrongType(ChildPath(path, "operator"), *it, "string"));
     }
   }
-  if (auto it = j.find("values"); it != j.end() && !it->is_null()) {
+  if (const json* it = base::Member(j, "values")) {
     const std::string vpath = ChildPath(path, "values");
     if (!it->is_array()) {
       causes.push_back(WrongType(vpath, *it, "array"));
