@@ -5,6 +5,7 @@
 
 #include "api/names.h"
 #include "api/validation.h"
+#include "base/json.h"
 
 namespace kmt::api {
 namespace {
@@ -91,14 +92,7 @@ class DuplicateMembers {
 
 std::optional<std::string> AddedTermSource(const json& vmim) {
   // The one place that knows where the request lives (DESIGN.md §2).
-  if (!vmim.is_object()) return std::nullopt;
-  auto meta = vmim.find("metadata");
-  if (meta == vmim.end() || !meta->is_object()) return std::nullopt;
-  auto annotations = meta->find("annotations");
-  if (annotations == meta->end() || !annotations->is_object()) return std::nullopt;
-  auto it = annotations->find(std::string(kAddedTermAnnotation));
-  if (it == annotations->end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
+  return base::String(vmim, {"metadata", "annotations", kAddedTermAnnotation}).optional();
 }
 
 const std::string& AddedTermFieldPath() {

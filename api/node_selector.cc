@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/json.h"
+
 namespace kmt::api {
 namespace {
 
@@ -59,21 +61,21 @@ std::optional<NodeSelectorRequirement> ParseRequirement(const json& j, const std
   const size_t before = causes.size();
   RejectUnknownMembers(j, path, {"key", "operator", "values"}, causes);
   NodeSelectorRequirement r;
-  if (auto it = j.find("key"); it != j.end() && !it->is_null()) {
+  if (const json* it = base::Member(j, "key")) {
     if (it->is_string()) {
       r.key = it->get<std::string>();
     } else {
       causes.push_back(WrongType(ChildPath(path, "key"), *it, "string"));
     }
   }
-  if (auto it = j.find("operator"); it != j.end() && !it->is_null()) {
+  if (const json* it = base::Member(j, "operator")) {
     if (it->is_string()) {
       r.op = it->get<std::string>();
     } else {
       causes.push_back(WrongType(ChildPath(path, "operator"), *it, "string"));
     }
   }
-  if (auto it = j.find("values"); it != j.end() && !it->is_null()) {
+  if (const json* it = base::Member(j, "values")) {
     const std::string vpath = ChildPath(path, "values");
     if (!it->is_array()) {
       causes.push_back(WrongType(vpath, *it, "array"));
@@ -119,10 +121,9 @@ std::string JoinValues(const std::vector<std::string>& values) {
 
 std::vector<NodeSelectorRequirement> LenientList(const json& j, std::string_view member) {
   std::vector<NodeSelectorRequirement> out;
-  if (!j.is_object()) return out;
-  auto it = j.find(member);
-  if (it == j.end() || !it->is_array()) return out;
-  for (const json& r : *it) {
+  const auto list = base::Array(j, member);
+  if (!list) return out;
+  for (const json& r : **list) {
     if (r.is_object()) out.push_back(RequirementFromJsonLenient(r));
   }
   return out;
@@ -205,13 +206,10 @@ TermParse ParseNodeSelectorTerm(const json& j, const std::string& path) {
 
 NodeSelectorRequirement RequirementFromJsonLenient(const json& j) {
   NodeSelectorRequirement r;
-  if (!j.is_object()) return r;
-  if (auto it = j.find("key"); it != j.end() && it->is_string()) r.key = it->get<std::string>();
-  if (auto it = j.find("operator"); it != j.end() && it->is_string()) {
-    r.op = it->get<std::string>();
-  }
-  if (auto it = j.find("values"); it != j.end() && it->is_array()) {
-    for (const json& v : *it) {
+  r.key = base::StringAt(j, "key");
+  r.op = base::StringAt(j, "operator");
+  if (const auto values = base::Array(j, "values")) {
+    for (const json& v : **values) {
       if (v.is_string()) r.values.push_back(v.get<std::string>());
     }
   }
@@ -227,10 +225,9 @@ NodeSelectorTerm TermFromJsonLenient(const json& j) {
 
 NodeSelector NodeSelectorFromJsonLenient(const json& j) {
   NodeSelector s;
-  if (!j.is_object()) return s;
-  auto it = j.find("nodeSelectorTerms");
-  if (it == j.end() || !it->is_array()) return s;
-  for (const json& t : *it) s.terms.push_back(TermFromJsonLenient(t));
+  const auto terms = base::Array(j, "nodeSelectorTerms");
+  if (!terms) return s;
+  for (const json& t : **terms) s.terms.push_back(TermFromJsonLenient(t));
   return s;
 }
 

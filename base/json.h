@@ -11,7 +11,8 @@
 // A path is a list of object members, outermost first ({"metadata", "name"}); a single key may
 // be passed alone ("spec"). Each step must be an object holding the next member. JSON null
 // reads as absent everywhere (Go's encoding/json decodes null as the zero value), but is
-// reported as kNull where a reason is given. The strict reader of AdmissionReviews
+// reported as kNull where a reason is given. Pointers and references returned point into the
+// root (or at a static null) and live as long as it does. The strict reader of AdmissionReviews
 // (webhook/admission.cc) is not this one: there a wrong shape is a rejected request.
 #pragma once
 

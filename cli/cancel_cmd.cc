@@ -3,9 +3,9 @@
 #include <optional>
 
 #include "api/names.h"
+#include "base/json.h"
 #include "cli/printer.h"
 #include "kube/error.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -15,7 +15,7 @@ using nlohmann::json;
 
 // KubeVirt's VirtualMachineInstanceMigration.IsFinal().
 bool HasEnded(const json& vmim) {
-  const std::string phase = kube::StringAt(vmim, {"status", "phase"});
+  const std::string phase = base::StringAt(vmim, {"status", "phase"});
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -28,7 +28,7 @@ int RunCancel(const Invocation& inv, const std::string& ns, kube::KubeClient& cl
       kube::ListOptions lo;
       lo.label_selector = std::string(api::kLabelMigrationVmiName) + "==" + *inv.vmi;
       json list = client.List(kube::kVirtualMachineInstanceMigrations, ns, lo);
-      if (const json* items = kube::Member(list, {"items"});
+      if (const json* items = base::Member(list, {"items"});
           items != nullptr && items->is_array()) {
         for (const auto& item : *items) {
           if (HasEnded(item)) continue;
@@ -45,27 +45,27 @@ int RunCancel(const Invocation& inv, const std::string& ns, kube::KubeClient& cl
       target = client.Get(kube::kVirtualMachineInstanceMigrations, ns, inv.name);
       if (HasEnded(*target)) {
         io.err << "error: migration " << inv.name << " has already "
-               << kube::StringAt(*target, {"status", "phase"}) << "; there is nothing to cancel\n";
+               << base::StringAt(*target, {"status", "phase"}) << "; there is nothing to cancel\n";
         return 1;
       }
     }
     // A LIST answer's items carry no kind on some servers; the printer names the resource.
     (*target)["apiVersion"] = "kubevirt.io/v1";
     (*target)["kind"] = "VirtualMachineInstanceMigration";
-    const std::string name = kube::StringAt(*target, {"metadata", "name"});
+    const std::string name = base::StringAt(*target, {"metadata", "name"});
     if (inv.dry_run == DryRun::kClient) {
       io.out << Render(*target, inv.output, "cancelled", " (dry run)");
       return 0;
     }
     kube::DeleteOptions opts;
-    if (std::string uid = kube::StringAt(*target, {"metadata", "uid"}); !uid.empty()) {
+    if (std::string uid = base::StringAt(*target, {"metadata", "uid"}); !uid.empty()) {
       opts.precondition_uid = uid;
     }
     opts.dry_run = inv.dry_run == DryRun::kServer;
     json answer = client.Delete(kube::kVirtualMachineInstanceMigrations, ns, name, opts);
     // KubeVirt's finalizer keeps the VMIM until virt-controller has aborted the migration: the
     // answer is then the VMIM with its deletionTimestamp, which -o yaml|json shows.
-    if (kube::StringAt(answer, {"kind"}) == "VirtualMachineInstanceMigration") target = answer;
+    if (base::StringAt(answer, {"kind"}) == "VirtualMachineInstanceMigration") target = answer;
     io.out << Render(*target, inv.output, "cancelled",
                      inv.dry_run == DryRun::kServer ? " (server dry run)" : "");
     return 0;

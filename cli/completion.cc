@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/paging.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -84,8 +84,8 @@ std::vector<std::string> Names(kube::KubeClient& client, const kube::Resource& r
   lo.omit_managed_fields = true;
   json list = kube::ListAll(client, r, ns, lo);
   std::vector<std::string> names;
-  for (const auto& item : list["items"])
-    names.push_back(kube::StringAt(item, {"metadata", "name"}));
+  for (const auto& item : base::At(list, "items"))
+    names.push_back(base::StringAt(item, {"metadata", "name"}));
   return names;
 }
 
@@ -101,10 +101,10 @@ std::vector<std::string> ActiveMigrations(kube::KubeClient& client, const std::s
   lo.omit_managed_fields = true;
   json list = kube::ListAll(client, kube::kVirtualMachineInstanceMigrations, ns, lo);
   std::vector<std::string> names;
-  for (const auto& item : list["items"]) {
-    const std::string phase = kube::StringAt(item, {"status", "phase"});
+  for (const auto& item : base::At(list, "items")) {
+    const std::string phase = base::StringAt(item, {"status", "phase"});
     if (phase == "Succeeded" || phase == "Failed") continue;
-    names.push_back(kube::StringAt(item, {"metadata", "name"}));
+    names.push_back(base::StringAt(item, {"metadata", "name"}));
   }
   return names;
 }
@@ -115,14 +115,14 @@ std::set<std::string> NodeLabels(kube::KubeClient& client, const std::string* ke
   lo.omit_managed_fields = true;
   json list = kube::ListAll(client, kube::kNodes, "", lo);
   std::set<std::string> out;
-  for (const auto& node : list["items"]) {
-    const json* labels = kube::Member(node, {"metadata", "labels"});
+  for (const auto& node : base::At(list, "items")) {
+    const json* labels = base::Member(node, {"metadata", "labels"});
     if (labels == nullptr || !labels->is_object()) continue;
     for (auto it = labels->begin(); it != labels->end(); ++it) {
       if (key == nullptr) {
         out.insert(it.key());
-      } else if (it.key() == *key && it.value().is_string()) {
-        out.insert(it.value().get<std::string>());
+      } else if (it.key() == *key && it->is_string()) {
+        out.insert(it->get<std::string>());
       }
     }
   }

@@ -6,9 +6,9 @@
 
 #include "api/explain.h"
 #include "api/projections.h"
+#include "base/json.h"
 #include "cli/target_model.h"
 #include "kube/error.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -20,7 +20,7 @@ int RunExplain(const std::string& ns, const std::string& vmi_name,
                Streams io) {
   try {
     json vmi = client.Get(kube::kVirtualMachineInstances, ns, vmi_name);
-    const std::string source_node = kube::StringAt(vmi, {"status", "nodeName"});
+    const std::string source_node = base::StringAt(vmi, {"status", "nodeName"});
     std::optional<api::TargetPod> pod = ModelTargetPod(client, ns, vmi, io.err);
     if (!pod) {
       io.err << "error: virtualmachineinstance " << vmi_name << " in namespace " << ns

@@ -7,12 +7,12 @@
 #include "api/added_term.h"
 #include "api/names.h"
 #include "api/node_selector.h"
+#include "base/json.h"
 #include "cli/duration.h"
 #include "cli/printer.h"
 #include "kube/credentials.h"
 #include "kube/error.h"
 #include "kube/paging.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -34,28 +34,28 @@ std::string OneLine(std::string s) {
 
 // The VMIM's condition of `type`, or nullptr.
 const json* Condition(const json& vmim, std::string_view type) {
-  const json* conditions = kube::Member(vmim, {"status", "conditions"});
+  const json* conditions = base::Member(vmim, {"status", "conditions"});
   if (conditions == nullptr || !conditions->is_array()) return nullptr;
   for (const auto& c : *conditions) {
-    if (kube::StringAt(c, {"type"}) == type) return &c;
+    if (base::StringAt(c, {"type"}) == type) return &c;
   }
   return nullptr;
 }
 
 std::string ConditionStatus(const json& vmim, std::string_view type) {
   const json* c = Condition(vmim, type);
-  return c == nullptr ? kNone : OrNone(kube::StringAt(*c, {"status"}));
+  return c == nullptr ? kNone : OrNone(base::StringAt(*c, {"status"}));
 }
 
 // Why a placed migration is held, if it is.
 std::string HeldBecause(const json& vmim) {
   if (const json* c = Condition(vmim, api::kConditionTargetPodUnschedulable);
-      c != nullptr && kube::StringAt(*c, {"status"}) == "True") {
-    return OrNone(kube::StringAt(*c, {"message"}));
+      c != nullptr && base::StringAt(*c, {"status"}) == "True") {
+    return OrNone(base::StringAt(*c, {"message"}));
   }
   if (const json* c = Condition(vmim, api::kConditionTermApplied);
-      c != nullptr && kube::StringAt(*c, {"status"}) == "False") {
-    return OrNone(kube::StringAt(*c, {"message"}));
+      c != nullptr && base::StringAt(*c, {"status"}) == "False") {
+    return OrNone(base::StringAt(*c, {"message"}));
   }
   return kNone;
 }
@@ -79,15 +79,15 @@ std::map<std::string, TargetPod> TargetPods(kube::KubeClient& client, const std:
   lo.label_selector = std::string(api::kLabelMigrationJobUID);
   lo.omit_managed_fields = true;
   json pods = kube::ListAll(client, kube::kPods, ns, lo);
-  for (const auto& pod : pods["items"]) {
-    const json* labels = kube::Member(pod, {"metadata", "labels"});
+  for (const auto& pod : base::At(pods, "items")) {
+    const json* labels = base::Member(pod, {"metadata", "labels"});
     if (labels == nullptr) continue;
-    const std::string uid = kube::StringAt(*labels, {api::kLabelMigrationJobUID});
+    const std::string uid = base::StringAt(*labels, {api::kLabelMigrationJobUID});
     TargetPod& t = out[uid];
-    const std::string node = kube::StringAt(pod, {"spec", "nodeName"});
+    const std::string node = base::StringAt(pod, {"spec", "nodeName"});
     // A bound pod wins over one the scheduler has not placed (or that replaced it).
     if (t.name.empty() || (t.node.empty() && !node.empty())) {
-      t = {kube::StringAt(pod, {"metadata", "name"}), node};
+      t = {base::StringAt(pod, {"metadata", "name"}), node};
     }
   }
   return out;
@@ -99,9 +99,9 @@ std::map<std::string, std::string> VmiNodes(kube::KubeClient& client, const std:
   kube::ListOptions lo;
   lo.omit_managed_fields = true;
   json vmis = kube::ListAll(client, kube::kVirtualMachineInstances, ns, lo);
-  for (const auto& vmi : vmis["items"]) {
-    out[kube::StringAt(vmi, {"metadata", "namespace"}) + "/" +
-        kube::StringAt(vmi, {"metadata", "name"})] = kube::StringAt(vmi, {"status", "nodeName"});
+  for (const auto& vmi : base::At(vmis, "items")) {
+    out[base::StringAt(vmi, {"metadata", "namespace"}) + "/" +
+        base::StringAt(vmi, {"metadata", "name"})] = base::StringAt(vmi, {"status", "nodeName"});
   }
   return out;
 }
@@ -109,7 +109,7 @@ std::map<std::string, std::string> VmiNodes(kube::KubeClient& client, const std:
 std::string FirstOf(const std::string& a, const std::string& b) { return a.empty() ? b : a; }
 
 std::string Age(const json& vmim, std::chrono::system_clock::time_point now) {
-  auto created = kube::ParseRfc3339(kube::StringAt(vmim, {"metadata", "creationTimestamp"}));
+  auto created = kube::ParseRfc3339(base::StringAt(vmim, {"metadata", "creationTimestamp"}));
   if (!created) return "<unknown>";
   return HumanAge(now - *created);
 }
@@ -174,25 +174,25 @@ int RunList(const Invocation& inv, const std::string& ns, kube::KubeClient& clie
   if (wide) header.insert(header.end(), {"SOURCE", "TARGET POD", "MESSAGE"});
   rows.push_back(std::move(header));
   for (const auto& m : placed) {
-    const TargetPod& pod = targets[kube::StringAt(m, {"metadata", "uid"})];
+    const TargetPod& pod = targets[base::StringAt(m, {"metadata", "uid"})];
     const std::string vmi_key =
-        kube::StringAt(m, {"metadata", "namespace"}) + "/" + kube::StringAt(m, {"spec", "vmiName"});
+        base::StringAt(m, {"metadata", "namespace"}) + "/" + base::StringAt(m, {"spec", "vmiName"});
     std::vector<std::string> row = {
-        kube::StringAt(m, {"metadata", "name"}),
-        OrNone(kube::StringAt(m, {"spec", "vmiName"})),
-        OrNone(kube::StringAt(m, {"status", "phase"})),
+        base::StringAt(m, {"metadata", "name"}),
+        OrNone(base::StringAt(m, {"spec", "vmiName"})),
+        OrNone(base::StringAt(m, {"status", "phase"})),
         Term(*api::AddedTermSource(m)),
-        OrNone(FirstOf(kube::StringAt(m, {"status", "migrationState", "targetNode"}), pod.node)),
+        OrNone(FirstOf(base::StringAt(m, {"status", "migrationState", "targetNode"}), pod.node)),
         ConditionStatus(m, api::kConditionTermApplied),
         ConditionStatus(m, api::kConditionTargetPodUnschedulable),
         Age(m, now),
     };
-    if (inv.all_namespaces) row.insert(row.begin(), kube::StringAt(m, {"metadata", "namespace"}));
+    if (inv.all_namespaces) row.insert(row.begin(), base::StringAt(m, {"metadata", "namespace"}));
     if (wide) {
-      row.push_back(OrNone(FirstOf(kube::StringAt(m, {"status", "migrationState", "sourceNode"}),
+      row.push_back(OrNone(FirstOf(base::StringAt(m, {"status", "migrationState", "sourceNode"}),
                                    vmi_nodes[vmi_key])));
       row.push_back(
-          OrNone(FirstOf(kube::StringAt(m, {"status", "migrationState", "targetPod"}), pod.name)));
+          OrNone(FirstOf(base::StringAt(m, {"status", "migrationState", "targetPod"}), pod.name)));
       row.push_back(OneLine(HeldBecause(m)));
     }
     rows.push_back(std::move(row));

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "api/names.h"
+#include "base/json.h"
 #include "cli/duration.h"
 #include "cli/printer.h"
 #include "kube/error.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::cli {
@@ -83,25 +83,25 @@ struct Seen {
   std::map<std::string, std::string> conditions;  // type → "status reason message"
 };
 
-// Reads tolerate any shape (kube/reads.h): a VMIM answer the plugin does not
+// Reads tolerate any shape (base/json.h): a VMIM answer the plugin does not
 // understand reports nothing rather than throwing.
 void Report(const json& vmim, Seen& seen, Streams io) {
-  std::string phase = kube::StringAt(vmim, {"status", "phase"});
+  std::string phase = base::StringAt(vmim, {"status", "phase"});
   if (!phase.empty() && phase != seen.phase) {
     std::string line = "phase: " + phase;
-    std::string target = kube::StringAt(vmim, {"status", "migrationState", "targetNode"});
+    std::string target = base::StringAt(vmim, {"status", "migrationState", "targetNode"});
     if (!target.empty()) line += " (target node " + target + ")";
     io.out << line << "\n";
     seen.phase = phase;
   }
-  const json* conditions = kube::Member(vmim, {"status", "conditions"});
+  const json* conditions = base::Member(vmim, {"status", "conditions"});
   if (conditions == nullptr || !conditions->is_array()) return;
   for (const auto& c : *conditions) {
-    std::string type = kube::StringAt(c, {"type"});
+    std::string type = base::StringAt(c, {"type"});
     if (!IsOperatorCondition(type)) continue;
-    const std::string status = kube::StringAt(c, {"status"});
-    const std::string reason = kube::StringAt(c, {"reason"});
-    const std::string message = kube::StringAt(c, {"message"});
+    const std::string status = base::StringAt(c, {"status"});
+    const std::string reason = base::StringAt(c, {"reason"});
+    const std::string message = base::StringAt(c, {"message"});
     std::string text = status + " " + reason + " " + message;
     if (seen.conditions[type] == text) continue;
     seen.conditions[type] = text;
@@ -110,7 +110,7 @@ void Report(const json& vmim, Seen& seen, Streams io) {
 }
 
 std::string FailureReason(const json& vmim, const Seen& seen) {
-  std::string r = kube::StringAt(vmim, {"status", "migrationState", "failureReason"});
+  std::string r = base::StringAt(vmim, {"status", "migrationState", "failureReason"});
   if (!r.empty()) return r;
   auto it = seen.conditions.find(std::string(api::kConditionTargetPodUnschedulable));
   if (it != seen.conditions.end() && it->second.rfind("True", 0) == 0) {
@@ -120,7 +120,7 @@ std::string FailureReason(const json& vmim, const Seen& seen) {
   if (it != seen.conditions.end() && it->second.rfind("False", 0) == 0) {
     return "added node selector term not applied: " + it->second.substr(6);
   }
-  return "see 'kubectl migrate status " + kube::StringAt(vmim, {"metadata", "name"}) + "'";
+  return "see 'kubectl migrate status " + base::StringAt(vmim, {"metadata", "name"}) + "'";
 }
 
 }  // namespace
@@ -140,8 +140,8 @@ json BuildMigration(const std::string& ns, const std::string& vmi,
 
 std::string FormatKubeError(const kube::KubeError& e) {
   const json& st = e.status();
-  if (const json* m = kube::Member(st, {"message"}); m != nullptr && m->is_string()) {
-    const std::string reason = kube::StringAt(st, {"reason"});
+  if (const json* m = base::Member(st, {"message"}); m != nullptr && m->is_string()) {
+    const std::string reason = base::StringAt(st, {"reason"});
     const std::string& message = m->get_ref<const std::string&>();
     if (reason.empty()) return "Error from server: " + message;
     return "Error from server (" + reason + "): " + message;
@@ -171,8 +171,8 @@ int RunMigrate(const Invocation& inv, const std::string& ns, const api::NodeSele
   io.out << Render(created, inv.output, "created",
                    inv.dry_run == DryRun::kServer ? " (server dry run)" : "");
   if (!inv.wait) return 0;
-  return WaitForMigration(ns, kube::StringAt(created, {"metadata", "name"}),
-                          kube::StringAt(created, {"metadata", "resourceVersion"}), inv.timeout,
+  return WaitForMigration(ns, base::StringAt(created, {"metadata", "name"}),
+                          base::StringAt(created, {"metadata", "resourceVersion"}), inv.timeout,
                           client, io);
 }
 
@@ -188,7 +188,7 @@ int WaitForMigration(const std::string& ns, const std::string& name,
     try {
       if (rv.empty() || last.is_null()) {
         last = client.Get(kube::kVirtualMachineInstanceMigrations, ns, name);
-        rv = kube::StringAt(last, {"metadata", "resourceVersion"});
+        rv = base::StringAt(last, {"metadata", "resourceVersion"});
         Report(last, seen, io);
       }
       if (seen.phase == "Succeeded") return 0;
@@ -215,7 +215,7 @@ int WaitForMigration(const std::string& ns, const std::string& name,
                                           "watch virtualmachineinstancemigration " + name);
         }
         const auto& obj = ev->object;
-        if (std::string new_rv = kube::StringAt(obj, {"metadata", "resourceVersion"});
+        if (std::string new_rv = base::StringAt(obj, {"metadata", "resourceVersion"});
             !new_rv.empty()) {
           rv = std::move(new_rv);
         }

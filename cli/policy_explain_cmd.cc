@@ -11,6 +11,7 @@
 #include "api/policy.h"
 #include "api/projections.h"
 #include "api/quantity.h"
+#include "base/json.h"
 #include "cli/printer.h"
 #include "cli/target_model.h"
 #include "kube/error.h"
@@ -24,8 +25,8 @@ using nlohmann::json;
 
 // Whether a VMI is on the node now (and not finished).
 bool RunsOn(const json& vmi, const std::string& node) {
-  const std::string phase = kube::StringAt(vmi, {"status", "phase"});
-  return kube::StringAt(vmi, {"status", "nodeName"}) == node && phase != "Succeeded" &&
+  const std::string phase = base::StringAt(vmi, {"status", "phase"});
+  return base::StringAt(vmi, {"status", "nodeName"}) == node && phase != "Succeeded" &&
          phase != "Failed";
 }
 
@@ -48,7 +49,7 @@ std::vector<json> ListVmis(kube::KubeClient& client, const std::optional<std::st
     for (const json& n : namespaces) {
       try {
         for (json& v : ListItems(client, kube::kVirtualMachineInstances,
-                                 kube::StringAt(n, {"metadata", "name"}))) {
+                                 base::StringAt(n, {"metadata", "name"}))) {
           vmis.push_back(std::move(v));
         }
       } catch (const kube::KubeError& in_ns) {
@@ -168,8 +169,8 @@ ClusterConfig ReadClusterConfig(kube::KubeClient& client, std::ostream& err) {
     const std::vector<json> items = ListItems(client, kube::kKubeVirts, "");
     if (!items.empty()) {
       c.drain = api::DrainConfig::FromKubeVirt(items.front());
-      c.source = "KubeVirt " + kube::StringAt(items.front(), {"metadata", "namespace"}) + "/" +
-                 kube::StringAt(items.front(), {"metadata", "name"});
+      c.source = "KubeVirt " + base::StringAt(items.front(), {"metadata", "namespace"}) + "/" +
+                 base::StringAt(items.front(), {"metadata", "name"});
     }
   } catch (const kube::KubeError& e) {
     if (e.kind() != kube::ErrorKind::kForbidden && e.kind() != kube::ErrorKind::kNotFound) throw;
@@ -360,10 +361,10 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
     }
     // The plan's order (KubeVirt's is not deterministic: api/drain_plan.h).
     std::sort(on_node.begin(), on_node.end(), [](const json& a, const json& b) {
-      return std::pair(kube::StringAt(a, {"metadata", "namespace"}),
-                       kube::StringAt(a, {"metadata", "name"})) <
-             std::pair(kube::StringAt(b, {"metadata", "namespace"}),
-                       kube::StringAt(b, {"metadata", "name"}));
+      return std::pair(base::StringAt(a, {"metadata", "namespace"}),
+                       base::StringAt(a, {"metadata", "name"})) <
+             std::pair(base::StringAt(b, {"metadata", "namespace"}),
+                       base::StringAt(b, {"metadata", "name"}));
     });
     if (forbidden_namespaces > 0) {
       io.err << "note: " << forbidden_namespaces << " namespace"
@@ -383,8 +384,8 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
     bool wants_namespaces = false;
     for (const json& vmi : on_node) {
       api::DrainVm& vm = vms.emplace_back();
-      vm.ns = kube::StringAt(vmi, {"metadata", "namespace"});
-      vm.name = kube::StringAt(vmi, {"metadata", "name"});
+      vm.ns = base::StringAt(vmi, {"metadata", "namespace"});
+      vm.name = base::StringAt(vmi, {"metadata", "name"});
       json namespace_object;
       if (set.wants_namespace) {
         auto it = namespaces.find(vm.ns);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/json.h"
+
 namespace kmt::cli {
 namespace {
 
@@ -67,7 +69,7 @@ void Emit(const nlohmann::json& v, int indent, std::string& out) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       std::string key = NeedsQuotes(it.key()) ? nlohmann::json(it.key()).dump() : it.key();
       out += pad + key + ":";
-      EmitValueAfterKey(it.value(), indent, out);
+      EmitValueAfterKey(*it, indent, out);
     }
   } else if (v.is_array()) {
     for (const auto& item : v) {
@@ -101,18 +103,15 @@ std::string ToYaml(const nlohmann::json& doc) {
 }
 
 std::string ResourceName(const nlohmann::json& obj) {
-  std::string kind = obj.value("kind", std::string());
-  std::string api_version = obj.value("apiVersion", std::string());
+  std::string kind = base::StringAt(obj, "kind");
+  std::string api_version = base::StringAt(obj, "apiVersion");
   std::string group = api_version.find('/') == std::string::npos
                           ? std::string()
                           : api_version.substr(0, api_version.find('/'));
   std::string lower;
   for (char c : kind) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string name;
-  if (obj.contains("metadata") && obj["metadata"].is_object()) {
-    name = obj["metadata"].value("name", std::string());
-    if (name.empty()) name = obj["metadata"].value("generateName", std::string());
-  }
+  std::string name = base::StringAt(obj, {"metadata", "name"});
+  if (name.empty()) name = base::StringAt(obj, {"metadata", "generateName"});
   return lower + (group.empty() ? "" : "." + group) + "/" + name;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/added_term.h"
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -12,38 +13,37 @@ namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& obj, const char* key) {
-  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) return {};
-  return obj[key].get<std::string>();
-}
-
 }  // namespace
 
 int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& client,
               Streams io) {
   try {
+    // Every member is read leniently: absent, null or of another type prints as "".
     json vmim = client.Get(kube::kVirtualMachineInstanceMigrations, ns, name);
-    json status = vmim.value("status", json::object());
-    json ms = status.value("migrationState", json::object());
+    const json& status = base::At(vmim, "status");
+    const json& ms = base::At(status, "migrationState");
+    const std::string phase = base::StringAt(status, "phase");
+    const std::string source = base::StringAt(ms, "sourceNode");
+    const std::string target = base::StringAt(ms, "targetNode");
+    const std::string failure = base::StringAt(ms, "failureReason");
     io.out << "Name:         " << name << "\n";
     io.out << "Namespace:    " << ns << "\n";
-    io.out << "VMI:          " << Str(vmim.value("spec", json::object()), "vmiName") << "\n";
-    io.out << "Phase:        " << (Str(status, "phase").empty() ? "<none>" : Str(status, "phase"))
-           << "\n";
-    if (!Str(ms, "sourceNode").empty()) io.out << "Source node:  " << Str(ms, "sourceNode") << "\n";
-    if (!Str(ms, "targetNode").empty()) io.out << "Target node:  " << Str(ms, "targetNode") << "\n";
+    io.out << "VMI:          " << base::StringAt(vmim, {"spec", "vmiName"}) << "\n";
+    io.out << "Phase:        " << (phase.empty() ? "<none>" : phase) << "\n";
+    if (!source.empty()) io.out << "Source node:  " << source << "\n";
+    if (!target.empty()) io.out << "Target node:  " << target << "\n";
     if (auto term = api::AddedTermSource(vmim)) io.out << "Request:      " << *term << "\n";
-    if (!Str(ms, "failureReason").empty()) {
-      io.out << "Failure:      " << Str(ms, "failureReason") << "\n";
-    }
+    if (!failure.empty()) io.out << "Failure:      " << failure << "\n";
     io.out << "Conditions:\n";
     bool any = false;
-    if (status.contains("conditions") && status["conditions"].is_array()) {
-      for (const auto& c : status["conditions"]) {
+    if (const auto conditions = base::Array(status, "conditions")) {
+      for (const auto& c : **conditions) {
         any = true;
-        io.out << "  " << Str(c, "type") << "=" << Str(c, "status");
-        if (!Str(c, "reason").empty()) io.out << " (" << Str(c, "reason") << ")";
-        if (!Str(c, "message").empty()) io.out << ": " << Str(c, "message");
+        const std::string reason = base::StringAt(c, "reason");
+        const std::string message = base::StringAt(c, "message");
+        io.out << "  " << base::StringAt(c, "type") << "=" << base::StringAt(c, "status");
+        if (!reason.empty()) io.out << " (" << reason << ")";
+        if (!message.empty()) io.out << ": " << message;
         io.out << "\n";
       }
     }
@@ -54,12 +54,12 @@ int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& 
         "involvedObject.name=" + name + ",involvedObject.kind=VirtualMachineInstanceMigration";
     json events = client.List(kube::kEvents, ns, lo);
     std::vector<json> items;
-    if (events.contains("items") && events["items"].is_array()) {
-      for (const auto& e : events["items"]) items.push_back(e);
+    if (const auto listed = base::Array(events, "items")) {
+      for (const auto& e : **listed) items.push_back(e);
     }
     auto when = [](const json& e) {
-      std::string t = Str(e, "lastTimestamp");
-      if (t.empty()) t = Str(e, "eventTime");
+      std::string t = base::StringAt(e, "lastTimestamp");
+      if (t.empty()) t = base::StringAt(e, "eventTime");
       return t;
     };
     std::stable_sort(items.begin(), items.end(),
@@ -68,8 +68,8 @@ int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& 
     io.out << "Events:\n";
     if (items.empty()) io.out << "  <none>\n";
     for (const auto& e : items) {
-      io.out << "  " << Str(e, "type") << "  " << Str(e, "reason") << "  "
-             << Str(e.value("source", json::object()), "component") << "  " << Str(e, "message")
+      io.out << "  " << base::StringAt(e, "type") << "  " << base::StringAt(e, "reason") << "  "
+             << base::StringAt(e, {"source", "component"}) << "  " << base::StringAt(e, "message")
              << "\n";
     }
     return 0;

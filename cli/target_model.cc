@@ -4,6 +4,7 @@
 #include "api/names.h"
 #include "api/pod_volumes.h"
 #include "api/term_and.h"
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/paging.h"
 #include "kube/reads.h"
@@ -22,11 +23,11 @@ using nlohmann::json;
 // which is noted on `err`).
 std::optional<api::NodeSelectorTerm> EarlierAddedTerm(const json& pod, kube::KubeClient& client,
                                                       const std::string& ns, std::ostream& err) {
-  if (kube::Member(pod, {"metadata", "labels", api::kLabelMigrationJobUID}) == nullptr) {
+  if (base::Member(pod, {"metadata", "labels", api::kLabelMigrationJobUID}) == nullptr) {
     return std::nullopt;
   }
   const std::string job =
-      kube::StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
+      base::StringAt(pod, {"metadata", "annotations", api::kAnnotationMigrationJobName});
   std::optional<json> vmim;
   if (!job.empty())
     vmim = kube::GetIfExists(client, kube::kVirtualMachineInstanceMigrations, ns, job);
@@ -77,15 +78,15 @@ std::vector<json> ListItems(kube::KubeClient& client, const kube::Resource& r,
 
 std::optional<api::TargetPod> ModelTargetPod(kube::KubeClient& client, const std::string& ns,
                                              const json& vmi, std::ostream& err) {
-  const std::string uid = kube::StringAt(vmi, {"metadata", "uid"});
-  const std::string source_node = kube::StringAt(vmi, {"status", "nodeName"});
+  const std::string uid = base::StringAt(vmi, {"metadata", "uid"});
+  const std::string source_node = base::StringAt(vmi, {"status", "nodeName"});
   if (source_node.empty()) return std::nullopt;
   kube::ListOptions lo;
   lo.label_selector = std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
                       std::string(api::kLabelCreatedBy) + "=" + uid;
   for (const auto& p : ListItems(client, kube::kPods, ns, lo)) {
-    const std::string phase = kube::StringAt(p, {"status", "phase"});
-    if (kube::StringAt(p, {"spec", "nodeName"}) != source_node || phase == "Succeeded" ||
+    const std::string phase = base::StringAt(p, {"status", "phase"});
+    if (base::StringAt(p, {"spec", "nodeName"}) != source_node || phase == "Succeeded" ||
         phase == "Failed") {
       continue;
     }

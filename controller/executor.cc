@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
+#include "base/json.h"
 #include "base/json_patch.h"
 #include "kube/error.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -83,18 +83,13 @@ Executor::Executor(kube::KubeClient& client, EventRecorder& events, base::Logger
 
 nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& plan) {
   base::JsonPatch ops;
-  const nlohmann::json* status = nullptr;
-  if (auto it = current.find("status"); it != current.end() && it->is_object()) status = &*it;
-  const nlohmann::json* conditions = nullptr;
-  if (status != nullptr) {
-    if (auto it = status->find("conditions"); it != status->end() && it->is_array()) {
-      conditions = &*it;
-    }
-  }
+  const nlohmann::json* status = base::Object(current, "status").value_or(nullptr);
+  const nlohmann::json* conditions =
+      base::Array(current, {"status", "conditions"}).value_or(nullptr);
   if (conditions != nullptr) {
     ops.Test("/status/conditions", *conditions);
   } else {
-    ops.Test("/metadata/resourceVersion", kube::StringAt(current, {"metadata", "resourceVersion"}));
+    ops.Test("/metadata/resourceVersion", base::StringAt(current, {"metadata", "resourceVersion"}));
   }
   if (status != nullptr) {
     // `add` on an existing member replaces it (RFC 6902 section 4.1).

@@ -2,6 +2,7 @@
 #include "controller/informer_view.h"
 
 #include "api/names.h"
+#include "base/json.h"
 #include "controller/reconcile.h"
 #include "kube/paging.h"
 #include "kube/resources.h"
@@ -38,16 +39,10 @@ bool WantsReconcile(const api::MigrationInfo& v) {
 }  // namespace
 
 std::vector<std::string> MigrationJobIndexValues(const nlohmann::json& pod) {
-  // Odd JSON (no metadata, labels of another type) indexes nothing: find, never a const
-  // operator[] (undefined on a missing key) nor .value() (throws on a non-object).
-  if (!pod.is_object()) return {};
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return {};
-  auto labels = meta->find("labels");
-  if (labels == meta->end() || !labels->is_object()) return {};
-  auto it = labels->find(api::kLabelMigrationJobUID);
-  if (it == labels->end() || !it->is_string()) return {};
-  return {it->get<std::string>()};
+  // Odd JSON (no metadata, labels of another type) indexes nothing.
+  auto uid = base::String(pod, {"metadata", "labels", api::kLabelMigrationJobUID});
+  if (!uid) return {};
+  return {std::move(*uid)};
 }
 
 bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
@@ -256,9 +251,9 @@ std::vector<api::NamespaceInfo> InformerView::Namespaces() {
   opts.omit_managed_fields = true;
   const nlohmann::json list = kube::ListAll(client_, kube::kNamespaces, "", opts);
   std::vector<api::NamespaceInfo> out;
-  const auto items = list.find("items");
-  if (items == list.end() || !items->is_array()) return out;
-  for (const auto& n : *items) out.push_back(api::NamespaceInfo::FromJson(n));
+  const auto items = base::Array(list, "items");
+  if (!items) return out;
+  for (const auto& n : **items) out.push_back(api::NamespaceInfo::FromJson(n));
   return out;
 }
 

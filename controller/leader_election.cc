@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "base/json.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -17,27 +18,18 @@ base::Duration DefaultJitter(base::Duration retry) {
   return std::chrono::duration_cast<base::Duration>(retry * dist(rng));
 }
 
-std::string StringAt(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-int64_t IntAt(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 }  // namespace
 
 LeaseRecord LeaseRecord::FromLease(const nlohmann::json& lease) {
   LeaseRecord r;
-  auto spec = lease.find("spec");
-  if (spec == lease.end() || !spec->is_object()) return r;
-  r.holder_identity = StringAt(*spec, "holderIdentity");
-  r.lease_duration_seconds = IntAt(*spec, "leaseDurationSeconds");
-  r.acquire_time = StringAt(*spec, "acquireTime");
-  r.renew_time = StringAt(*spec, "renewTime");
-  r.lease_transitions = IntAt(*spec, "leaseTransitions");
+  const auto found = base::Object(lease, "spec");
+  if (!found) return r;
+  const nlohmann::json& spec = **found;
+  r.holder_identity = base::StringAt(spec, "holderIdentity");
+  r.lease_duration_seconds = base::Int(spec, "leaseDurationSeconds").value_or(0);
+  r.acquire_time = base::StringAt(spec, "acquireTime");
+  r.renew_time = base::StringAt(spec, "renewTime");
+  r.lease_transitions = base::Int(spec, "leaseTransitions").value_or(0);
   return r;
 }
 

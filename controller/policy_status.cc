@@ -6,8 +6,8 @@
 
 #include "api/names.h"
 #include "api/policy.h"
+#include "base/json.h"
 #include "kube/paging.h"
-#include "kube/reads.h"
 #include "kube/resources.h"
 
 namespace kmt::controller {
@@ -16,11 +16,10 @@ namespace {
 using Json = nlohmann::json;
 
 const Json* ReadyCondition(const Json& status) {
-  if (!status.is_object()) return nullptr;
-  auto it = status.find("conditions");
-  if (it == status.end() || !it->is_array()) return nullptr;
-  for (const Json& c : *it) {
-    if (c.is_object() && c.value("type", "") == kPolicyReady) return &c;
+  const auto conditions = base::Array(status, "conditions");
+  if (!conditions) return nullptr;
+  for (const Json& c : **conditions) {
+    if (base::StringAt(c, "type") == kPolicyReady) return &c;
   }
   return nullptr;
 }
@@ -29,10 +28,8 @@ const Json* ReadyCondition(const Json& status) {
 
 Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInfo>& carrying,
                          base::WallTime now) {
-  const Json* meta = kube::Member(policy, {"metadata"});
-  const int64_t generation =
-      meta != nullptr ? meta->value("generation", static_cast<int64_t>(0)) : 0;
-  const Json* current = kube::Member(policy, {"status"});
+  const int64_t generation = base::Int(policy, {"metadata", "generation"}).value_or(0);
+  const Json* current = base::Member(policy, "status");
   Json status = {{"observedGeneration", generation},
                  {"matchedMigrations", static_cast<int64_t>(carrying.size())}};
   const api::MigrationInfo* newest = nullptr;
@@ -65,7 +62,7 @@ Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInf
         (parsed.causes.empty() ? std::string("invalid") : api::ToString(parsed.causes.front()));
   }
   const Json* before = current != nullptr ? ReadyCondition(*current) : nullptr;
-  if (before != nullptr && before->value("status", "") == ready["status"] &&
+  if (before != nullptr && base::StringAt(*before, "status") == ready["status"] &&
       before->contains("lastTransitionTime")) {
     ready["lastTransitionTime"] = (*before)["lastTransitionTime"];
   } else {
@@ -137,15 +134,15 @@ int PolicyStatusWriter::Pass() {
   const std::vector<api::MigrationInfo> all = migrations_();
   const base::WallTime now = clock_.WallNow();
   int written = 0;
-  auto items = list.find("items");
-  if (items == list.end() || !items->is_array()) return 0;
-  for (const Json& policy : *items) {
-    const std::string name = kube::StringAt(policy, {"metadata", "name"});
+  const auto items = base::Array(list, "items");
+  if (!items) return 0;
+  for (const Json& policy : **items) {
+    const std::string name = base::StringAt(policy, {"metadata", "name"});
     std::vector<api::MigrationInfo> carrying;
     std::copy_if(all.begin(), all.end(), std::back_inserter(carrying),
                  [&](const api::MigrationInfo& m) { return m.policy == name; });
     const Json desired = DesiredPolicyStatus(policy, carrying, now);
-    const Json* current = kube::Member(policy, {"status"});
+    const Json* current = base::Member(policy, "status");
     if (current != nullptr && *current == desired) continue;
     try {
       client_.Patch(kube::kMigrationTargetPolicies, "", name, kube::PatchType::kMergePatch,

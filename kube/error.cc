@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+
 namespace kmt::kube {
 namespace {
 
@@ -29,12 +31,7 @@ ErrorKind KindForStatus(int code, const nlohmann::json& status) {
     case 413:
       return ErrorKind::kInvalid;
     case 422:
-      if (status.is_object()) {
-        const auto msg = status.find("message");
-        if (msg != status.end() && msg->is_string() && *msg == kPatchNotApplicable) {
-          return ErrorKind::kConflict;
-        }
-      }
+      if (base::StringAt(status, "message") == kPatchNotApplicable) return ErrorKind::kConflict;
       return ErrorKind::kInvalid;
     case 401:
       return ErrorKind::kUnauthorized;
@@ -56,9 +53,7 @@ ErrorKind KindForStatus(int code, const nlohmann::json& status) {
 // send code/message, which is accepted too).
 bool IsStatus(const nlohmann::json& j) {
   if (!j.is_object()) return false;
-  const auto kind = j.find("kind");
-  return (kind != j.end() && kind->is_string() && *kind == "Status") ||
-         (j.contains("code") && j.contains("message"));
+  return base::StringAt(j, "kind") == "Status" || (j.contains("code") && j.contains("message"));
 }
 
 nlohmann::json DecodeStatus(const std::string& body) {
@@ -159,22 +154,11 @@ KubeError Build(int http_status, nlohmann::json status, const std::string& body,
 
   std::string detail;
   if (status.is_object()) {
-    const auto msg = status.find("message");
-    if (msg != status.end() && msg->is_string() && !msg->get<std::string>().empty()) {
-      detail = msg->get<std::string>();
-    } else {
-      const auto reason = status.find("reason");
-      detail = reason != status.end() && reason->is_string() ? reason->get<std::string>()
-                                                             : std::string("no message");
-    }
+    detail = base::StringAt(status, "message");
+    if (detail.empty()) detail = base::String(status, "reason").value_or("no message");
     if (may_ask_to_wait && !retry_after) {
-      const auto details = status.find("details");
-      if (details != status.end() && details->is_object()) {
-        const auto secs = details->find("retryAfterSeconds");
-        if (secs != details->end() && secs->is_number_integer() && secs->get<int64_t>() > 0) {
-          retry_after = std::chrono::seconds(secs->get<int64_t>());
-        }
-      }
+      const int64_t secs = base::Int(status, {"details", "retryAfterSeconds"}).value_or(0);
+      if (secs > 0) retry_after = std::chrono::seconds(secs);
     }
   } else if (!body.empty()) {
     detail = Excerpt(body);
@@ -202,11 +186,8 @@ KubeError ErrorFromStatus(int http_status, const nlohmann::json& status, const s
 KubeError ErrorFromWatchEvent(const nlohmann::json& object, const std::string& what) {
   // An HTTP status code, or 500 when the event has none (or not as a number of 100..599).
   int code = 500;
-  if (object.is_object()) {
-    const auto c = object.find("code");
-    if (c != object.end() && c->is_number_integer() && *c >= 100 && *c <= 599) {
-      code = c->get<int>();
-    }
+  if (const auto c = base::Int(object, "code"); c && *c >= 100 && *c <= 599) {
+    code = static_cast<int>(*c);
   }
   return ErrorFromStatus(code, object, what);
 }

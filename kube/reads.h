@@ -3,12 +3,10 @@
 // type are read with base/json.h.
 #pragma once
 
-#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "base/json.h"
 #include "kube/client.h"
 
 namespace kmt::kube {
@@ -17,10 +15,5 @@ namespace kmt::kube {
 // the KubeError the client raised.
 std::optional<Json> GetIfExists(KubeClient& client, const Resource& r, std::string_view ns,
                                 std::string_view name);
-
-// The lenient JSON readers moved to base/json.h; these names stay until the last user
-// outside kube/ reads through base/ directly.
-using base::Member;
-using base::StringAt;
 
 }  // namespace kmt::kube

@@ -129,16 +129,11 @@ WatcherStep Watcher::StepList() {
   std::string continue_token, resource_version;
   bool metadata_ok = true;
   if (page.is_object()) {
-    if (auto m = page.find("metadata"); m != page.end() && !m->is_null()) {
-      metadata_ok = m->is_object();
-      for (auto [name, out] : {std::pair{"continue", &continue_token},
-                               std::pair{"resourceVersion", &resource_version}}) {
-        if (!metadata_ok) break;
-        auto v = m->find(name);
-        if (v == m->end() || v->is_null()) continue;
-        metadata_ok = v->is_string();
-        if (metadata_ok) *out = v->get<std::string>();
-      }
+    for (auto [name, out] : {std::pair{"continue", &continue_token},
+                             std::pair{"resourceVersion", &resource_version}}) {
+      const auto v = base::String(page, {"metadata", name});
+      if (v) *out = *v;
+      if (v.status() == base::Lookup::kWrongType) metadata_ok = false;  // metadata or member
     }
   }
   if (!metadata_ok) {
