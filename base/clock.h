@@ -41,9 +41,14 @@ class Clock {
   // Cancels a pending timer. Returns true if it was pending: its callback will
   // then never run. False if it already ran, is running, or was cancelled.
   virtual bool Cancel(TimerId id) = 0;
+
+  // Blocks the calling thread for `d` (nothing for zero or negative). A simulated
+  // clock advances by `d` instead.
+  virtual void Sleep(Duration d) = 0;
 };
 
-// The process clock: std::chrono clocks and Asio steady timers.
+// The process clock: std::chrono clocks and Asio steady timers. The timer thread
+// starts with the first RunAfter, so a RealClock that only tells time costs none.
 class RealClock : public Clock {
  public:
   RealClock();
@@ -55,11 +60,16 @@ class RealClock : public Clock {
   WallTime WallNow() const override;
   TimerId RunAfter(Duration delay, std::function<void()> fn) override;
   bool Cancel(TimerId id) override;
+  void Sleep(Duration d) override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The process's RealClock, for the components a caller does not give a clock (the default
+// argument of their constructors); never destroyed. Tests pass a FakeClock instead.
+Clock& SystemClock();
 
 // Kubernetes timestamps. metav1.Time: "2006-01-02T15:04:05Z" (seconds);
 // metav1.MicroTime: "2006-01-02T15:04:05.000000Z" (microseconds), always UTC.

@@ -82,6 +82,31 @@ TEST_CASE("RealClock runs a timer on its thread and honours Cancel") {
   REQUIRE_FALSE(cancelled_fired);
 }
 
+TEST_CASE("FakeClock's Sleep records the request and advances, firing what falls due") {
+  FakeClock clock;
+  const SteadyTime start = clock.Now();
+  int fired = 0;
+  clock.RunAfter(milliseconds(150), [&] { ++fired; });
+  clock.Sleep(milliseconds(100));
+  REQUIRE(fired == 0);
+  clock.Sleep(Duration::zero());
+  clock.Sleep(milliseconds(100));
+  REQUIRE(fired == 1);
+  REQUIRE(clock.Now() - start == milliseconds(200));
+  REQUIRE(clock.Sleeps() ==
+          std::vector<Duration>{milliseconds(100), Duration::zero(), milliseconds(100)});
+}
+
+TEST_CASE("RealClock's Sleep blocks for at least the duration; SystemClock is one clock") {
+  RealClock clock;
+  const SteadyTime start = clock.Now();
+  clock.Sleep(milliseconds(20));
+  REQUIRE(clock.Now() - start >= milliseconds(20));
+  clock.Sleep(milliseconds(-5));  // returns at once
+  REQUIRE(&SystemClock() == &SystemClock());
+  REQUIRE(SystemClock().WallNow().time_since_epoch() > Duration::zero());
+}
+
 TEST_CASE("Kubernetes timestamps format") {
   struct Row {
     int64_t epoch_micros;

@@ -34,6 +34,19 @@ bool FakeClock::Cancel(TimerId id) {
   return true;
 }
 
+void FakeClock::Sleep(Duration d) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sleeps_.push_back(d);
+  }
+  if (d > Duration::zero()) Advance(d);
+}
+
+std::vector<Duration> FakeClock::Sleeps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sleeps_;
+}
+
 void FakeClock::Advance(Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
   const SteadyTime target = now_ + d;
