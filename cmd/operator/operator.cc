@@ -324,7 +324,7 @@ struct Operator::Impl {
     if (!identity.pod_namespace.empty()) bo.ns = identity.pod_namespace;
     bo.cert_dir = flags.webhook_cert_dir;
     if (!flags.webhook_cert_hosts.empty()) bo.hosts = flags.webhook_cert_hosts;
-    certs = std::make_unique<webhook::certs::CertBootstrap>(clients.webhook, bo);
+    certs = std::make_unique<webhook::certs::CertBootstrap>(clients.webhook, bo, clock);
   }
 
   // The leader side's objects: Events, the informer view, the controller, policy status.
