@@ -331,7 +331,7 @@ struct Operator::Impl {
   void BuildController() {
     events =
         std::make_unique<controller::KubeEventRecorder>(clients.events, clock, log, identity.id);
-    async_events = std::make_unique<controller::AsyncEventRecorder>(*events, log);
+    async_events = std::make_unique<controller::AsyncEventRecorder>(*events, clock, log);
     controller::InformerViewOptions vo;
     vo.on_error = [this](const kube::KubeError& e) {
       log.Error("Failed to watch", {{"error", e.what()}});
