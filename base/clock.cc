@@ -86,6 +86,11 @@ void RealClock::Sleep(Duration d) {
   if (d > Duration::zero()) std::this_thread::sleep_for(d);
 }
 
+bool RealClock::WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                        const std::function<bool()>& done) {
+  return cv.wait_for(lock, d, done);
+}
+
 Clock& SystemClock() {
   static RealClock* clock = new RealClock();  // never destroyed: used until exit
   return *clock;

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace kmt::base {
@@ -45,6 +47,12 @@ class Clock {
   // Blocks the calling thread for `d` (nothing for zero or negative). A simulated
   // clock advances by `d` instead.
   virtual void Sleep(Duration d) = 0;
+
+  // Waits up to `d` on `cv` (`lock` held, as condition_variable::wait_for does) until
+  // `done()` holds; returns done(). A simulated clock does not wait: unless done() already
+  // holds, it sleeps `d` as Sleep does (recorded, time advanced).
+  virtual bool WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                       const std::function<bool()>& done) = 0;
 };
 
 // The process clock: std::chrono clocks and Asio steady timers. The timer thread
@@ -61,6 +69,8 @@ class RealClock : public Clock {
   TimerId RunAfter(Duration delay, std::function<void()> fn) override;
   bool Cancel(TimerId id) override;
   void Sleep(Duration d) override;
+  bool WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               const std::function<bool()>& done) override;
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/fake_clock.h"
@@ -105,6 +106,38 @@ TEST_CASE("RealClock's Sleep blocks for at least the duration; SystemClock is on
   clock.Sleep(milliseconds(-5));  // returns at once
   REQUIRE(&SystemClock() == &SystemClock());
   REQUIRE(SystemClock().WallNow().time_since_epoch() > Duration::zero());
+}
+
+TEST_CASE("WaitFor: RealClock waits until done or the duration, FakeClock records and advances") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  RealClock real;
+  std::thread waker([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(real.WaitFor(seconds(30), cv, lock, [&] { return done; }));  // woken, not 30 s
+  }
+  waker.join();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    done = false;
+    REQUIRE_FALSE(real.WaitFor(milliseconds(5), cv, lock, [&] { return done; }));
+  }
+  FakeClock fake;
+  const SteadyTime start = fake.Now();
+  std::unique_lock<std::mutex> lock(mu);
+  REQUIRE_FALSE(fake.WaitFor(seconds(3), cv, lock, [&] { return done; }));
+  REQUIRE(lock.owns_lock());
+  done = true;
+  REQUIRE(fake.WaitFor(seconds(5), cv, lock, [&] { return done; }));  // done: no sleep
+  REQUIRE(fake.Now() - start == seconds(3));
+  REQUIRE(fake.Sleeps() == std::vector<Duration>{seconds(3)});
 }
 
 TEST_CASE("Kubernetes timestamps format") {

@@ -42,6 +42,15 @@ void FakeClock::Sleep(Duration d) {
   if (d > Duration::zero()) Advance(d);
 }
 
+bool FakeClock::WaitFor(Duration d, std::condition_variable&, std::unique_lock<std::mutex>& lock,
+                        const std::function<bool()>& done) {
+  if (done()) return true;
+  lock.unlock();
+  Sleep(d);
+  lock.lock();
+  return done();
+}
+
 std::vector<Duration> FakeClock::Sleeps() const {
   std::lock_guard<std::mutex> lock(mu_);
   return sleeps_;

@@ -30,6 +30,9 @@ class FakeClock : public Clock {
   // Records `d` (Sleeps()) and advances by it, firing what falls due on the caller's
   // thread.
   void Sleep(Duration d) override;
+  // Sleep(d) with `lock` released, unless done() already holds.
+  bool WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               const std::function<bool()>& done) override;
 
   // Every Sleep asked for, in order.
   std::vector<Duration> Sleeps() const;
