@@ -24,12 +24,11 @@ struct RealClock::Impl {
   // A timer is pending while its id is in this map; whoever erases it (the
   // firing handler or Cancel) decides whether the callback runs.
   std::map<TimerId, std::shared_ptr<asio::steady_timer>> pending;
+  std::once_flag started;  // the thread starts with the first timer
   std::thread thread;
 };
 
-RealClock::RealClock() : impl_(std::make_unique<Impl>()) {
-  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
-}
+RealClock::RealClock() : impl_(std::make_unique<Impl>()) {}
 
 RealClock::~RealClock() {
   {
@@ -38,7 +37,9 @@ RealClock::~RealClock() {
   }
   impl_->guard.reset();
   impl_->io.stop();
-  impl_->thread.join();
+  // The flag also orders this read after a thread start on another thread.
+  std::call_once(impl_->started, [] {});
+  if (impl_->thread.joinable()) impl_->thread.join();
 }
 
 SteadyTime RealClock::Now() const { return std::chrono::steady_clock::now(); }
@@ -46,6 +47,8 @@ SteadyTime RealClock::Now() const { return std::chrono::steady_clock::now(); }
 WallTime RealClock::WallNow() const { return std::chrono::system_clock::now(); }
 
 TimerId RealClock::RunAfter(Duration delay, std::function<void()> fn) {
+  std::call_once(impl_->started,
+                 [impl = impl_.get()] { impl->thread = std::thread([impl] { impl->io.run(); }); });
   auto timer = std::make_shared<asio::steady_timer>(impl_->io);
   timer->expires_after(delay < Duration::zero() ? Duration::zero() : delay);
   TimerId id;
@@ -77,6 +80,20 @@ bool RealClock::Cancel(TimerId id) {
   // would skip the callback anyway; cancelling just frees it early.
   asio::post(impl_->io, [timer] { timer->cancel(); });
   return true;
+}
+
+void RealClock::Sleep(Duration d) {
+  if (d > Duration::zero()) std::this_thread::sleep_for(d);
+}
+
+bool RealClock::WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                        const std::function<bool()>& done) {
+  return cv.wait_for(lock, d, done);
+}
+
+Clock& SystemClock() {
+  static RealClock* clock = new RealClock();  // never destroyed: used until exit
+  return *clock;
 }
 
 namespace {

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace kmt::base {
@@ -41,9 +43,20 @@ class Clock {
   // Cancels a pending timer. Returns true if it was pending: its callback will
   // then never run. False if it already ran, is running, or was cancelled.
   virtual bool Cancel(TimerId id) = 0;
+
+  // Blocks the calling thread for `d` (nothing for zero or negative). A simulated
+  // clock advances by `d` instead.
+  virtual void Sleep(Duration d) = 0;
+
+  // Waits up to `d` on `cv` (`lock` held, as condition_variable::wait_for does) until
+  // `done()` holds; returns done(). A simulated clock does not wait: unless done() already
+  // holds, it sleeps `d` as Sleep does (recorded, time advanced).
+  virtual bool WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                       const std::function<bool()>& done) = 0;
 };
 
-// The process clock: std::chrono clocks and Asio steady timers.
+// The process clock: std::chrono clocks and Asio steady timers. The timer thread
+// starts with the first RunAfter, so a RealClock that only tells time costs none.
 class RealClock : public Clock {
  public:
   RealClock();
@@ -55,11 +68,18 @@ class RealClock : public Clock {
   WallTime WallNow() const override;
   TimerId RunAfter(Duration delay, std::function<void()> fn) override;
   bool Cancel(TimerId id) override;
+  void Sleep(Duration d) override;
+  bool WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               const std::function<bool()>& done) override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The process's RealClock, for the components a caller does not give a clock (the default
+// argument of their constructors); never destroyed. Tests pass a FakeClock instead.
+Clock& SystemClock();
 
 // Kubernetes timestamps. metav1.Time: "2006-01-02T15:04:05Z" (seconds);
 // metav1.MicroTime: "2006-01-02T15:04:05.000000Z" (microseconds), always UTC.

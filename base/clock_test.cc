@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/fake_clock.h"
@@ -80,6 +81,63 @@ TEST_CASE("RealClock runs a timer on its thread and honours Cancel") {
   std::unique_lock<std::mutex> lock(mu);
   REQUIRE(cv.wait_for(lock, seconds(10), [&] { return fired; }));
   REQUIRE_FALSE(cancelled_fired);
+}
+
+TEST_CASE("FakeClock's Sleep records the request and advances, firing what falls due") {
+  FakeClock clock;
+  const SteadyTime start = clock.Now();
+  int fired = 0;
+  clock.RunAfter(milliseconds(150), [&] { ++fired; });
+  clock.Sleep(milliseconds(100));
+  REQUIRE(fired == 0);
+  clock.Sleep(Duration::zero());
+  clock.Sleep(milliseconds(100));
+  REQUIRE(fired == 1);
+  REQUIRE(clock.Now() - start == milliseconds(200));
+  REQUIRE(clock.Sleeps() ==
+          std::vector<Duration>{milliseconds(100), Duration::zero(), milliseconds(100)});
+}
+
+TEST_CASE("RealClock's Sleep blocks for at least the duration; SystemClock is one clock") {
+  RealClock clock;
+  const SteadyTime start = clock.Now();
+  clock.Sleep(milliseconds(20));
+  REQUIRE(clock.Now() - start >= milliseconds(20));
+  clock.Sleep(milliseconds(-5));  // returns at once
+  REQUIRE(&SystemClock() == &SystemClock());
+  REQUIRE(SystemClock().WallNow().time_since_epoch() > Duration::zero());
+}
+
+TEST_CASE("WaitFor: RealClock waits until done or the duration, FakeClock records and advances") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  RealClock real;
+  std::thread waker([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(real.WaitFor(seconds(30), cv, lock, [&] { return done; }));  // woken, not 30 s
+  }
+  waker.join();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    done = false;
+    REQUIRE_FALSE(real.WaitFor(milliseconds(5), cv, lock, [&] { return done; }));
+  }
+  FakeClock fake;
+  const SteadyTime start = fake.Now();
+  std::unique_lock<std::mutex> lock(mu);
+  REQUIRE_FALSE(fake.WaitFor(seconds(3), cv, lock, [&] { return done; }));
+  REQUIRE(lock.owns_lock());
+  done = true;
+  REQUIRE(fake.WaitFor(seconds(5), cv, lock, [&] { return done; }));  // done: no sleep
+  REQUIRE(fake.Now() - start == seconds(3));
+  REQUIRE(fake.Sleeps() == std::vector<Duration>{seconds(3)});
 }
 
 TEST_CASE("Kubernetes timestamps format") {

@@ -34,6 +34,28 @@ bool FakeClock::Cancel(TimerId id) {
   return true;
 }
 
+void FakeClock::Sleep(Duration d) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sleeps_.push_back(d);
+  }
+  if (d > Duration::zero()) Advance(d);
+}
+
+bool FakeClock::WaitFor(Duration d, std::condition_variable&, std::unique_lock<std::mutex>& lock,
+                        const std::function<bool()>& done) {
+  if (done()) return true;
+  lock.unlock();
+  Sleep(d);
+  lock.lock();
+  return done();
+}
+
+std::vector<Duration> FakeClock::Sleeps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sleeps_;
+}
+
 void FakeClock::Advance(Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
   const SteadyTime target = now_ + d;

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "base/clock.h"
 
@@ -26,6 +27,15 @@ class FakeClock : public Clock {
   WallTime WallNow() const override;
   TimerId RunAfter(Duration delay, std::function<void()> fn) override;
   bool Cancel(TimerId id) override;
+  // Records `d` (Sleeps()) and advances by it, firing what falls due on the caller's
+  // thread.
+  void Sleep(Duration d) override;
+  // Sleep(d) with `lock` released, unless done() already holds.
+  bool WaitFor(Duration d, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               const std::function<bool()>& done) override;
+
+  // Every Sleep asked for, in order.
+  std::vector<Duration> Sleeps() const;
 
   // Moves time forward by `d` (zero fires what is already due).
   void Advance(Duration d);
@@ -45,6 +55,7 @@ class FakeClock : public Clock {
   // (deadline, id) -> callback; the id breaks ties in scheduling order.
   std::map<std::pair<SteadyTime, TimerId>, std::function<void()>> timers_;
   std::map<TimerId, SteadyTime> deadlines_;
+  std::vector<Duration> sleeps_;
 };
 
 }  // namespace kmt::base

@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/clock.h"
 #include "base/version.h"
 #include "cli/args.h"
 #include "cli/cancel_cmd.h"
@@ -123,10 +124,11 @@ int Run(int argc, char** argv) {
   to.user_agent = "kubectl-migrate/0.1";
   kmt::kube::RestClient client(config, to);
   kmt::cli::Streams io{std::cout, std::cerr};
+  kmt::base::RealClock clock;  // --wait's deadline and backoff, list's ages
 
   switch (inv.command) {
     case Command::kMigrate:
-      return kmt::cli::RunMigrate(inv, ns, *term, client, io);
+      return kmt::cli::RunMigrate(inv, ns, *term, client, io, clock);
     case Command::kExplain:
       return kmt::cli::RunExplain(ns, inv.name, term, client, io);
     case Command::kStatus:
@@ -134,7 +136,7 @@ int Run(int argc, char** argv) {
     case Command::kCancel:
       return kmt::cli::RunCancel(inv, ns, client, io);
     case Command::kList:
-      return kmt::cli::RunList(inv, ns, client, io, std::chrono::system_clock::now());
+      return kmt::cli::RunList(inv, ns, client, io, clock.WallNow());
     case Command::kPolicyExplain:
       // Every namespace unless -n says otherwise: a drain moves them all.
       return kmt::cli::RunPolicyExplain(inv.name, inv.ns, inv.origin, inv.output, client, io);

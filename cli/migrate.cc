@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
-#include <thread>
 
 #include "api/names.h"
 #include "base/json.h"
@@ -26,51 +25,47 @@ std::string GenerateNamePrefix(const std::string& vmi) {
   return prefix;
 }
 
-// Cancels a watch when the deadline passes.
+// Cancels the watch registered with Watching() once `timeout` has passed on `clock` (a timer
+// of the clock, so a watch blocked in Next() ends at the deadline).
 class Deadline {
  public:
-  explicit Deadline(std::chrono::steady_clock::time_point at) : at_(at) {
-    thread_ = std::thread([this] {
-      std::unique_lock lock(mu_);
-      if (!cv_.wait_until(lock, at_, [this] { return done_; })) {
-        expired_ = true;
-        if (stream_) stream_->Cancel();
-      }
+  Deadline(base::Clock& clock, std::chrono::milliseconds timeout)
+      : clock_(clock), at_(clock.Now() + timeout), state_(std::make_shared<State>()) {
+    timer_ = clock_.RunAfter(timeout, [state = state_] {
+      std::lock_guard lock(state->mu);
+      state->expired = true;
+      if (state->stream) state->stream->Cancel();
     });
   }
   ~Deadline() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
+    clock_.Cancel(timer_);
+    std::lock_guard lock(state_->mu);
+    state_->stream = nullptr;  // a timer firing after this cancels nothing
   }
   // Registers the current stream (nullptr to clear). Returns false when expired.
   bool Watching(kube::WatchStream* s) {
-    std::lock_guard lock(mu_);
-    stream_ = s;
-    if (expired_ && s) s->Cancel();
-    cv_.notify_all();
-    return !expired_;
+    std::lock_guard lock(state_->mu);
+    state_->stream = s;
+    if (state_->expired && s) s->Cancel();
+    return !state_->expired;
   }
   bool expired() {
-    std::lock_guard lock(mu_);
-    return expired_ || std::chrono::steady_clock::now() >= at_;
+    std::lock_guard lock(state_->mu);
+    return state_->expired || clock_.Now() >= at_;
   }
-  std::chrono::steady_clock::duration remaining() {
-    std::lock_guard lock(mu_);
-    return std::max(at_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{});
-  }
+  base::Duration remaining() const { return std::max(at_ - clock_.Now(), base::Duration{}); }
 
  private:
-  std::chrono::steady_clock::time_point at_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool expired_ = false;
-  kube::WatchStream* stream_ = nullptr;
-  std::thread thread_;
+  // Shared with the timer's callback, which may outlive the Deadline.
+  struct State {
+    std::mutex mu;
+    bool expired = false;
+    kube::WatchStream* stream = nullptr;
+  };
+  base::Clock& clock_;
+  const base::SteadyTime at_;
+  std::shared_ptr<State> state_;
+  base::TimerId timer_ = 0;
 };
 
 bool IsOperatorCondition(const std::string& type) {
@@ -150,7 +145,7 @@ std::string FormatKubeError(const kube::KubeError& e) {
 }
 
 int RunMigrate(const Invocation& inv, const std::string& ns, const api::NodeSelectorTerm& term,
-               kube::KubeClient& client, Streams io) {
+               kube::KubeClient& client, Streams io, base::Clock& clock) {
   json vmim = BuildMigration(ns, inv.name, term);
   if (inv.dry_run == DryRun::kClient) {
     io.out << Render(vmim, inv.output, "created", " (dry run)");
@@ -173,13 +168,13 @@ int RunMigrate(const Invocation& inv, const std::string& ns, const api::NodeSele
   if (!inv.wait) return 0;
   return WaitForMigration(ns, base::StringAt(created, {"metadata", "name"}),
                           base::StringAt(created, {"metadata", "resourceVersion"}), inv.timeout,
-                          client, io);
+                          client, io, clock);
 }
 
 int WaitForMigration(const std::string& ns, const std::string& name,
                      const std::string& resource_version, std::chrono::milliseconds timeout,
-                     kube::KubeClient& client, Streams io) {
-  Deadline deadline(std::chrono::steady_clock::now() + timeout);
+                     kube::KubeClient& client, Streams io, base::Clock& clock) {
+  Deadline deadline(clock, timeout);
   Seen seen;
   json last;
   std::string rv = resource_version;
@@ -252,10 +247,9 @@ int WaitForMigration(const std::string& ns, const std::string& name,
       }
       last = nullptr;
       // Back off, and no earlier than the server asked (never past the deadline).
-      std::chrono::steady_clock::duration wait = std::chrono::milliseconds(200 * failures);
-      if (e.retry_after())
-        wait = std::max<std::chrono::steady_clock::duration>(wait, *e.retry_after());
-      std::this_thread::sleep_for(std::min(wait, deadline.remaining()));
+      base::Duration wait = std::chrono::milliseconds(200 * failures);
+      if (e.retry_after()) wait = std::max<base::Duration>(wait, *e.retry_after());
+      clock.Sleep(std::min(wait, deadline.remaining()));
     }
     if (seen.phase == "Succeeded") return 0;
     if (seen.phase == "Failed") {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api/node_selector.h"
+#include "base/clock.h"
 #include "cli/args.h"
 #include "kube/client.h"
 #include "kube/error.h"
@@ -32,12 +33,13 @@ nlohmann::json BuildMigration(const std::string& ns, const std::string& vmi,
 std::string FormatKubeError(const kube::KubeError& e);
 
 int RunMigrate(const Invocation& inv, const std::string& ns, const api::NodeSelectorTerm& term,
-               kube::KubeClient& client, Streams io);
+               kube::KubeClient& client, Streams io, base::Clock& clock = base::SystemClock());
 
-// Follows VMIM `name` until Succeeded (0), Failed (1) or `timeout` (1), printing
+// Follows VMIM `name` until Succeeded (0), Failed (1) or `timeout` on `clock` (1), printing
 // each phase change and each change of this operator's conditions.
 int WaitForMigration(const std::string& ns, const std::string& name,
                      const std::string& resource_version, std::chrono::milliseconds timeout,
-                     kube::KubeClient& client, Streams io);
+                     kube::KubeClient& client, Streams io,
+                     base::Clock& clock = base::SystemClock());
 
 }  // namespace kmt::cli

@@ -24,7 +24,7 @@ const std::string kKey = std::string(kNs) + "/" + kVmimName;
 
 struct World {
   base::FakeClock clock;
-  kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
+  kube::FakeClient client{kube::FakeClient::Options{10000, &clock}};
   std::vector<std::string> lines;
   base::Logger log{clock, base::LogLevel::kDebug, base::LogFormat::kText,
                    [this](const std::string& l) { lines.push_back(l); }};

@@ -57,9 +57,10 @@ void KubeEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
   }
 }
 
-AsyncEventRecorder::AsyncEventRecorder(EventRecorder& sink, base::Logger& log, size_t capacity,
+AsyncEventRecorder::AsyncEventRecorder(EventRecorder& sink, const base::Clock& clock,
+                                       base::Logger& log, size_t capacity,
                                        std::chrono::milliseconds drain_for)
-    : sink_(sink), log_(log), capacity_(capacity), drain_for_(drain_for) {
+    : sink_(sink), clock_(clock), log_(log), capacity_(capacity), drain_for_(drain_for) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -96,11 +97,11 @@ void AsyncEventRecorder::Stop() {
 
 void AsyncEventRecorder::Run() {
   std::unique_lock<std::mutex> lock(mu_);
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::optional<base::SteadyTime> deadline;
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (stopping_ && !deadline) deadline = std::chrono::steady_clock::now() + drain_for_;
-    if (queue_.empty() || (deadline && std::chrono::steady_clock::now() >= *deadline)) break;
+    if (stopping_ && !deadline) deadline = clock_.Now() + drain_for_;
+    if (queue_.empty() || (deadline && clock_.Now() >= *deadline)) break;
     auto [about, event] = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;

@@ -61,10 +61,12 @@ class KubeEventRecorder : public EventRecorder {
 // reconcile never waits for an Event's API round trip. Record() never blocks: when
 // `capacity` Events are already waiting, the new one is dropped and counted (client-go's
 // queue holds 1,000 and drops the same way). Order is kept. Stop() (and the destructor)
-// lets the queue drain for at most `drain_for`, then drops what is left, logging how many.
+// lets the queue drain for at most `drain_for` (on `clock`'s steady time), then drops what is
+// left, logging how many.
 class AsyncEventRecorder : public EventRecorder {
  public:
-  AsyncEventRecorder(EventRecorder& sink, base::Logger& log, size_t capacity = 1000,
+  AsyncEventRecorder(EventRecorder& sink, const base::Clock& clock, base::Logger& log,
+                     size_t capacity = 1000,
                      std::chrono::milliseconds drain_for = std::chrono::seconds(5));
   ~AsyncEventRecorder() override;
   AsyncEventRecorder(const AsyncEventRecorder&) = delete;
@@ -80,6 +82,7 @@ class AsyncEventRecorder : public EventRecorder {
   void Run();
 
   EventRecorder& sink_;
+  const base::Clock& clock_;
   base::Logger& log_;
   const size_t capacity_;
   const std::chrono::milliseconds drain_for_;

@@ -69,7 +69,7 @@ std::vector<std::string> Reasons(int from, int to) {
 
 TEST_CASE("Events reach the sink in the order they were recorded") {
   World w;
-  AsyncEventRecorder async(w.sink, w.log);
+  AsyncEventRecorder async(w.sink, w.clock, w.log);
   for (int i = 0; i < 50; ++i) async.Record(w.about, w.Event(i));
   async.Flush();
   CHECK(w.sink.Got() == Reasons(0, 50));
@@ -78,7 +78,7 @@ TEST_CASE("Events reach the sink in the order they were recorded") {
 
 TEST_CASE("Record never waits for a slow sink; beyond capacity Events are dropped and logged") {
   World w;
-  AsyncEventRecorder async(w.sink, w.log, /*capacity=*/3);
+  AsyncEventRecorder async(w.sink, w.clock, w.log, /*capacity=*/3);
   w.sink.Hold();
   async.Record(w.about, w.Event(0));
   w.sink.WaitEntered(1);  // Event 0 is in the sink, which does not return
@@ -98,7 +98,7 @@ TEST_CASE("Record never waits for a slow sink; beyond capacity Events are droppe
 TEST_CASE("Stop delivers what is queued") {
   World w;
   {
-    AsyncEventRecorder async(w.sink, w.log);
+    AsyncEventRecorder async(w.sink, w.clock, w.log);
     w.sink.Hold();
     for (int i = 0; i < 10; ++i) async.Record(w.about, w.Event(i));
     w.sink.WaitEntered(1);
@@ -112,7 +112,7 @@ TEST_CASE("Stop delivers what is queued") {
 
 TEST_CASE("Stop gives up on a sink that does not drain in time, counting what it drops") {
   World w;
-  AsyncEventRecorder async(w.sink, w.log, 1000, std::chrono::milliseconds(0));
+  AsyncEventRecorder async(w.sink, w.clock, w.log, 1000, std::chrono::milliseconds(0));
   w.sink.Hold();
   for (int i = 0; i < 5; ++i) async.Record(w.about, w.Event(i));
   w.sink.WaitEntered(1);

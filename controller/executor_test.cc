@@ -21,7 +21,7 @@ const char* kGate = "migration-target.kubevirt.io/added-node-selector-term";
 
 struct World {
   base::FakeClock clock;
-  kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
+  kube::FakeClient client{kube::FakeClient::Options{10000, &clock}};
   std::vector<std::string> lines;
   base::Logger log{clock, base::LogLevel::kDebug, base::LogFormat::kText,
                    [this](const std::string& l) { lines.push_back(l); }};

@@ -171,11 +171,10 @@ bool InformerView::HasSynced() const {
 
 bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
   // Each informer gets what is left of the overall timeout.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = clock_.Now() + timeout;
   auto left = [&] {
     return std::max(std::chrono::milliseconds(0),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now()));
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.Now()));
   };
   return vmims_.WaitForSync(left()) && targets_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
          bound_.WaitForSync(left());

@@ -26,7 +26,7 @@ bool Eventually(F&& f) {
 
 TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the caches") {
   base::FakeClock clock;
-  kube::FakeClient client{kube::FakeClient::Options{10000, [&] { return clock.WallNow(); }}};
+  kube::FakeClient client{kube::FakeClient::Options{10000, &clock}};
   std::vector<std::string> lines;
   base::Logger log{clock, base::LogLevel::kInfo, base::LogFormat::kText, [&](const std::string& l) {
                      static std::mutex mu;
@@ -94,7 +94,7 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
 
 TEST_CASE("PolicyTargetPods: one pod per migration from the caches, extra labelled pods left out") {
   base::FakeClock clock;
-  kube::FakeClient client{kube::FakeClient::Options{10000, [&] { return clock.WallNow(); }}};
+  kube::FakeClient client{kube::FakeClient::Options{10000, &clock}};
   // Two migrations under policy "spread" (one with KubeVirt's recorded target pod, one
   // without), a third under another policy; each with pods labelled with its uid.
   std::map<std::string, std::string> uids;

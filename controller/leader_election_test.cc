@@ -27,7 +27,7 @@ struct Candidate {
 
 struct World {
   base::FakeClock clock;
-  kube::FakeClient client{kube::FakeClient::Options{10000, [this] { return clock.WallNow(); }}};
+  kube::FakeClient client{kube::FakeClient::Options{10000, &clock}};
 
   std::unique_ptr<Candidate> Make(const std::string& id) {
     auto c = std::make_unique<Candidate>();

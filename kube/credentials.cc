@@ -88,7 +88,7 @@ std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::str
 
 ExecResult RunProcess(const std::string& command, const std::vector<std::string>& args,
                       const std::vector<std::pair<std::string, std::string>>& env,
-                      std::chrono::seconds timeout) {
+                      std::chrono::seconds timeout, base::Clock& clock) {
   // Build argv and envp before fork: the child only calls async-signal-safe functions.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -137,12 +137,11 @@ ExecResult RunProcess(const std::string& command, const std::vector<std::string>
   ExecResult result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&result.stdout_text, &result.stderr_text};
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = clock.Now() + timeout;
   int open_fds = 2;
   bool timed_out = false;
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -174,8 +173,8 @@ ExecResult RunProcess(const std::string& command, const std::vector<std::string>
   return result;
 }
 
-CredentialSource::CredentialSource(ClientConfig config, Clock clock, ExecRunner runner)
-    : config_(std::move(config)), clock_(std::move(clock)), runner_(std::move(runner)) {
+CredentialSource::CredentialSource(ClientConfig config, base::Clock& clock, ExecRunner runner)
+    : config_(std::move(config)), clock_(clock), runner_(std::move(runner)) {
   if (!runner_) {
     runner_ = [](const std::string& c, const std::vector<std::string>& a,
                  const std::vector<std::pair<std::string, std::string>>& e) {
@@ -192,7 +191,7 @@ void CredentialSource::Invalidate() {
 
 Credential CredentialSource::Get() {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = clock_();
+  const auto now = clock_.WallNow();
   if (cached_ && (!expires_ || now < *expires_)) return *cached_;
   Credential c{config_.token, config_.client_cert_pem, config_.client_key_pem};
   expires_.reset();

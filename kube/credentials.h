@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "base/clock.h"
 #include "kube/kubeconfig.h"
 
 namespace kmt::kube {
@@ -37,16 +38,17 @@ using ExecRunner =
 
 // Runs the command with fork/exec, the process environment plus env, stdin
 // closed, outputs capped at 1 MiB each; a plugin running longer than
-// `timeout` is killed. Throws KubeError kConfig when it cannot start.
+// `timeout` (on `clock`'s steady time) is killed. Throws KubeError kConfig when it cannot
+// start.
 ExecResult RunProcess(const std::string& command, const std::vector<std::string>& args,
                       const std::vector<std::pair<std::string, std::string>>& env,
-                      std::chrono::seconds timeout = std::chrono::seconds(60));
+                      std::chrono::seconds timeout = std::chrono::seconds(60),
+                      base::Clock& clock = base::SystemClock());
 
 class CredentialSource {
  public:
-  using Clock = std::function<std::chrono::system_clock::time_point()>;
-
-  explicit CredentialSource(ClientConfig config, Clock clock = std::chrono::system_clock::now,
+  // Token files are re-read and exec credentials expire on `clock`'s wall time.
+  explicit CredentialSource(ClientConfig config, base::Clock& clock = base::SystemClock(),
                             ExecRunner runner = nullptr);
 
   // Current credential; throws KubeError kConfig (naming the file or plugin)
@@ -59,7 +61,7 @@ class CredentialSource {
   Credential RunExec();
 
   ClientConfig config_;
-  Clock clock_;
+  base::Clock& clock_;
   ExecRunner runner_;
   std::mutex mu_;
   std::optional<Credential> cached_;

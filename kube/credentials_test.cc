@@ -7,19 +7,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/fake_clock.h"
 #include "kube/error.h"
 
 namespace kmt::kube {
 namespace {
 
 using Clock = std::chrono::system_clock;
-
-struct FakeTime {
-  Clock::time_point now = Clock::from_time_t(1767225600);  // 2026-01-01T00:00:00Z
-  CredentialSource::Clock clock() {
-    return [this] { return now; };
-  }
-};
 
 TEST_CASE("A static token and certificate are returned as configured") {
   ClientConfig c;
@@ -40,13 +34,13 @@ TEST_CASE("A token file is re-read once a minute and after Invalidate") {
   ClientConfig c;
   c.token_file = path;
   c.source = "in-cluster";
-  FakeTime t;
-  CredentialSource s(c, t.clock());
+  base::FakeClock t{Clock::from_time_t(1767225600)};  // 2026-01-01T00:00:00Z
+  CredentialSource s(c, t);
   CHECK(s.Get().bearer_token == "first");
   std::ofstream(path) << "second";
-  t.now += std::chrono::seconds(59);
+  t.Advance(std::chrono::seconds(59));
   CHECK(s.Get().bearer_token == "first");
-  t.now += std::chrono::seconds(1);
+  t.Advance(std::chrono::seconds(1));
   CHECK(s.Get().bearer_token == "second");
   std::ofstream(path) << "third";
   s.Invalidate();
@@ -76,10 +70,10 @@ TEST_CASE("Exec plugin: environment, caching until expiry, re-run after Invalida
   const std::string api =
       GENERATE("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1");
   CAPTURE(api);
-  FakeTime t;
+  base::FakeClock t{Clock::from_time_t(1767225600)};  // 2026-01-01T00:00:00Z
   std::vector<PluginCall> calls;
   int serial = 0;
-  CredentialSource s(ExecConfigFor(api), t.clock(),
+  CredentialSource s(ExecConfigFor(api), t,
                      [&](const std::string& cmd, const std::vector<std::string>& args,
                          const std::vector<std::pair<std::string, std::string>>& env) {
                        calls.push_back({cmd, args, env});
@@ -107,9 +101,9 @@ TEST_CASE("Exec plugin: environment, caching until expiry, re-run after Invalida
              {{"interactive", false},
               {"cluster",
                {{"server", "https://api:6443"}, {"certificate-authority-data", "aGVsbG8="}}}}}});
-  t.now += std::chrono::minutes(9);
+  t.Advance(std::chrono::minutes(9));
   CHECK(s.Get().bearer_token == "tok-1");  // cached
-  t.now += std::chrono::minutes(1);
+  t.Advance(std::chrono::minutes(1));
   CHECK(s.Get().bearer_token == "tok-2");  // expired: re-run
   s.Invalidate();                          // a 401
   CHECK(s.Get().bearer_token == "tok-3");
@@ -171,7 +165,7 @@ TEST_CASE("Exec plugin failures are clear") {
        who + ": answer has neither status.token nor a client certificate"},
   }));
   CAPTURE(row.message);
-  CredentialSource s(ExecConfigFor("client.authentication.k8s.io/v1"), Clock::now,
+  CredentialSource s(ExecConfigFor("client.authentication.k8s.io/v1"), base::SystemClock(),
                      [&](auto&&...) { return row.result; });
   try {
     s.Get();

@@ -114,7 +114,9 @@ bool FakeClient::HasStatus(const Resource& r) const {
 }
 
 std::string FakeClient::Now() const {
-  const std::time_t t = std::chrono::system_clock::to_time_t(options_.now());
+  const std::time_t t = std::chrono::system_clock::to_time_t(
+      options_.clock ? options_.clock->WallNow()
+                     : base::WallTime(std::chrono::seconds(1767225600)));  // 2026-01-01
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

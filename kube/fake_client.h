@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "kube/error.h"
 
@@ -68,10 +69,9 @@ class FakeClient : public KubeClient {
   struct Options {
     // Watch events kept for resuming; older resourceVersions get 410 Gone.
     size_t watch_history = 10000;
-    // Source of creationTimestamp / deletionTimestamp.
-    std::function<std::chrono::system_clock::time_point()> now = [] {
-      return std::chrono::system_clock::time_point(std::chrono::seconds(1767225600));  // 2026-01-01
-    };
+    // Source of creationTimestamp / deletionTimestamp (its wall time); null: always
+    // 2026-01-01T00:00:00Z.
+    const base::Clock* clock = nullptr;
     // Keep every call for Calls(). Benchmarks that serve from the fake turn this off: the
     // log grows without bound, and its reallocations would show up as latency.
     bool record_calls = true;

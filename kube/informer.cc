@@ -20,15 +20,9 @@ std::string ObjectKey(const Json& object) {
 }
 
 InformerCore::InformerCore(KubeClient& client, InformerOptions options, Projection projection,
-                           Sleep sleep)
+                           base::Clock& clock)
     : client_(client), options_(std::move(options)), projection_(std::move(projection)) {
-  if (!sleep) {
-    sleep = [this](std::chrono::milliseconds d) {
-      std::unique_lock<std::mutex> lock(stop_mu_);
-      stop_cv_.wait_for(lock, d, [this] { return stopping_; });
-    };
-  }
-  watcher_ = std::make_unique<Watcher>(client_, options_.watch, std::move(sleep));
+  watcher_ = std::make_unique<Watcher>(client_, options_.watch, clock);
 }
 
 InformerCore::~InformerCore() { Stop(); }

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "kube/error.h"
 #include "kube/watcher.h"
@@ -60,12 +61,9 @@ class InformerCore {
         on_update;
     std::function<void(const std::string& key, const Erased& old_obj)> on_delete;
   };
-  using Sleep = std::function<void(std::chrono::milliseconds)>;
-
-  // sleep: used for watcher backoff; default waits on a condition variable
-  // that Stop() interrupts.
+  // The watcher's backoffs wait on `clock`; Stop() interrupts them.
   InformerCore(KubeClient& client, InformerOptions options, Projection projection,
-               Sleep sleep = nullptr);
+               base::Clock& clock = base::SystemClock());
   ~InformerCore();
   InformerCore(const InformerCore&) = delete;
   InformerCore& operator=(const InformerCore&) = delete;
@@ -157,11 +155,11 @@ class Informer {
   };
 
   Informer(KubeClient& client, InformerOptions options, Projection projection,
-           InformerCore::Sleep sleep = nullptr)
+           base::Clock& clock = base::SystemClock())
       : core_(
             client, std::move(options),
             [p = std::move(projection)](const Json& j) -> InformerCore::Erased { return p(j); },
-            std::move(sleep)) {}
+            clock) {}
 
   void AddHandlers(Handlers h) {
     InformerCore::Handlers erased;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <thread>
 
+#include "base/fake_clock.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -82,9 +83,8 @@ using V = std::vector<std::string>;
 
 TEST_CASE("Step by step: list, watch, handlers, index, projection filter") {
   FakeClient c;
-  std::vector<std::chrono::milliseconds> sleeps;
-  Informer<PodView> inf(c, Options(), Project,
-                        [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  base::FakeClock clock;
+  Informer<PodView> inf(c, Options(), Project, clock);
   Recorder rec;
   Hook(inf, rec);
   inf.AddIndex("job", JobIndex);
@@ -134,14 +134,15 @@ TEST_CASE("Step by step: list, watch, handlers, index, projection filter") {
 
   inf.Resync();
   CHECK(rec.Take() == V{"update ns/b n2->n2"});
-  CHECK(sleeps.empty());
+  CHECK(clock.Sleeps().empty());
 }
 
 TEST_CASE("A relist after 410 reconciles the cache: deletions seen while away are delivered") {
   FakeClient::Options fo;
   fo.watch_history = 1;
   FakeClient c(fo);
-  Informer<PodView> inf(c, Options(), Project, [](std::chrono::milliseconds) {});
+  base::FakeClock clock;
+  Informer<PodView> inf(c, Options(), Project, clock);
   Recorder rec;
   Hook(inf, rec);
   inf.AddIndex("job", JobIndex);

@@ -2,7 +2,6 @@
 #include "kube/rate_limiter.h"
 
 #include <algorithm>
-#include <thread>
 
 namespace kmt::kube {
 
@@ -32,23 +31,21 @@ bool TokenBucketState::TryTake(TimePoint now) {
   return true;
 }
 
-TokenBucket::TokenBucket(double qps, int burst, Clock clock, Sleep sleep)
-    : clock_(std::move(clock)), sleep_(std::move(sleep)), state_(qps, burst, clock_()) {
-  if (!sleep_) sleep_ = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
-}
+TokenBucket::TokenBucket(double qps, int burst, base::Clock& clock)
+    : clock_(clock), state_(qps, burst, clock_.Now()) {}
 
 void TokenBucket::Wait() {
   std::chrono::nanoseconds wait;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    wait = state_.Reserve(clock_());
+    wait = state_.Reserve(clock_.Now());
   }
-  if (wait.count() > 0) sleep_(wait);
+  if (wait.count() > 0) clock_.Sleep(wait);
 }
 
 bool TokenBucket::TryTake() {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_.TryTake(clock_());
+  return state_.TryTake(clock_.Now());
 }
 
 }  // namespace kmt::kube

@@ -9,8 +9,9 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <mutex>
+
+#include "base/clock.h"
 
 namespace kmt::kube {
 
@@ -35,15 +36,12 @@ class TokenBucketState {
   TimePoint last_;
 };
 
-// A thread-safe bucket on a clock: Wait() sleeps until the caller's token is due.
+// A thread-safe bucket on a clock: Wait() sleeps (Clock::Sleep) until the caller's token
+// is due.
 class TokenBucket {
  public:
-  using Clock = std::function<std::chrono::steady_clock::time_point()>;
-  using Sleep = std::function<void(std::chrono::nanoseconds)>;
-
   // qps <= 0 disables limiting.
-  TokenBucket(double qps, int burst, Clock clock = std::chrono::steady_clock::now,
-              Sleep sleep = nullptr);
+  TokenBucket(double qps, int burst, base::Clock& clock = base::SystemClock());
 
   // Takes one token, sleeping until it is due. Callers reserve their slot under the
   // lock and sleep outside it.
@@ -52,8 +50,7 @@ class TokenBucket {
   bool TryTake();
 
  private:
-  Clock clock_;
-  Sleep sleep_;
+  base::Clock& clock_;
   std::mutex mu_;
   TokenBucketState state_;
 };

@@ -3,32 +3,26 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/fake_clock.h"
+
 namespace kmt::kube {
 namespace {
 
 using namespace std::chrono_literals;
 
 struct SimTime {
-  std::chrono::steady_clock::time_point now{};
-  std::vector<std::chrono::nanoseconds> sleeps;
-  TokenBucket Make(double qps, int burst) {
-    return TokenBucket(
-        qps, burst, [this] { return now; },
-        [this](std::chrono::nanoseconds d) {
-          sleeps.push_back(d);
-          now += d;
-        });
-  }
+  base::FakeClock clock;
+  TokenBucket Make(double qps, int burst) { return TokenBucket(qps, burst, clock); }
 };
 
 TEST_CASE("Burst goes at once, then one request per 1/qps") {
   SimTime t;
   TokenBucket b = t.Make(10, 3);
   for (int i = 0; i < 3; ++i) b.Wait();
-  CHECK(t.sleeps.empty());
+  CHECK(t.clock.Sleeps().empty());
   b.Wait();
   b.Wait();
-  CHECK(t.sleeps == std::vector<std::chrono::nanoseconds>{100ms, 100ms});
+  CHECK(t.clock.Sleeps() == std::vector<std::chrono::nanoseconds>{100ms, 100ms});
 }
 
 TEST_CASE("Idle time refills up to the burst, not beyond") {
@@ -36,11 +30,11 @@ TEST_CASE("Idle time refills up to the burst, not beyond") {
   TokenBucket b = t.Make(10, 2);
   b.Wait();
   b.Wait();
-  t.now += 10s;
+  t.clock.Advance(10s);
   CHECK(b.TryTake());
   CHECK(b.TryTake());
   CHECK_FALSE(b.TryTake());
-  t.now += 100ms;
+  t.clock.Advance(100ms);
   CHECK(b.TryTake());
 }
 
@@ -48,7 +42,7 @@ TEST_CASE("qps <= 0 disables limiting") {
   SimTime t;
   TokenBucket b = t.Make(0, 1);
   for (int i = 0; i < 100; ++i) b.Wait();
-  CHECK(t.sleeps.empty());
+  CHECK(t.clock.Sleeps().empty());
 }
 
 TEST_CASE("Reservations made at one instant queue up behind each other's debt") {

@@ -25,8 +25,8 @@ const char* WatcherStateName(Watcher::State state) {
   return "Unknown";
 }
 
-Watcher::Watcher(KubeClient& client, WatcherConfig config, Sleep sleep)
-    : client_(client), config_(std::move(config)), sleep_(std::move(sleep)) {}
+Watcher::Watcher(KubeClient& client, WatcherConfig config, base::Clock& clock)
+    : client_(client), config_(std::move(config)), clock_(clock) {}
 
 std::string Watcher::What() const { return DescribeCall("watch", config_.resource, config_.ns); }
 
@@ -43,6 +43,7 @@ void Watcher::Cancel() {
     cancelled_ = true;
     s = stream_;
   }
+  cancel_cv_.notify_all();
   if (s) s->Cancel();
 }
 
@@ -85,8 +86,10 @@ WatcherStep Watcher::Step() {
     ++failures_;
     backoff_pending_ = false;
     retry_after_.reset();
-    sleep_(delay);
-    if (cancelled()) return {};
+    {
+      std::unique_lock<std::mutex> lock(stream_mu_);
+      if (clock_.WaitFor(delay, cancel_cv_, lock, [this] { return cancelled_; })) return {};
+    }
   }
   switch (state_) {
     case State::kEmpty: {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "kube/error.h"
 
@@ -71,9 +73,8 @@ struct WatcherStep {
 class Watcher {
  public:
   enum class State { kEmpty, kInitListing, kInitListed, kWatching };
-  using Sleep = std::function<void(std::chrono::milliseconds)>;
-
-  Watcher(KubeClient& client, WatcherConfig config, Sleep sleep);
+  // Backoffs wait on `clock` (Cancel() cuts them short).
+  Watcher(KubeClient& client, WatcherConfig config, base::Clock& clock = base::SystemClock());
 
   WatcherStep Step();
 
@@ -99,7 +100,7 @@ class Watcher {
 
   KubeClient& client_;
   WatcherConfig config_;
-  Sleep sleep_;
+  base::Clock& clock_;
   State state_ = State::kEmpty;
   std::string resource_version_;
   std::string continue_token_;
@@ -108,7 +109,8 @@ class Watcher {
   std::optional<std::chrono::seconds> retry_after_;  // of the failure that set backoff_pending_
   bool events_on_stream_ = false;
 
-  mutable std::mutex stream_mu_;  // guards stream_ and cancelled_ against Cancel()
+  mutable std::mutex stream_mu_;       // guards stream_ and cancelled_ against Cancel()
+  std::condition_variable cancel_cv_;  // Cancel() ends a backoff
   std::shared_ptr<WatchStream> stream_;
   bool cancelled_ = false;
 };

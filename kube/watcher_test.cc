@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/fake_clock.h"
 #include "kube/fake_client.h"
 #include "kube/line_framer.h"
 #include "kube/resources.h"
@@ -24,7 +25,15 @@ Json Pod(const std::string& name) {
 struct Harness {
   explicit Harness(FakeClient::Options o = {}) : client(std::move(o)) {}
   FakeClient client;
-  std::vector<std::chrono::milliseconds> sleeps;
+  base::FakeClock clock;
+  // The backoffs the watcher waited, in order.
+  std::vector<std::chrono::milliseconds> sleeps() const {
+    std::vector<std::chrono::milliseconds> out;
+    for (base::Duration d : clock.Sleeps()) {
+      out.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(d));
+    }
+    return out;
+  }
   WatcherConfig Config() {
     WatcherConfig c;
     c.resource = kPods;
@@ -32,9 +41,7 @@ struct Harness {
     c.page_size = 2;
     return c;
   }
-  Watcher Make() {
-    return Watcher(client, Config(), [this](std::chrono::milliseconds d) { sleeps.push_back(d); });
-  }
+  Watcher Make() { return Watcher(client, Config(), clock); }
 };
 
 std::vector<std::string> Summary(const WatcherStep& step) {
@@ -91,7 +98,7 @@ TEST_CASE("Paged list, then watch; bookmarks advance the resourceVersion") {
   h.client.SendBookmarks();
   CHECK(w.Step().events.empty());
   CHECK(w.resource_version() == "6");
-  CHECK(h.sleeps.empty());
+  CHECK(h.sleeps().empty());
 }
 
 TEST_CASE("Lists and watches leave managedFields out unless told to keep them") {
@@ -99,7 +106,7 @@ TEST_CASE("Lists and watches leave managedFields out unless told to keep them") 
     Harness h;
     WatcherConfig c = h.Config();
     c.omit_managed_fields = omit;
-    Watcher w(h.client, c, [](std::chrono::milliseconds) {});
+    Watcher w(h.client, c, h.clock);
     Json p = Pod("p1");
     p["metadata"]["managedFields"] = Json::array({{{"manager", "m"}}});
     h.client.Create(kPods, "ns", p);
@@ -131,7 +138,7 @@ TEST_CASE("After a disconnect it re-watches from the last resourceVersion, witho
   CHECK(w.Step().events.empty());  // re-opened from rv 4
   CHECK(w.state() == State::kWatching);
   CHECK(Summary(w.Step()) == V{"Apply p5"});
-  CHECK(h.sleeps.empty());  // the stream had delivered events: no backoff
+  CHECK(h.sleeps().empty());  // the stream had delivered events: no backoff
   h.client.ClearCalls();
   // No list happened: only the watch.
   for (const FakeCall& c : h.client.Calls()) CHECK(c.verb != Verb::kList);
@@ -159,7 +166,7 @@ TEST_CASE("A 410 ERROR event makes it relist at once") {
   CHECK(Summary(w.Step()) == V{"InitApply q1", "InitApply q2"});
   CHECK(Summary(w.Step()) == V{"InitApply q3", "InitDone"});
   CHECK(w.resource_version() == "7");
-  CHECK(h.sleeps.size() == 1);  // only for the stream that closed without events
+  CHECK(h.sleeps().size() == 1);  // only for the stream that closed without events
 }
 
 TEST_CASE("HTTP 410 on opening the watch also relists") {
@@ -190,23 +197,23 @@ TEST_CASE("Repeated failures back off exponentially; success resets") {
   }
   CHECK(Summary(w.Step()) == V{"InitApply p1", "InitDone"});
   using ms = std::chrono::milliseconds;
-  CHECK(h.sleeps == std::vector<ms>{ms(800), ms(1600), ms(3200), ms(6400), ms(12800), ms(25600)});
+  CHECK(h.sleeps() == std::vector<ms>{ms(800), ms(1600), ms(3200), ms(6400), ms(12800), ms(25600)});
   CHECK(w.consecutive_failures() == 0);
   CHECK(w.NextBackoff() == ms(800));
   h.client.FailNext(Verb::kWatch, 3, ErrorKind::kUnavailable);
   for (int i = 0; i < 3; ++i) w.Step();
-  CHECK(h.sleeps.back() == ms(1600));
+  CHECK(h.sleeps().back() == ms(1600));
 }
 
 TEST_CASE("Backoff is capped") {
   Harness h;
   WatcherConfig cfg = h.Config();
   cfg.max_backoff = std::chrono::milliseconds(2000);
-  Watcher w(h.client, cfg, [&](std::chrono::milliseconds d) { h.sleeps.push_back(d); });
+  Watcher w(h.client, cfg, h.clock);
   h.client.FailNext(Verb::kList, 5, ErrorKind::kTimeout);
   for (int i = 0; i < 7; ++i) w.Step();
   using ms = std::chrono::milliseconds;
-  CHECK(h.sleeps == std::vector<ms>{ms(800), ms(1600), ms(2000), ms(2000), ms(2000)});
+  CHECK(h.sleeps() == std::vector<ms>{ms(800), ms(1600), ms(2000), ms(2000), ms(2000)});
   CHECK(w.state() == State::kInitListed);
 }
 
@@ -221,7 +228,7 @@ TEST_CASE("A broken stream is retried from the last resourceVersion after a back
   CHECK(w.state() == State::kInitListed);
   h.client.Create(kPods, "ns", Pod("p4"));
   CHECK(w.Step().events.empty());
-  CHECK(h.sleeps.size() == 1);
+  CHECK(h.sleeps().size() == 1);
   CHECK(Summary(w.Step()) == V{"Apply p4"});
 }
 
@@ -232,7 +239,7 @@ TEST_CASE("A stream that ends without events costs a backoff (no hot loop)") {
   h.client.CloseWatches();
   w.Step();  // ended, no events on this stream
   w.Step();  // re-open after a backoff
-  CHECK(h.sleeps.size() == 1);
+  CHECK(h.sleeps().size() == 1);
 }
 
 // A client whose watch replays scripted events (decoded from recorded lines).
@@ -270,11 +277,11 @@ std::unique_ptr<ScriptedClient::Script> ScriptFromLines(const std::vector<std::s
 
 TEST_CASE("A recorded stream drives the watcher, ending in a relist on its 410") {
   ScriptedClient c;
-  std::vector<std::chrono::milliseconds> sleeps;
+  base::FakeClock clock;
   WatcherConfig cfg;
   cfg.resource = kPods;
   cfg.ns = "vm-ns";
-  Watcher w(c, cfg, [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  Watcher w(c, cfg, clock);
   std::ifstream in("kube/testdata/watch_pods.jsonl", std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -300,10 +307,10 @@ TEST_CASE("A recorded stream drives the watcher, ending in a relist on its 410")
 
 TEST_CASE("Unknown event types and malformed events never crash: re-watch from the last rv") {
   ScriptedClient c;
-  std::vector<std::chrono::milliseconds> sleeps;
+  base::FakeClock clock;
   WatcherConfig cfg;
   cfg.resource = kPods;
-  Watcher w(c, cfg, [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  Watcher w(c, cfg, clock);
   c.scripts.push_back(ScriptFromLines({
       R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"7"}}})",
       R"({"type":"SURPRISE","object":{"metadata":{"resourceVersion":"8"}}})",
@@ -354,17 +361,17 @@ TEST_CASE("Unknown event types and malformed events never crash: re-watch from t
   CHECK(e500.error->kind() == ErrorKind::kUnavailable);
   CHECK(std::string(e500.error->what()) == "watch pods: HTTP 500 Unavailable: etcd unhappy");
   CHECK(w.state() == State::kInitListed);
-  CHECK(sleeps.size() == 3);
+  CHECK(clock.Sleeps().size() == 3);
 }
 
 TEST_CASE("A 410 that breaks the open stream (HTTP 410 on the watch request) relists") {
   // RestClient opens the connection on its own thread: an HTTP 410 answer reaches the
   // watcher from Next(), not from Watch().
   ScriptedClient c;
-  std::vector<std::chrono::milliseconds> sleeps;
+  base::FakeClock clock;
   WatcherConfig cfg;
   cfg.resource = kPods;
-  Watcher w(c, cfg, [&](std::chrono::milliseconds d) { sleeps.push_back(d); });
+  Watcher w(c, cfg, clock);
   auto gone = std::make_unique<ScriptedClient::Script>();
   gone->steps.push_back([]() -> std::optional<WatchEvent> {
     throw ErrorFromResponse(410,
@@ -387,7 +394,7 @@ TEST_CASE("A 429 or 5xx's Retry-After stretches the backoff, capped at max_backo
   Harness h;
   WatcherConfig cfg = h.Config();
   cfg.max_backoff = std::chrono::seconds(30);
-  Watcher w(h.client, cfg, [&](std::chrono::milliseconds d) { h.sleeps.push_back(d); });
+  Watcher w(h.client, cfg, h.clock);
   auto busy = [](int code, int secs) {
     return ErrorFromResponse(code, "", std::chrono::seconds(secs), "list pods -n ns");
   };
@@ -400,7 +407,7 @@ TEST_CASE("A 429 or 5xx's Retry-After stretches the backoff, capped at max_backo
   REQUIRE(w.Step().error.has_value());          // waited 30 s: capped
   REQUIRE(Summary(w.Step()) == V{"InitDone"});  // 3.2 s: the backoff is longer than 1 s
   using ms = std::chrono::milliseconds;
-  CHECK(h.sleeps == std::vector<ms>{ms(5000), ms(30000), ms(3200)});
+  CHECK(h.sleeps() == std::vector<ms>{ms(5000), ms(30000), ms(3200)});
 }
 
 // A client whose LIST answers are given, page by page.
@@ -425,7 +432,8 @@ TEST_CASE("A list answer with a non-string continue or resourceVersion is an err
   c.pages.push_back({{"items", Json::array({Pod("p1")})}, {"metadata", bad_metadata}});
   WatcherConfig cfg;
   cfg.resource = kPods;
-  Watcher w(c, cfg, [](std::chrono::milliseconds) {});
+  base::FakeClock clock;
+  Watcher w(c, cfg, clock);
   CHECK(Summary(w.Step()) == V{"Init"});
   WatcherStep step = w.Step();
   CHECK(step.events.empty());
@@ -474,7 +482,8 @@ TEST_CASE(
   WatcherConfig config;
   config.resource = kPods;
   config.ns = "ns";
-  Watcher w(client, config, [](std::chrono::milliseconds) {});
+  base::FakeClock clock;
+  Watcher w(client, config, clock);
   for (int i = 0; i < 5 && w.state() != State::kWatching; ++i) w.Step();  // list, open the watch
   REQUIRE(w.state() == State::kWatching);
   REQUIRE(client.watches.size() == 1);

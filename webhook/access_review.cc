@@ -95,8 +95,9 @@ std::string AccessCacheKey(const AccessQuery& query) {
   return key;
 }
 
-CachingAccessReviewer::CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options)
-    : inner_(inner), options_(std::move(options)) {}
+CachingAccessReviewer::CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options,
+                                             base::Clock& clock)
+    : inner_(inner), options_(std::move(options)), clock_(clock) {}
 
 size_t CachingAccessReviewer::size() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -109,7 +110,7 @@ AccessDecision CachingAccessReviewer::Review(const AccessQuery& query) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
     if (it != entries_.end()) {
-      if (options_.now() < it->second.expires) {
+      if (clock_.Now() < it->second.expires) {
         lru_.splice(lru_.begin(), lru_, it->second.lru);
         return it->second.decision;
       }
@@ -122,7 +123,7 @@ AccessDecision CachingAccessReviewer::Review(const AccessQuery& query) {
   const auto ttl = d.allowed ? options_.allowed_ttl : options_.denied_ttl;
   if (ttl <= std::chrono::milliseconds::zero()) return d;
   std::lock_guard<std::mutex> lock(mu_);
-  const auto expires = options_.now() + ttl;
+  const auto expires = clock_.Now() + ttl;
   if (auto it = entries_.find(key); it != entries_.end()) {  // a concurrent miss got there
     it->second.decision = d;
     it->second.expires = expires;

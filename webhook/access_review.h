@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "webhook/admission.h"
 
@@ -79,25 +80,25 @@ struct AccessCacheOptions {
   std::chrono::milliseconds allowed_ttl{10'000};
   std::chrono::milliseconds denied_ttl{2'000};
   size_t capacity = 4096;
-  std::function<std::chrono::steady_clock::time_point()> now = [] {
-    return std::chrono::steady_clock::now();
-  };
 };
 
 class CachingAccessReviewer : public AccessReviewer {
  public:
-  CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options = {});
+  // Entries expire on `clock`'s steady time.
+  CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options = {},
+                        base::Clock& clock = base::SystemClock());
   AccessDecision Review(const AccessQuery& query) override;
   size_t size() const;
 
  private:
   struct Entry {
     AccessDecision decision;
-    std::chrono::steady_clock::time_point expires;
+    base::SteadyTime expires;
     std::list<std::string>::iterator lru;
   };
   AccessReviewer& inner_;
   AccessCacheOptions options_;
+  base::Clock& clock_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string> lru_;  // most recently used first

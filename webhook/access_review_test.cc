@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/fake_clock.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -127,34 +128,25 @@ struct CountingReviewer : AccessReviewer {
   }
 };
 
-struct Clock {
-  std::chrono::steady_clock::time_point t{};
-  AccessCacheOptions Options() {
-    AccessCacheOptions o;
-    o.now = [this] { return t; };
-    return o;
-  }
-};
-
 TEST_CASE("CachingAccessReviewer remembers allowed 10 s and denied 2 s by default") {
   CountingReviewer inner;
-  Clock clock;
-  CachingAccessReviewer cache(inner, clock.Options());
+  base::FakeClock clock;
+  CachingAccessReviewer cache(inner, {}, clock);
   const AccessQuery admin = Query({"admin", "a-1", {"system:masters"}, {}});
   CHECK(cache.Review(admin).allowed);
   CHECK(cache.Review(admin).allowed);
   CHECK(inner.asked == 1);
-  clock.t += std::chrono::milliseconds(9'999);
+  clock.Advance(std::chrono::milliseconds(9'999));
   CHECK(cache.Review(admin).allowed);
   CHECK(inner.asked == 1);
-  clock.t += std::chrono::milliseconds(1);  // 10 s: expired, asked again
+  clock.Advance(std::chrono::milliseconds(1));  // 10 s: expired, asked again
   inner.answer = {false, "revoked", ""};
   CHECK_FALSE(cache.Review(admin).allowed);
   CHECK(inner.asked == 2);
-  clock.t += std::chrono::milliseconds(1'999);
+  clock.Advance(std::chrono::milliseconds(1'999));
   CHECK(cache.Review(admin).reason == "revoked");
   CHECK(inner.asked == 2);
-  clock.t += std::chrono::milliseconds(1);
+  clock.Advance(std::chrono::milliseconds(1));
   inner.answer = {true, "", ""};
   CHECK(cache.Review(admin).allowed);
   CHECK(inner.asked == 3);
@@ -162,8 +154,8 @@ TEST_CASE("CachingAccessReviewer remembers allowed 10 s and denied 2 s by defaul
 
 TEST_CASE("CachingAccessReviewer keys on every member of the question") {
   CountingReviewer inner;
-  Clock clock;
-  CachingAccessReviewer cache(inner, clock.Options());
+  base::FakeClock clock;
+  CachingAccessReviewer cache(inner, {}, clock);
   const AccessQuery base = Query({"u", "uid-1", {"g1", "g2"}, {{"scopes", {"a"}}}});
   cache.Review(base);
   std::vector<AccessQuery> others(9, base);
@@ -200,8 +192,8 @@ TEST_CASE("CachingAccessReviewer keys on every member of the question") {
 
 TEST_CASE("CachingAccessReviewer never remembers a failure or an evaluation error") {
   CountingReviewer inner;
-  Clock clock;
-  CachingAccessReviewer cache(inner, clock.Options());
+  base::FakeClock clock;
+  CachingAccessReviewer cache(inner, {}, clock);
   const AccessQuery q = Query({"admin", "", {}, {}});
   inner.fail = true;
   CHECK_THROWS_AS(cache.Review(q), std::runtime_error);
@@ -217,10 +209,10 @@ TEST_CASE("CachingAccessReviewer never remembers a failure or an evaluation erro
 
 TEST_CASE("CachingAccessReviewer holds at most its capacity, dropping the least recently used") {
   CountingReviewer inner;
-  Clock clock;
-  AccessCacheOptions o = clock.Options();
+  base::FakeClock clock;
+  AccessCacheOptions o;
   o.capacity = 2;
-  CachingAccessReviewer cache(inner, o);
+  CachingAccessReviewer cache(inner, o, clock);
   const AccessQuery a = Query({"a", "", {}, {}}), b = Query({"b", "", {}, {}}),
                     c = Query({"c", "", {}, {}});
   cache.Review(a);

@@ -29,7 +29,7 @@ NodeList KubeClusterView::ListNodes() {
   std::unique_lock lock(nodes_mu_);
   // Before the first list: wait for another review's attempt instead of starting a second.
   nodes_cv_.wait(lock, [this] { return nodes_ != nullptr || !refreshing_; });
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.Now();
   if (nodes_ != nullptr && (now - nodes_fetched_ < node_list_ttl_ || refreshing_)) {
     return nodes_;  // fresh, or being refreshed by another review: use it meanwhile
   }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "webhook/cluster_view.h"
 
@@ -22,10 +23,12 @@ namespace kmt::webhook {
 class KubeClusterView : public ClusterView {
  public:
   // `page_size`: nodes per LIST page.
-  // `node_list_ttl`: how long a node list is reused (0: every call lists).
+  // `node_list_ttl`: how long a node list is reused (0: every call lists), on `clock`'s
+  // steady time.
   explicit KubeClusterView(kube::KubeClient& client, int64_t page_size = 500,
-                           std::chrono::milliseconds node_list_ttl = std::chrono::seconds(2))
-      : client_(client), page_size_(page_size), node_list_ttl_(node_list_ttl) {}
+                           std::chrono::milliseconds node_list_ttl = std::chrono::seconds(2),
+                           base::Clock& clock = base::SystemClock())
+      : client_(client), page_size_(page_size), node_list_ttl_(node_list_ttl), clock_(clock) {}
 
   std::optional<Json> GetMigration(std::string_view ns, std::string_view name) override;
   NodeList ListNodes() override;
@@ -56,11 +59,12 @@ class KubeClusterView : public ClusterView {
   kube::KubeClient& client_;
   int64_t page_size_;
   std::chrono::milliseconds node_list_ttl_;
+  base::Clock& clock_;
   std::function<NodeList()> cached_nodes_;
   CachedMigration cached_migration_;
   std::mutex nodes_mu_;
   std::condition_variable nodes_cv_;  // the first list arrived, or its attempt failed
-  std::chrono::steady_clock::time_point nodes_fetched_{};
+  base::SteadyTime nodes_fetched_{};
   bool refreshing_ = false;
   NodeList nodes_;  // null until the first list succeeds
 };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/names.h"
+#include "base/fake_clock.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -148,10 +149,12 @@ TEST_CASE("KubeClusterView reads where a VMI runs") {
 TEST_CASE("An expired node list is refreshed by one review while the others keep using it") {
   kube::FakeClient client;
   client.Create(kube::kNodes, "", Node("node-1", "a"));
-  KubeClusterView view(client, /*page_size=*/500, /*node_list_ttl=*/std::chrono::milliseconds(1));
+  base::FakeClock clock;
+  KubeClusterView view(client, /*page_size=*/500, /*node_list_ttl=*/std::chrono::milliseconds(1),
+                       clock);
   REQUIRE(view.ListNodes()->size() == 1);
   client.Create(kube::kNodes, "", Node("node-2", "a"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the list expires
+  clock.Advance(std::chrono::milliseconds(5));  // the list expires
 
   // Hold the refreshing review inside its LIST.
   std::mutex mu;
@@ -186,10 +189,11 @@ TEST_CASE("An expired node list is refreshed by one review while the others keep
 TEST_CASE("A failed refresh is the failing review's error; the next review lists again") {
   kube::FakeClient client;
   client.Create(kube::kNodes, "", Node("node-1", "a"));
-  KubeClusterView view(client, 500, std::chrono::milliseconds(1));
+  base::FakeClock clock;
+  KubeClusterView view(client, 500, std::chrono::milliseconds(1), clock);
   REQUIRE(view.ListNodes()->size() == 1);
   client.Create(kube::kNodes, "", Node("node-2", "a"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  clock.Advance(std::chrono::milliseconds(5));
   client.FailNext(kube::Verb::kList, 1, kube::ErrorKind::kUnavailable);
   CHECK_THROWS_AS(view.ListNodes(), kube::KubeError);
   CHECK(view.ListNodes()->size() == 2);

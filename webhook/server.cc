@@ -103,7 +103,8 @@ void AdmissionServer::LogRejection(const std::string& path, int status) {
   size_t unlogged = 0;
   {
     std::lock_guard<std::mutex> lock(log_mu_);
-    const auto now = std::chrono::steady_clock::now();
+    const base::Clock& clock = options_.clock ? *options_.clock : base::SystemClock();
+    const auto now = clock.Now();
     if (now - last_rejection_log_ < std::chrono::seconds(1)) {
       ++rejections_unlogged_;
       return;

@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "http/server.h"
 #include "webhook/admission.h"
 #include "webhook/shell.h"
@@ -60,6 +61,8 @@ struct ServerOptions {
   std::string cert_file = "/tmp/k8s-webhook-server/serving-certs/tls.crt";
   std::string key_file = "/tmp/k8s-webhook-server/serving-certs/tls.key";
   std::chrono::milliseconds cert_poll_interval{1000};
+  // Times the once-a-second limit of the rejection log; null: base::SystemClock().
+  const base::Clock* clock = nullptr;
   // Mutual TLS: a PEM bundle of the CAs whose client certificates the port accepts (the API
   // server presents one when its admission configuration gives it a kubeconfig for webhooks).
   // "" (default): any client that reaches the port may send reviews. Reloaded as it rotates,
@@ -146,8 +149,8 @@ class AdmissionServer {
   // Rejected (non-200) answers are logged at most once per second, with how many were not
   // logged since (anyone who reaches the port can cause them; the counts are in
   // controller_runtime_webhook_requests_total{code}).
-  std::chrono::steady_clock::time_point last_rejection_log_{};  // guarded by log_mu_
-  size_t rejections_unlogged_ = 0;                              // guarded by log_mu_
+  base::SteadyTime last_rejection_log_{};  // guarded by log_mu_
+  size_t rejections_unlogged_ = 0;         // guarded by log_mu_
   void LogRejection(const std::string& path, int status);
   std::thread poll_thread_;
   std::mutex poll_mu_;

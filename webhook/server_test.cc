@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/fake_clock.h"
 #include "http/testing/test_tls.h"
 
 namespace kmt::webhook {
@@ -48,6 +49,7 @@ std::string Review(const std::string& uid, const std::string& padding = "") {
 
 // A started server with its own certificate directory, CA and client.
 struct Fixture {
+  base::FakeClock clock;  // the rejection log's
   TestAuthority ca;
   std::string dir = http::testing::MakeTempDir();
   std::string cert_file = dir + "/tls.crt";
@@ -68,6 +70,7 @@ struct Fixture {
     opts.cert_file = cert_file;
     opts.key_file = key_file;
     opts.cert_poll_interval = std::chrono::milliseconds(10);
+    opts.clock = &clock;
     opts.log = [this](const ServerLogEntry& e) {
       std::lock_guard<std::mutex> lock(logs_mu);
       logs.emplace_back(e.msg);
@@ -388,7 +391,7 @@ TEST_CASE("Rejected requests are logged at most once a second, with how many wer
   REQUIRE(rejected().size() == 1);
   CHECK(rejected()[0] ==
         "Rejected admission request path=/validate status=400 rejectedUnloggedSinceLast=0");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  f.clock.Advance(std::chrono::milliseconds(1100));
   auto res = cli->Post("/validate", "not json", "application/json");
   REQUIRE(res);
   auto after = rejected();

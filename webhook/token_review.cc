@@ -74,8 +74,8 @@ TokenIdentity TokenReviewer::Authenticate(const std::string& token) {
 }
 
 CachingTokenAuthenticator::CachingTokenAuthenticator(TokenAuthenticator& inner,
-                                                     TokenCacheOptions options)
-    : inner_(inner), options_(std::move(options)) {}
+                                                     TokenCacheOptions options, base::Clock& clock)
+    : inner_(inner), options_(std::move(options)), clock_(clock) {}
 
 size_t CachingTokenAuthenticator::size() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -88,7 +88,7 @@ TokenIdentity CachingTokenAuthenticator::Authenticate(const std::string& token) 
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
     if (it != entries_.end()) {
-      if (options_.now() < it->second.expires) {
+      if (clock_.Now() < it->second.expires) {
         lru_.splice(lru_.begin(), lru_, it->second.lru);
         return it->second.identity;
       }
@@ -100,7 +100,7 @@ TokenIdentity CachingTokenAuthenticator::Authenticate(const std::string& token) 
   const auto ttl = id.authenticated ? options_.authenticated_ttl : options_.rejected_ttl;
   if (options_.capacity == 0 || ttl <= std::chrono::milliseconds::zero()) return id;
   std::lock_guard<std::mutex> lock(mu_);
-  const auto expires = options_.now() + ttl;
+  const auto expires = clock_.Now() + ttl;
   if (auto it = entries_.find(key); it != entries_.end()) {  // a concurrent miss got there
     it->second.identity = id;
     it->second.expires = expires;

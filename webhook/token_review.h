@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "webhook/admission.h"
 
@@ -63,25 +64,25 @@ struct TokenCacheOptions {
   std::chrono::milliseconds authenticated_ttl{10'000};
   std::chrono::milliseconds rejected_ttl{2'000};
   size_t capacity = 1024;
-  std::function<std::chrono::steady_clock::time_point()> now = [] {
-    return std::chrono::steady_clock::now();
-  };
 };
 
 class CachingTokenAuthenticator : public TokenAuthenticator {
  public:
-  CachingTokenAuthenticator(TokenAuthenticator& inner, TokenCacheOptions options = {});
+  // Entries expire on `clock`'s steady time.
+  CachingTokenAuthenticator(TokenAuthenticator& inner, TokenCacheOptions options = {},
+                            base::Clock& clock = base::SystemClock());
   TokenIdentity Authenticate(const std::string& token) override;
   size_t size() const;
 
  private:
   struct Entry {
     TokenIdentity identity;
-    std::chrono::steady_clock::time_point expires;
+    base::SteadyTime expires;
     std::list<std::string>::iterator lru;
   };
   TokenAuthenticator& inner_;
   TokenCacheOptions options_;
+  base::Clock& clock_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;  // by SHA-256 of the token (raw bytes)
   std::list<std::string> lru_;                      // most recently used first

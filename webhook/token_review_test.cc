@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/fake_clock.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -118,34 +119,25 @@ struct CountingAuthenticator : TokenAuthenticator {
   }
 };
 
-struct FakeTime {
-  std::chrono::steady_clock::time_point t{};
-  TokenCacheOptions Options() {
-    TokenCacheOptions o;
-    o.now = [this] { return t; };
-    return o;
-  }
-};
-
 TEST_CASE("CachingTokenAuthenticator keeps an accepted token 10 s and a rejected one 2 s") {
   CountingAuthenticator inner;
-  FakeTime time;
-  CachingTokenAuthenticator cache(inner, time.Options());
+  base::FakeClock time;
+  CachingTokenAuthenticator cache(inner, {}, time);
   CHECK(cache.Authenticate("good-1").user.username == "user-of-good-1");
   CHECK(cache.Authenticate("good-1").user.username == "user-of-good-1");
   CHECK_FALSE(cache.Authenticate("bad").authenticated);
   CHECK_FALSE(cache.Authenticate("bad").authenticated);
   CHECK(inner.asked == 2);
-  time.t += std::chrono::milliseconds(1'999);
+  time.Advance(std::chrono::milliseconds(1'999));
   cache.Authenticate("bad");
   CHECK(inner.asked == 2);
-  time.t += std::chrono::milliseconds(1);
+  time.Advance(std::chrono::milliseconds(1));
   cache.Authenticate("bad");
   CHECK(inner.asked == 3);
-  time.t += std::chrono::milliseconds(7'999);  // 9,999 ms after good-1 was asked
+  time.Advance(std::chrono::milliseconds(7'999));  // 9,999 ms after good-1 was asked
   cache.Authenticate("good-1");
   CHECK(inner.asked == 3);
-  time.t += std::chrono::milliseconds(1);
+  time.Advance(std::chrono::milliseconds(1));
   cache.Authenticate("good-1");
   CHECK(inner.asked == 4);
   // Another token is another question.
@@ -155,10 +147,10 @@ TEST_CASE("CachingTokenAuthenticator keeps an accepted token 10 s and a rejected
 
 TEST_CASE("CachingTokenAuthenticator never keeps a failure, and stays within its capacity") {
   CountingAuthenticator inner;
-  FakeTime time;
-  TokenCacheOptions o = time.Options();
+  base::FakeClock time;
+  TokenCacheOptions o;
   o.capacity = 2;
-  CachingTokenAuthenticator cache(inner, o);
+  CachingTokenAuthenticator cache(inner, o, time);
   inner.fail = true;
   CHECK_THROWS(cache.Authenticate("good-1"));
   CHECK(cache.size() == 0);
@@ -169,9 +161,9 @@ TEST_CASE("CachingTokenAuthenticator never keeps a failure, and stays within its
   for (int i = 0; i < 100; ++i) cache.Authenticate("made-up-" + std::to_string(i));
   CHECK(cache.size() == 2);
   // TTL 0 turns the cache off.
-  TokenCacheOptions off = time.Options();
+  TokenCacheOptions off;
   off.authenticated_ttl = std::chrono::milliseconds(0);
-  CachingTokenAuthenticator uncached(inner, off);
+  CachingTokenAuthenticator uncached(inner, off, time);
   const int before = inner.asked;
   uncached.Authenticate("good-1");
   uncached.Authenticate("good-1");

@@ -264,7 +264,7 @@ struct Operator::Impl {
     token_options.rejected_ttl =
         std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
     metrics_token_cache =
-        std::make_unique<webhook::CachingTokenAuthenticator>(*metrics_tokens, token_options);
+        std::make_unique<webhook::CachingTokenAuthenticator>(*metrics_tokens, token_options, clock);
     metrics_access = std::make_unique<webhook::SubjectAccessReviewer>(clients.metrics);
     webhook::AccessCacheOptions access_options;
     access_options.allowed_ttl =
@@ -273,7 +273,7 @@ struct Operator::Impl {
         std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
     access_options.capacity = 1024;
     metrics_access_cache =
-        std::make_unique<webhook::CachingAccessReviewer>(*metrics_access, access_options);
+        std::make_unique<webhook::CachingAccessReviewer>(*metrics_access, access_options, clock);
     mo.configure_tls = [this](SSL_CTX* ctx) {
       return webhook::ConfigureServingTls(ctx, *metrics_cert);
     };
@@ -292,7 +292,7 @@ struct Operator::Impl {
         std::chrono::milliseconds(flags.authorization_cache_authorized_ttl_ms);
     cache_options.denied_ttl =
         std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
-    access_cache = std::make_unique<webhook::CachingAccessReviewer>(*access, cache_options);
+    access_cache = std::make_unique<webhook::CachingAccessReviewer>(*access, cache_options, clock);
     cluster = std::make_unique<webhook::KubeClusterView>(clients.webhook);
     webhook::ServerOptions wo;
     wo.port = flags.webhook_port;
@@ -324,14 +324,14 @@ struct Operator::Impl {
     if (!identity.pod_namespace.empty()) bo.ns = identity.pod_namespace;
     bo.cert_dir = flags.webhook_cert_dir;
     if (!flags.webhook_cert_hosts.empty()) bo.hosts = flags.webhook_cert_hosts;
-    certs = std::make_unique<webhook::certs::CertBootstrap>(clients.webhook, bo);
+    certs = std::make_unique<webhook::certs::CertBootstrap>(clients.webhook, bo, clock);
   }
 
   // The leader side's objects: Events, the informer view, the controller, policy status.
   void BuildController() {
     events =
         std::make_unique<controller::KubeEventRecorder>(clients.events, clock, log, identity.id);
-    async_events = std::make_unique<controller::AsyncEventRecorder>(*events, log);
+    async_events = std::make_unique<controller::AsyncEventRecorder>(*events, clock, log);
     controller::InformerViewOptions vo;
     vo.on_error = [this](const kube::KubeError& e) {
       log.Error("Failed to watch", {{"error", e.what()}});

@@ -66,8 +66,8 @@ void WriteAtomically(const std::filesystem::path& p, const std::string& content,
 
 }  // namespace
 
-CertBootstrap::CertBootstrap(kube::KubeClient& client, BootstrapOptions options, Now now)
-    : client_(client), options_(std::move(options)), now_(std::move(now)) {}
+CertBootstrap::CertBootstrap(kube::KubeClient& client, BootstrapOptions options, base::Clock& clock)
+    : client_(client), options_(std::move(options)), clock_(clock) {}
 
 json CertBootstrap::EnsureSecret(BootstrapResult& result) {
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -75,7 +75,7 @@ json CertBootstrap::EnsureSecret(BootstrapResult& result) {
         kube::GetIfExists(client_, kube::kSecrets, options_.ns, options_.secret_name);
     const bool exists = found.has_value();
     json secret = exists ? std::move(*found) : json();
-    const auto now = now_();
+    const auto now = clock_.WallNow();
     KeyPair ca{Field(secret, "ca.crt"), Field(secret, "ca.key")};
     auto ca_info = Inspect(ca.cert_pem);
     bool ca_ok = exists && ca_info && ca_info->is_ca && !ca.key_pem.empty() &&

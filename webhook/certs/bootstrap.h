@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/client.h"
 
 namespace kmt::webhook::certs {
@@ -56,10 +57,9 @@ struct BootstrapResult {
 
 class CertBootstrap {
  public:
-  using Now = std::function<std::chrono::system_clock::time_point()>;
-  CertBootstrap(
-      kube::KubeClient& client, BootstrapOptions options,
-      Now now = [] { return std::chrono::system_clock::now(); });
+  // Certificates are dated by `clock`'s wall time.
+  CertBootstrap(kube::KubeClient& client, BootstrapOptions options,
+                base::Clock& clock = base::SystemClock());
 
   // One idempotent pass. Throws kube::KubeError when the API server fails (the
   // caller retries later) and std::runtime_error when cert_dir cannot be written.
@@ -73,7 +73,7 @@ class CertBootstrap {
 
   kube::KubeClient& client_;
   BootstrapOptions options_;
-  Now now_;
+  base::Clock& clock_;
 };
 
 }  // namespace kmt::webhook::certs

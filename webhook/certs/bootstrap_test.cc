@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/fake_clock.h"
 #include "kube/base64.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -40,7 +41,7 @@ json WebhookConfig(const char* kind, std::vector<std::string> names) {
 struct Fixture {
   kube::FakeClient fake;
   std::filesystem::path dir;
-  system_clock::time_point now = system_clock::now();
+  base::FakeClock clock{system_clock::now()};  // wall time starts at the real time
   Fixture() {
     dir = std::filesystem::temp_directory_path() /
           ("kmt-certs-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
@@ -58,9 +59,7 @@ struct Fixture {
     o.cert_dir = dir.string();
     return o;
   }
-  CertBootstrap Make(BootstrapOptions o) {
-    return CertBootstrap(fake, std::move(o), [this] { return now; });
-  }
+  CertBootstrap Make(BootstrapOptions o) { return CertBootstrap(fake, std::move(o), clock); }
   std::string CaBundle(const kube::Resource& r) {
     return fake.Get(r, "", "migration-target")["webhooks"][0]["clientConfig"].value("caBundle", "");
   }
@@ -120,7 +119,7 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
   }
 
   SECTION("a new CA is published with the new caBundle") {
-    f.now += hours(24 * 365 * 10);  // the CA itself is near its end
+    f.clock.Advance(hours(24 * 365 * 10));  // the CA itself is near its end
     BootstrapResult renewed = boot.Ensure();
     CHECK(renewed.secret_renewed);
     CHECK(renewed.ca_published);
@@ -132,7 +131,7 @@ TEST_CASE("first run creates the Secret, writes the files and injects the CA") {
   }
 
   SECTION("near expiry the serving certificate is renewed under the same CA") {
-    f.now += hours(24 * 340);
+    f.clock.Advance(hours(24 * 340));
     BootstrapResult renewed = boot.Ensure();
     CHECK(renewed.secret_renewed);
     CHECK(renewed.files_written);
