@@ -70,6 +70,12 @@ func newFaultFleetWith(t *testing.T, n int, start func()) *faultFleet {
 	f := fw(t)
 	framework.RestoreDefaultOperator(t)
 	start()
+	return startFleet(t, f, n)
+}
+
+// startFleet creates n VMIs in a namespace of their own (drained at cleanup) and waits until
+// each runs, recording its node.
+func startFleet(t *testing.T, f *framework.Framework, n int) *faultFleet {
 	ns := f.Namespace(t)
 	t.Cleanup(func() { drainNamespace(t, f, ns) })
 	fl := &faultFleet{f: f, ns: ns, node: map[string]string{}}

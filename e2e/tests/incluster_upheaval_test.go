@@ -37,17 +37,7 @@ func TestInClusterLeaderPodDeletedMidFlight(t *testing.T) {
 	pods := waitOperatorReady(t, f, node, 3*time.Minute)
 	leaderID, leaderPod := leaderIdentity(t, f, pods)
 
-	ns := f.Namespace(t)
-	t.Cleanup(func() { drainNamespace(t, f, ns) })
-	fl := &faultFleet{f: f, ns: ns, node: map[string]string{}}
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("vmi-%03d", i)
-		if _, err := f.Admin.Virt.KubevirtV1().VirtualMachineInstances(ns).Create(framework.Ctx(t), framework.NewVMI(name, ""), metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create VMI %s: %v", name, err)
-		}
-		fl.vmis = append(fl.vmis, name)
-	}
-	fl.refresh(t)
+	fl := startFleet(t, f, n)
 
 	// The deletion comes after the k-th of the n VMIMs was created: the rest are created, gated
 	// and released while the leader pod terminates and the other replica takes over.
@@ -72,7 +62,7 @@ func TestInClusterLeaderPodDeletedMidFlight(t *testing.T) {
 		return holder != "" && holder != leaderID, "holder " + holder
 	})
 	tookOver := time.Since(deleted)
-	rep := f.CheckInvariants(t, ns, placed, framework.InvariantOptions{FaultEnded: deleted, Kills: []time.Time{deleted}})
+	rep := f.CheckInvariants(t, fl.ns, placed, framework.InvariantOptions{FaultEnded: deleted, Kills: []time.Time{deleted}})
 	survivor := "the other original replica"
 	if !strings.HasPrefix(holder, pods[0].Name+"_") && !strings.HasPrefix(holder, pods[1].Name+"_") {
 		survivor = "the Deployment's new pod"
