@@ -1,219 +1,194 @@
 #include "cli/args.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <functional>
-
-#include "cli/duration.h"
+#include <map>
+#include <memory>
 
 namespace kmt::cli {
 namespace {
 
-using Apply = std::function<std::string(Invocation&, const std::string&)>;
-
-std::string SetOnce(std::optional<std::string>& slot, const std::string& flag,
-                    const std::string& value, const std::string& hint = {}) {
-  if (slot) return "flag " + flag + " may be given only once" + hint;
-  if (value.empty()) return "flag " + flag + " needs a non-empty value";
-  slot = value;
-  return {};
+// -h/--help: accepted everywhere, listed by no help text.
+const FlagDoc& HelpFlag() {
+  static const auto* help = new FlagDoc{
+      .name = "help", .shorthand = 'h', .usage = "Help for kubectl migrate.", .bare = "true"};
+  return *help;
 }
 
-std::optional<bool> ParseBool(const std::string& v) {
-  if (v == "true" || v == "1" || v == "t" || v == "T" || v == "TRUE" || v == "True") return true;
-  if (v == "false" || v == "0" || v == "f" || v == "F" || v == "FALSE" || v == "False") {
-    return false;
+const char* const kOptions = "Options";
+const char* const kGlobalOptions = "Global options";
+const char* const kShellCompletion =
+    "Shell completion: put kubectl_complete-migrate next to kubectl-migrate on PATH (kubectl >= "
+    "1.26).";
+
+// kubectl's help layout: the command's text, its subcommands, its options and the global
+// ones as `  -o, --output='': usage`, sorted by name, then the usage lines.
+class KubectlFormatter : public CLI::Formatter {
+ public:
+  explicit KubectlFormatter(const CommandDoc& doc) : doc_(doc) {}
+
+  std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
+    std::string out = doc_.about;
+    auto subs = app->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
+    if (!subs.empty()) {
+      std::sort(subs.begin(), subs.end(),
+                [](const CLI::App* a, const CLI::App* b) { return a->get_name() < b->get_name(); });
+      out += "\nAvailable Commands:\n";
+      for (const CLI::App* s : subs) {
+        std::string name = s->get_name();
+        name.resize(std::max<size_t>(name.size() + 1, 12), ' ');
+        out += "  " + name + s->get_description() + "\n";
+      }
+    }
+    out += Group(app, kOptions);
+    if (doc_.command == Command::kMigrate) {
+      out += "\n" + std::string(kShellCompletion) + "\n";
+      out += Group(app, kGlobalOptions);
+    }
+    out += "\nUsage:\n";
+    for (const auto& u : doc_.usage) out += "  " + u + "\n";
+    return out;
   }
-  return std::nullopt;
-}
 
-std::string SetBool(bool& slot, const std::string& flag, const std::string& v) {
-  auto b = ParseBool(v);
-  if (!b) return "invalid argument \"" + v + "\" for \"--" + flag + "\" flag: not a boolean";
-  slot = *b;
-  return {};
-}
+ private:
+  static std::string Group(const CLI::App* app, const std::string& group) {
+    auto opts = app->get_options(
+        [&](const CLI::Option* o) { return o->get_group() == group && !o->get_lnames().empty(); });
+    if (opts.empty()) return {};
+    std::sort(opts.begin(), opts.end(), [](const CLI::Option* a, const CLI::Option* b) {
+      return a->get_lnames()[0] < b->get_lnames()[0];
+    });
+    std::string out = "\n" + group + ":\n";
+    for (const CLI::Option* o : opts) {
+      const FlagDoc* f = FindFlag(o->get_lnames()[0]);
+      out += o->get_snames().empty() ? "      " : "  -" + o->get_snames()[0] + ", ";
+      out += "--" + f->name + "=" + f->shown_default + ": " + o->get_description() + "\n";
+    }
+    return out;
+  }
 
-struct Flag {
-  FlagDoc doc;
-  Apply apply;
+  const CommandDoc& doc_;
 };
 
-constexpr Command kMigrate = Command::kMigrate;
-constexpr Command kExplain = Command::kExplain;
-constexpr Command kCancel = Command::kCancel;
-constexpr Command kList = Command::kList;
-constexpr Command kPolicyExplain = Command::kPolicyExplain;
+// The CLI11 apps of `kubectl migrate`: the root is the main command (its positional NAME,
+// every flag and -h), with a subcommand per other command; policy has its own, explain.
+// Every subcommand falls through to the root for the flags it lacks, so that a flag given to
+// the wrong command is reported as kubectl reports it, after parsing.
+struct Parser {
+  std::unique_ptr<CLI::App> root;
+  std::map<const CLI::App*, std::vector<std::string>> positionals;
+  std::map<const CLI::App*, Command> command_of;
+  CLI::App* policy = nullptr;
+  CLI::App* help = nullptr;
+};
 
-const std::vector<Flag>& Table() {
-  static const auto* table = new std::vector<Flag>{
-      {{"node", 0, true, false, "Only this node.", false, {kMigrate, kExplain}},
-       [](Invocation& inv, const std::string& v) {
-         return SetOnce(inv.node, "--node", v,
-                        "; for a set of nodes use --selector "
-                        "'kubernetes.io/hostname in (node-a,node-b)'");
-       }},
-      {{"selector",
-        'l',
-        true,
-        false,
-        "Only nodes matching this label selector (=, ==, !=, in, notin, exists, !key).",
-        false,
-        {kMigrate, kExplain}},
-       [](Invocation& inv, const std::string& v) {
-         return SetOnce(inv.selector, "--selector", v);
-       }},
-      {{"term-file",
-        0,
-        true,
-        false,
-        "A NodeSelectorTerm as JSON (\"-\" reads standard input).",
-        false,
-        {kMigrate, kExplain}},
-       [](Invocation& inv, const std::string& v) {
-         return SetOnce(inv.term_file, "--term-file", v);
-       }},
-      {{"exclude-node",
-        0,
-        true,
-        true,
-        "Never this node (may be repeated).",
-        false,
-        {kMigrate, kExplain}},
-       [](Invocation& inv, const std::string& v) {
-         if (v.empty()) return std::string("flag --exclude-node needs a non-empty value");
-         inv.exclude_nodes.push_back(v);
-         return std::string();
-       }},
-      {{"vmi", 0, true, false, "Cancel the active migration of this VMI.", false, {kCancel}},
-       [](Invocation& inv, const std::string& v) { return SetOnce(inv.vmi, "--vmi", v); }},
-      {{"all-namespaces",
-        'A',
-        false,
-        false,
-        "List the migrations of every namespace.",
-        false,
-        {kList}},
-       [](Invocation& inv, const std::string& v) {
-         return SetBool(inv.all_namespaces, "all-namespaces", v);
-       }},
-      {{"dry-run",
-        0,
-        true,
-        false,
-        "Must be \"none\", \"server\", or \"client\".",
-        false,
-        {kMigrate, kCancel}},
-       [](Invocation& inv, const std::string& v) {
-         if (v == "none") {
-           inv.dry_run = DryRun::kNone;
-         } else if (v == "client") {
-           inv.dry_run = DryRun::kClient;
-         } else if (v == "server") {
-           inv.dry_run = DryRun::kServer;
-         } else {
-           return "invalid argument \"" + v +
-                  "\" for \"--dry-run\" flag: must be \"none\", \"server\", or \"client\"";
-         }
-         return std::string();
-       }},
-      {{"wait",
-        0,
-        false,
-        false,
-        "Follow the migration until it succeeds or fails.",
-        false,
-        {kMigrate}},
-       [](Invocation& inv, const std::string& v) { return SetBool(inv.wait, "wait", v); }},
-      {{"timeout", 0, true, false, "How long --wait waits.", false, {kMigrate}},
-       [](Invocation& inv, const std::string& v) {
-         std::string err;
-         auto d = ParseDuration(v, &err);
-         if (!d) return "invalid argument \"" + v + "\" for \"--timeout\" flag: " + err;
-         if (d->count() == 0) return std::string("--timeout must be greater than 0");
-         inv.timeout = *d;
-         return std::string();
-       }},
-      {{"output",
-        'o',
-        true,
-        false,
-        "Output format: name, yaml, json (list: also wide; policy explain: text, json, yaml).",
-        false,
-        {kMigrate, kCancel, kList, kPolicyExplain}},
-       [](Invocation& inv, const std::string& v) {
-         inv.output = v;  // checked per command once the command is known
-         return std::string();
-       }},
-      {{"origin",
-        0,
-        true,
-        false,
-        "The eviction to explain: Evacuation (kubectl drain, a node taint) or Descheduler.",
-        false,
-        {kPolicyExplain}},
-       [](Invocation& inv, const std::string& v) {
-         if (v != "Evacuation" && v != "Descheduler") {
-           return R"(invalid argument ")" + v +
-                  R"(" for "--origin" flag: must be "Evacuation" or "Descheduler")";
-         }
-         inv.origin = v;
-         return std::string();
-       }},
-      {{"context", 0, true, false, "The kubeconfig context to use.", true, {}},
-       [](Invocation& inv, const std::string& v) {
-         inv.context = v;
-         return std::string();
-       }},
-      {{"kubeconfig", 0, true, false, "Path to the kubeconfig file.", true, {}},
-       [](Invocation& inv, const std::string& v) {
-         inv.kubeconfig = v;
-         return std::string();
-       }},
-      {{"namespace",
-        'n',
-        true,
-        false,
-        "The namespace (default: the context's namespace).",
-        true,
-        {}},
-       [](Invocation& inv, const std::string& v) {
-         if (v.empty()) return std::string("flag --namespace needs a non-empty value");
-         inv.ns = v;
-         return std::string();
-       }},
-  };
-  return *table;
-}
-
-const Flag* FindLong(const std::string& name) {
-  for (const auto& f : Table()) {
-    if (f.doc.name == name) return &f;
+CLI::Option* AddFlag(CLI::App& app, const FlagDoc& f, const std::string& description,
+                     const std::string& group) {
+  std::string names;
+  const std::string bare = f.takes_value() ? "" : "{" + f.bare + "}";
+  if (f.shorthand != 0) names = std::string("-") + f.shorthand + bare + ",";
+  names += "--" + f.name + bare;
+  CLI::Option* op = f.takes_value() ? app.add_option(names) : app.add_flag(names);
+  // Every occurrence is kept: the table's setter sees each in turn (and refuses a repeat).
+  op->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  op->description(description)->group(group);
+  if (f.check) {
+    op->check(CLI::Validator([check = f.check](std::string& v) { return check(v); }, ""));
   }
-  return nullptr;
+  return op;
 }
 
-const Flag* FindShort(char c) {
-  for (const auto& f : Table()) {
-    if (f.doc.shorthand == c) return &f;
+void AddCommand(Parser& p, CLI::App& app, const CommandDoc& doc) {
+  app.formatter(std::make_shared<KubectlFormatter>(doc));
+  app.allow_extras();  // unknown flags: reported after parsing, in pflag's words
+  p.command_of[&app] = doc.command;
+  app.add_option("args", p.positionals[&app]);
+  for (const std::string& name : doc.flags) {
+    const FlagDoc& f = *FindFlag(name);
+    AddFlag(app, f, HelpLine(doc.command, f), kOptions);
   }
-  return nullptr;
 }
 
-const char* FormatsOf(Command command) {
-  switch (command) {
-    case Command::kMigrate:
-    case Command::kCancel:
-      return "json,name,yaml";
-    case Command::kList:
-      return "json,name,wide,yaml";
-    case Command::kPolicyExplain:
-      return "json,text,yaml";
-    case Command::kExplain:
-    case Command::kStatus:
-    case Command::kHelp:
+std::unique_ptr<Parser> BuildParser() {
+  auto p = std::make_unique<Parser>();
+  const auto& commands = Commands();
+  p->root = std::make_unique<CLI::App>(commands[0].about, "kubectl migrate");
+  CLI::App& root = *p->root;
+  root.set_help_flag();  // -h is a flag of the table's kind (HelpFlag), read after parsing
+  root.require_subcommand(0, 1);
+  AddCommand(*p, root, commands[0]);
+  for (const FlagDoc& f : FlagDocs()) {
+    if (f.global) {
+      AddFlag(root, f, f.usage, kGlobalOptions);
+    } else if (!Accepts(Command::kMigrate, f)) {
+      AddFlag(root, f, f.usage, "");  // given before the subcommand that takes it
+    }
+  }
+  AddFlag(root, HelpFlag(), HelpFlag().usage, "");
+  for (size_t i = 1; i < commands.size(); ++i) {
+    const CommandDoc& doc = commands[i];
+    const std::string first = doc.path.substr(0, doc.path.find(' '));
+    CLI::App* app = root.add_subcommand(first, doc.summary);
+    app->fallthrough();
+    if (doc.path != first) {  // policy explain
+      p->policy = app;
+      app->allow_extras();
+      app->formatter(std::make_shared<KubectlFormatter>(doc));
+      app->add_option("args", p->positionals[app]);
+      app = app->add_subcommand(doc.path.substr(first.size() + 1));
+      app->fallthrough();
+    }
+    AddCommand(*p, *app, doc);
+  }
+  p->help = root.add_subcommand("help", "Help about any command");
+  p->help->group("")->allow_extras()->fallthrough();
+  p->help->add_option("args", p->positionals[p->help]);  // `help explain`: the main help
+  return p;
+}
+
+// pflag spellings CLI11 reads otherwise: `-o=json` (CLI11: the value "=json") becomes
+// `--output=json`, and `--flag=` (CLI11: the next word is the value) an empty value. An
+// empty value of a flag that may stand alone (`--wait=`; CLI11: a bare --wait) is checked
+// here: *error is set when it is invalid.
+std::vector<std::string> PflagSpellings(const std::vector<std::string>& args, std::string* error) {
+  std::vector<std::string> out;
+  bool value_next = false;  // the previous word was a flag whose value is this word
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--") {
+      out.insert(out.end(), args.begin() + static_cast<long>(i), args.end());
       break;
+    }
+    if (value_next) {
+      value_next = false;
+      out.push_back(a);
+      continue;
+    }
+    const FlagDoc* f = nullptr;
+    if (a.size() >= 3 && a[0] == '-' && a[1] != '-' && a[2] == '=' && FindFlag(a[1]) != nullptr) {
+      a = "--" + FindFlag(a[1])->name + a.substr(2);
+    }
+    if (a.rfind("--", 0) == 0) {
+      const size_t eq = a.find('=');
+      f = FindFlag(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+      if (f != nullptr && eq == a.size() - 1) {
+        if (!f->takes_value()) {
+          *error = f->check ? f->check("") : std::string();
+          if (!error->empty()) return {};
+        } else {
+          out.push_back(a.substr(0, eq));
+          out.emplace_back();
+          continue;
+        }
+      }
+      value_next = f != nullptr && f->takes_value() && eq == std::string::npos;
+    } else if (a.size() == 2 && a[0] == '-') {
+      f = FindFlag(a[1]);
+      value_next = f != nullptr && f->takes_value();
+    }
+    out.push_back(a);
   }
-  return "";
+  return out;
 }
 
 // The command's form in messages: "NAME", "explain NAME", "list".
@@ -236,116 +211,87 @@ std::string UsageOf(Command command) {
   return "NAME";
 }
 
-bool OutputAllowed(Command command, const std::string& format) {
-  std::string allowed = std::string(",") + FormatsOf(command) + ",";
-  return allowed.find("," + format + ",") != std::string::npos;
-}
-
 }  // namespace
 
-const char* OutputFormats(Command command) { return FormatsOf(command); }
-
-const std::vector<FlagDoc>& FlagDocs() {
-  static const auto* docs = [] {
-    auto* d = new std::vector<FlagDoc>;
-    for (const auto& f : Table()) d->push_back(f.doc);
-    return d;
-  }();
-  return *docs;
-}
-
-bool Accepts(Command command, const FlagDoc& flag) {
-  return flag.global ||
-         std::find(flag.commands.begin(), flag.commands.end(), command) != flag.commands.end();
-}
-
-const std::vector<SubcommandDoc>& SubcommandDocs() {
-  static const auto* docs = new std::vector<SubcommandDoc>{
-      {"explain", Command::kExplain, "Explain, node by node, whether the VMI would fit"},
-      {"status", Command::kStatus, "Show a migration's phase, conditions and Events"},
-      {"cancel", Command::kCancel, "Cancel a migration (delete its VMIM, as virtctl does)"},
-      {"list", Command::kList, "List placed migrations with phase, term, node and conditions"},
-      {"policy", Command::kPolicyExplain,
-       "Plan a node's drain: can every VM leave, under which policy, to where"},
-  };
-  return *docs;
-}
-
 ArgsParse ParseArgs(const std::vector<std::string>& args) {
+  auto fail = [](std::string why) { return ArgsParse{std::nullopt, std::move(why)}; };
+  std::unique_ptr<Parser> parser = BuildParser();
+  CLI::App& root = *parser->root;
+  std::string error;
+  std::vector<std::string> words = PflagSpellings(args, &error);
+  if (!error.empty()) return fail(error);
+  std::reverse(words.begin(), words.end());  // CLI11 parses a reversed list
+  try {
+    root.parse(words);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // "--node: 1 required TEXT missing": a flag at the end without its value.
+    const std::string what = e.what();
+    return fail("flag needs an argument: " + what.substr(0, what.find(':')));
+  } catch (const CLI::ValidationError& e) {
+    // "--flag: <the table's message>"
+    const std::string what = e.what();
+    const size_t colon = what.find(": ");
+    return fail(colon == std::string::npos ? what : what.substr(colon + 2));
+  } catch (const CLI::ParseError& e) {
+    return fail(e.what());
+  }
+  for (const std::string& w : root.remaining(true)) {
+    if (w.rfind("--", 0) == 0 && w.size() > 2)
+      return fail("unknown flag: " + w.substr(0, w.find('=')));
+    if (w.size() >= 2 && w[0] == '-' && w[1] != '-') {
+      return fail("unknown shorthand flag: '" + std::string(1, w[1]) + "' in " + w);
+    }
+  }
+
+  // The apps given, outermost first, and the positionals in command-line order.
+  std::vector<CLI::App*> chain{&root};
+  while (!chain.back()->get_subcommands().empty())
+    chain.push_back(chain.back()->get_subcommands()[0]);
+  std::vector<std::string> positionals = parser->positionals[&root];
+
   Invocation inv;
-  std::vector<std::string> positionals;
   std::vector<std::string> given;  // long names of the flags on the command line
   bool help = false;
-  auto fail = [](std::string why) { return ArgsParse{std::nullopt, std::move(why)}; };
-
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      positionals.insert(positionals.end(), args.begin() + static_cast<long>(i) + 1, args.end());
-      break;
-    }
-    if (a == "-h" || a == "--help") {
-      help = true;
-      continue;
-    }
-    const Flag* flag = nullptr;
-    std::optional<std::string> value;
-    if (a.rfind("--", 0) == 0) {
-      std::string body = a.substr(2);
-      auto eq = body.find('=');
-      std::string name = body.substr(0, eq);
-      if (eq != std::string::npos) value = body.substr(eq + 1);
-      flag = FindLong(name);
-      if (flag == nullptr) return fail("unknown flag: --" + name);
-    } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
-      flag = FindShort(a[1]);
-      if (flag == nullptr) {
-        return fail("unknown shorthand flag: '" + std::string(1, a[1]) + "' in " + a);
+  for (CLI::App* app : chain) {
+    std::map<const CLI::Option*, size_t> seen;
+    for (const CLI::Option* op : app->parse_order()) {
+      if (op->get_lnames().empty()) continue;  // the positionals
+      const std::string name = op->get_lnames()[0];
+      const std::string& value = op->results()[seen[op]++];
+      if (name == HelpFlag().name) {
+        help = true;
+        continue;
       }
-      if (a.size() > 2) value = a[2] == '=' ? a.substr(3) : a.substr(2);
-    } else {
-      positionals.push_back(a);
-      continue;
+      const FlagDoc& f = *FindFlag(name);
+      std::string err = f.set(inv, value);
+      if (!err.empty()) return fail(err);
+      given.push_back(name);
     }
-    if (!value) {
-      if (!flag->doc.takes_value) {
-        value = "true";
-      } else if (flag->doc.name == "dry-run") {
-        value = "client";  // kubectl's historical meaning of a bare --dry-run
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return fail("flag needs an argument: --" + flag->doc.name);
-      }
-    }
-    std::string err = flag->apply(inv, *value);
-    if (!err.empty()) return fail(err);
-    given.push_back(flag->doc.name);
   }
 
   Command command = Command::kMigrate;
-  if (!positionals.empty() && positionals[0] == "help") {
+  if (chain.size() > 1 && !positionals.empty()) {
+    // A subcommand's name after the main command's NAME is one more NAME, as in pflag.
+    for (size_t i = 1; i < chain.size(); ++i) {
+      positionals.push_back(chain[i]->get_name());
+      const auto& more = parser->positionals[chain[i]];
+      positionals.insert(positionals.end(), more.begin(), more.end());
+    }
+  } else if (chain.size() > 1 && chain[1] == parser->help) {
     inv.command = Command::kHelp;
     return ArgsParse{inv, {}};
-  }
-  if (!positionals.empty()) {
-    for (const auto& sub : SubcommandDocs()) {
-      if (positionals[0] == sub.name) {
-        command = sub.command;
-        positionals.erase(positionals.begin());
-        break;
-      }
+  } else if (chain.size() > 1 && chain[1] == parser->policy) {
+    command = Command::kPolicyExplain;
+    const auto& words_before = parser->positionals[parser->policy];
+    if (!words_before.empty() && !help) {
+      return fail(R"(unknown command ")" + words_before[0] +
+                  R"(" for "kubectl migrate policy": the only one is explain)");
     }
-  }
-  if (command == Command::kPolicyExplain) {
-    if (!positionals.empty() && positionals[0] == "explain") {
-      positionals.erase(positionals.begin());
-    } else if (!help) {
-      return fail(positionals.empty()
-                      ? std::string("policy needs a subcommand: explain")
-                      : R"(unknown command ")" + positionals[0] +
-                            R"(" for "kubectl migrate policy": the only one is explain)");
-    }
+    if (chain.size() == 2 && !help) return fail("policy needs a subcommand: explain");
+    if (chain.size() > 2) positionals = parser->positionals[chain[2]];
+  } else if (chain.size() > 1) {
+    command = parser->command_of.at(chain[1]);
+    positionals = parser->positionals[chain[1]];
   }
   if (help) {
     inv.command = Command::kHelp;
@@ -353,15 +299,15 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
     return ArgsParse{inv, {}};
   }
   inv.command = command;
-  if (!inv.output.empty() && *OutputFormats(command) != '\0' &&
-      !OutputAllowed(command, inv.output)) {
+  const std::string formats = OutputFormats(command);
+  if (!inv.output.empty() && !formats.empty() &&
+      ("," + formats + ",").find("," + inv.output + ",") == std::string::npos) {
     return fail("unable to match a printer suitable for the output format \"" + inv.output +
-                "\", allowed formats are: " + OutputFormats(command));
+                "\", allowed formats are: " + formats);
   }
 
   for (const std::string& name : given) {
-    const FlagDoc& doc = FindLong(name)->doc;
-    if (Accepts(command, doc)) continue;
+    if (Accepts(command, *FindFlag(name))) continue;
     if (command == Command::kStatus && name == "output") continue;  // status prints one form
     if (command == Command::kExplain) {
       return fail("explain accepts only --node, --selector, --term-file and --exclude-node");
@@ -434,176 +380,11 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
 }
 
 std::string HelpText(Command command) {
-  switch (command) {
-    case Command::kExplain:
-      return R"(Explain, node by node, whether the VMI's migration target pod would fit.
-
-Reads the VMI, its virt-launcher pod, the nodes and the pods bound to them, and prints for
-every node the request allows either "fits" or every reason it does not (cordoned, not Ready,
-untolerated taint, the VM's own nodeSelector or affinity, the VM already runs there,
-insufficient cpu/memory/pods/devices). With no request flag, every node is explained.
-
-Examples:
-  # Would VMI "db-1" fit on node "worker-3"?
-  kubectl migrate explain db-1 --node worker-3
-
-  # Which nodes of the fast pool could take it?
-  kubectl migrate explain db-1 --selector 'pool=fast'
-
-Options:
-      --exclude-node=[]: Never this node (may be repeated).
-      --node='': Only this node.
-  -l, --selector='': Only nodes matching this label selector (=, ==, !=, in, notin, exists, !key).
-      --term-file='': A NodeSelectorTerm as JSON ("-" reads standard input).
-
-Usage:
-  kubectl migrate explain NAME [options]
-)";
-    case Command::kStatus:
-      return R"(Show a migration: phase, source and target node, the operator's conditions and recent Events.
-
-Examples:
-  kubectl migrate status db-1-migration-x7k2p -n production
-
-Usage:
-  kubectl migrate status MIGRATION [options]
-)";
-    case Command::kCancel:
-      return R"(Cancel a migration: delete its VirtualMachineInstanceMigration, as 'virtctl migrate-cancel' does.
-
-KubeVirt's virt-controller sees the deletion and aborts the migration; the VM keeps running on its
-source node. With --vmi, the active (not yet Succeeded or Failed) migration of that VMI is found
-by KubeVirt's label kubevirt.io/vmi-name. A migration that already ended is not deleted.
-
-Examples:
-  # Cancel the migration db-1-migration-x7k2p
-  kubectl migrate cancel db-1-migration-x7k2p -n production
-
-  # Cancel whatever migration of VMI "db-1" is in flight
-  kubectl migrate cancel --vmi db-1
-
-Options:
-      --dry-run='none': Must be "none", "server", or "client".
-  -o, --output='': One of: name, yaml, json.
-      --vmi='': Cancel the active migration of this VMI.
-
-Usage:
-  kubectl migrate cancel MIGRATION [options]
-  kubectl migrate cancel --vmi VMI [options]
-)";
-    case Command::kList:
-      return R"(List placed migrations: those carrying migration-target.kubevirt.io/added-node-selector-term.
-
-Columns: the VMI, KubeVirt's phase, the requested term, the node the target pod was placed on,
-this operator's two conditions (addedNodeSelectorTermApplied, targetPodUnschedulable) and the age.
--o wide adds the source node, the target pod and the conditions' reasons.
-
-Examples:
-  kubectl migrate list -n production
-  kubectl migrate list -A -o wide
-
-Options:
-  -A, --all-namespaces=false: List the migrations of every namespace.
-  -o, --output='': One of: wide, name, yaml, json.
-
-Usage:
-  kubectl migrate list [options]
-)";
-    case Command::kPolicyExplain:
-      return R"(Plan a drain of NODE: can every VM on it leave, and which would hold the drain?
-
-For every VMI running on NODE (in every namespace, or only -n's), says what a drain would do
-to it: leave by live migration, stay and block the drain (evictionStrategy None or
-LiveMigrateIfPossible held by a PodDisruptionBudget, LiveMigrate but not live-migratable with
-its LiveMigratable reason, External, or no node left for it), or be shut down. The strategy
-is the VMI's spec.evictionStrategy, else the KubeVirt CR's, else KubeVirt's default (None).
-For each VM that migrates it names the MigrationTargetPolicy that would steer it, chosen
-exactly as the operator's webhook chooses it (origin, the labels of NODE, of the VMI's
-namespace and of the VMI; highest spec.priority, then name), or says "no policy: the
-scheduler alone decides"; then, node by node (NODE itself excluded, as KubeVirt excludes it),
-whether its target pod would fit, ANDed with that policy's term. Policies that do not parse
-are listed as skipped, with their first cause, as the webhook skips them.
-
-Before maintenance: the VMs are placed one after another (namespace/name order; KubeVirt's
-own order is not deterministic), so the cpu, memory and pods each placement takes are gone
-for the next; a policy's maxInboundPerNode limits migrations in flight (it delays a VM, it
-never holds it). The summary counts the VMs that can leave, would stay (and why) or are shut
-down, and lists the nodes that take VMs with cpu/memory requested against allocatable. The
-plan predicts feasibility, not the node the scheduler picks: scoring, preemption, pods
-created or deleted meanwhile and migrations already running are not modelled.
-
-Exit status: 0 every VM leaves or is shut down, 3 some VM would stay and hold the drain,
-1 an API error, 2 a usage error.
-
-Examples:
-  # Before 'kubectl drain worker-3': will every VM find a place?
-  kubectl migrate policy explain worker-3 && kubectl drain worker-3 --ignore-daemonsets
-
-  # Before the descheduler evicts from worker-3, as JSON
-  kubectl migrate policy explain worker-3 --origin Descheduler -o json
-
-Options:
-      --origin='Evacuation': The eviction to explain: Evacuation (kubectl drain, a node taint) or Descheduler.
-  -o, --output='': One of: text, json, yaml.
-
-Usage:
-  kubectl migrate policy explain NODE [options]
-)";
-    case Command::kMigrate:
-    case Command::kHelp:
-      break;
+  std::unique_ptr<Parser> parser = BuildParser();
+  for (const auto& [app, c] : parser->command_of) {
+    if (c == command) return app->help();
   }
-  return R"(Live-migrate a VirtualMachineInstance to a node you choose.
-
-Creates a VirtualMachineInstanceMigration carrying the annotation
-migration-target.kubevirt.io/added-node-selector-term. The request only narrows where the VM
-may go: it is ANDed with every constraint the VM owner set. Requires "use" on
-addednodeselectorterms.migration-target.kubevirt.io in the VMI's namespace.
-
-Examples:
-  # Move VMI "db-1" to node "worker-3" and wait for the migration to finish
-  kubectl migrate db-1 --node worker-3 --wait
-
-  # Move it to any node of a pool except worker-5
-  kubectl migrate db-1 --selector 'pool=fast,zone in (a,b)' --exclude-node worker-5
-
-  # Show the migration that would be created, as the API server would store it
-  kubectl migrate db-1 --node worker-3 --dry-run=server -o yaml
-
-  # Before migrating: would it fit?
-  kubectl migrate explain db-1 --node worker-3
-
-  # Before draining a node: can every VM leave, and which MigrationTargetPolicy sends it where?
-  kubectl migrate policy explain worker-3
-
-Available Commands:
-  cancel      Cancel a migration (delete its VMIM, as virtctl does)
-  explain     Explain, node by node, whether the VMI would fit
-  list        List placed migrations with phase, term, node and conditions
-  policy      Plan a node's drain: can every VM leave, under which policy, to where
-  status      Show a migration's phase, conditions and Events
-
-Options:
-      --dry-run='none': Must be "none", "server", or "client".
-      --exclude-node=[]: Never this node (may be repeated).
-      --node='': Only this node.
-  -o, --output='': One of: name, yaml, json.
-  -l, --selector='': Only nodes matching this label selector (=, ==, !=, in, notin, exists, !key).
-      --term-file='': A NodeSelectorTerm as JSON ("-" reads standard input).
-      --timeout=10m0s: How long --wait waits.
-      --wait=false: Follow the migration until it succeeds or fails.
-
-Shell completion: put kubectl_complete-migrate next to kubectl-migrate on PATH (kubectl >= 1.26).
-
-Global options:
-      --context='': The kubeconfig context to use.
-      --kubeconfig='': Path to the kubeconfig file.
-  -n, --namespace='': The namespace (default: the context's namespace).
-
-Usage:
-  kubectl migrate NAME [options]
-  kubectl migrate [command] [options]
-)";
+  return parser->root->help();
 }
 
 }  // namespace kmt::cli

@@ -17,20 +17,6 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-const FlagDoc* LongFlag(const std::string& name) {
-  for (const auto& f : FlagDocs()) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
-}
-
-const FlagDoc* ShortFlag(char c) {
-  for (const auto& f : FlagDocs()) {
-    if (f.shorthand == c) return &f;
-  }
-  return nullptr;
-}
-
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -43,31 +29,33 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return out;
 }
 
-// What a value of `flag` is, for the request being read.
+// What a value of `flag` is, for the request being read: the table's ValueKind.
 void WantValueOf(const FlagDoc& flag, std::string prefix, CompletionRequest& req) {
   req.prefix = std::move(prefix);
-  const std::string& n = flag.name;
-  if (n == "node" || n == "exclude-node") {
-    req.want = Want::kNode;
-  } else if (n == "selector") {
-    req.want = Want::kSelector;
-  } else if (n == "namespace") {
-    req.want = Want::kNamespace;
-  } else if (n == "vmi") {
-    req.want = Want::kVmi;
-  } else if (n == "output") {
-    req.want = Want::kChoice;
-    req.choices = Split(OutputFormats(req.command), ',');
-  } else if (n == "dry-run") {
-    req.want = Want::kChoice;
-    req.choices = {"none", "client", "server"};
-  } else if (n == "origin") {
-    req.want = Want::kChoice;
-    req.choices = {"Evacuation", "Descheduler"};
-  } else if (n == "term-file" || n == "kubeconfig") {
-    req.want = Want::kFiles;
-  } else {
-    req.want = Want::kNothing;  // --timeout, --context: nothing to offer
+  switch (flag.values) {
+    case ValueKind::kNothing:
+      req.want = Want::kNothing;  // --timeout, --context: nothing to offer
+      break;
+    case ValueKind::kFiles:
+      req.want = Want::kFiles;
+      break;
+    case ValueKind::kNodes:
+      req.want = Want::kNode;
+      break;
+    case ValueKind::kSelector:
+      req.want = Want::kSelector;
+      break;
+    case ValueKind::kNamespaces:
+      req.want = Want::kNamespace;
+      break;
+    case ValueKind::kVmis:
+      req.want = Want::kVmi;
+      break;
+    case ValueKind::kChoices:
+      req.want = Want::kChoice;
+      // -o: the command's formats; the others: the table's.
+      req.choices = flag.choices.empty() ? Split(OutputFormats(req.command), ',') : flag.choices;
+      break;
   }
 }
 
@@ -222,10 +210,10 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
     }
     if (!after_dashdash && StartsWith(w, "--")) {
       const size_t eq = w.find('=');
-      flag = LongFlag(w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+      flag = FindFlag(w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
       if (eq != std::string::npos) value = w.substr(eq + 1);
     } else if (!after_dashdash && w.size() >= 2 && w[0] == '-') {
-      flag = ShortFlag(w[1]);
+      flag = FindFlag(w[1]);
       if (w.size() > 2) value = w[2] == '=' ? w.substr(3) : w.substr(2);
     } else {
       if (!subcommand_seen && positionals == 0) {
@@ -249,7 +237,7 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
     req.given_flags.push_back(flag->name);
     if (value) {
       Record(*flag, *value, req);
-    } else if (flag->takes_value && flag->name != "dry-run") {  // a bare --dry-run is complete
+    } else if (flag->takes_value()) {  // a bare --wait or --dry-run is complete
       pending = flag;
     }
   }
@@ -262,14 +250,14 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
     const size_t eq = current.find('=');
     const FlagDoc* flag = nullptr;
     if (eq != std::string::npos && StartsWith(current, "--")) {
-      flag = LongFlag(current.substr(2, eq - 2));
+      flag = FindFlag(current.substr(2, eq - 2));
     } else if (eq == 2 && current.size() >= 3) {
-      flag = ShortFlag(current[1]);
+      flag = FindFlag(current[1]);
     }
     if (eq != std::string::npos) {
       // `--flag=val`: the candidates are the values alone, as cobra's are (its shell
       // scripts keep the `--flag=` part).
-      if (flag != nullptr && flag->takes_value) {
+      if (flag != nullptr) {  // a flag without values to offer wants nothing
         WantValueOf(*flag, current.substr(eq + 1), req);
       } else {
         req.want = Want::kNothing;

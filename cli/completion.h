@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.h"
+#include "cli/flag_table.h"
 #include "kube/client.h"
 
 namespace kmt::cli {
