@@ -5,11 +5,12 @@
 //   bazel-bin/bench/explain_benchmark [--report=FILE] [--nodes=5000] [--benchmark_min_time=0.5]
 #include <benchmark/benchmark.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "bench/explain_cluster.h"
 #include "bench/report.h"
@@ -111,17 +112,21 @@ class CapturingReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   using namespace kmt::bench;
   std::string report;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--report=", 9) == 0) {
-      report = argv[i] + 9;
-    } else if (std::strncmp(argv[i], "--nodes=", 8) == 0) {
-      g_nodes = std::atoi(argv[i] + 8);
-    } else {
-      argv[kept++] = argv[i];
-    }
+  CLI::App app{"The explainer's and the drain plan's speed (other flags: Google Benchmark's)",
+               "explain_benchmark"};
+  app.allow_extras();  // --benchmark_*: Google Benchmark's own
+  app.add_option("--report", report, "Write the result table to this file");
+  app.add_option("--nodes", g_nodes, "Nodes of the cluster explained")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  argc = kept;
+  std::vector<std::string> rest = app.remaining();
+  std::vector<char*> kept{argv[0]};
+  for (std::string& a : rest) kept.push_back(a.data());
+  argc = static_cast<int>(kept.size());
+  argv = kept.data();
   benchmark::RegisterBenchmark("BM_ExplainerEvaluate", BM_ExplainerEvaluate)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_FloorOneLabel", BM_FloorOneLabel)->Unit(benchmark::kMicrosecond);

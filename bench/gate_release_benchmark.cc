@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -210,43 +211,24 @@ int Main(int argc, char** argv) {
   int timeout = 120;
   int port_base = 30780;
   std::vector<std::string> operator_args;  // --operator-arg=FLAG, repeatable: tuning trials
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* flag) -> std::optional<std::string> {
-      std::string prefix = std::string(flag) + "=";
-      if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
-      return std::nullopt;
-    };
-    if (auto v = value("--kubeconfig")) {
-      kubeconfig = *v;
-    } else if (auto v = value("--operator")) {
-      operator_bin = *v;
-    } else if (auto v = value("--report")) {
-      report = *v;
-    } else if (auto v = value("--log-dir")) {
-      log_dir = *v;
-    } else if (auto v = value("--operator-arg")) {
-      operator_args.push_back(*v);
-    } else if (auto v = value("--timeout")) {
-      timeout = std::stoi(*v);
-    } else if (auto v = value("--port-base")) {
-      port_base = std::stoi(*v);
-    } else if (auto v = value("--sizes")) {
-      sizes.clear();
-      std::string s = *v;
-      for (size_t pos = 0; pos <= s.size();) {
-        size_t comma = std::min(s.find(',', pos), s.size());
-        sizes.push_back(std::stoul(s.substr(pos, comma - pos)));
-        pos = comma + 1;
-      }
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
-      return 2;
-    }
-  }
-  if (kubeconfig.empty() || operator_bin.empty()) {
-    std::fprintf(stderr, "--kubeconfig and --operator are required\n");
-    return 2;
+  CLI::App app{"Gate release latency of the operator against a floor", "gate_release_benchmark"};
+  app.add_option("--kubeconfig", kubeconfig, "The cluster's admin kubeconfig")->required();
+  app.add_option("--operator", operator_bin, "The operator binary")->required();
+  app.add_option("--report", report, "Write the result table to this file");
+  app.add_option("--log-dir", log_dir, "Where the operator's log goes")->capture_default_str();
+  app.add_option("--operator-arg", operator_args,
+                 "A flag passed to the operator (repeatable): tuning trials")
+      ->allow_extra_args(false);
+  app.add_option("--timeout", timeout, "Seconds a run may take")->capture_default_str();
+  app.add_option("--port-base", port_base, "The operator's metrics port (health: the next one)")
+      ->capture_default_str();
+  app.add_option("--sizes", sizes, "Migrations per run, comma-separated (default 1,50,200)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
   const int metrics_port = port_base, health_port = port_base + 1;
   CheckListenPorts(metrics_port, health_port);

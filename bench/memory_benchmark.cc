@@ -16,6 +16,7 @@
 //       [--port-base=30790 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -62,37 +63,20 @@ int Main(int argc, char** argv) {
   std::string kubeconfig, operator_bin, report, log_dir = "/tmp";
   size_t nodes = 5000, vmims = 10000, pods = 10000;
   int port_base = 30790;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* flag) -> std::optional<std::string> {
-      std::string prefix = std::string(flag) + "=";
-      if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
-      return std::nullopt;
-    };
-    if (auto v = value("--kubeconfig"))
-      kubeconfig = *v;
-    else if (auto v = value("--operator"))
-      operator_bin = *v;
-    else if (auto v = value("--report"))
-      report = *v;
-    else if (auto v = value("--log-dir"))
-      log_dir = *v;
-    else if (auto v = value("--nodes"))
-      nodes = std::stoul(*v);
-    else if (auto v = value("--vmims"))
-      vmims = std::stoul(*v);
-    else if (auto v = value("--pods"))
-      pods = std::stoul(*v);
-    else if (auto v = value("--port-base"))
-      port_base = std::stoi(*v);
-    else {
-      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
-      return 2;
-    }
-  }
-  if (kubeconfig.empty() || operator_bin.empty()) {
-    std::fprintf(stderr, "--kubeconfig and --operator are required\n");
-    return 2;
+  CLI::App app{"The operator's memory at scale", "memory_benchmark"};
+  app.add_option("--kubeconfig", kubeconfig, "The cluster's admin kubeconfig")->required();
+  app.add_option("--operator", operator_bin, "The operator binary")->required();
+  app.add_option("--report", report, "Write the result table to this file");
+  app.add_option("--log-dir", log_dir, "Where the operator's log goes")->capture_default_str();
+  app.add_option("--nodes", nodes, "Nodes to create")->capture_default_str();
+  app.add_option("--vmims", vmims, "VMIMs to create")->capture_default_str();
+  app.add_option("--pods", pods, "Pods to create")->capture_default_str();
+  app.add_option("--port-base", port_base, "The operator's metrics port (health: the next one)")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
   CheckListenPorts(port_base, port_base + 1);
   EnsureLogDir(log_dir);

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -78,32 +79,26 @@ int Main(int argc, char** argv) {
   std::string node_source = "informer";
   int floor_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string report;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--quick") {
-      seconds_ms = 1000;
-    } else if (a.rfind("--rates=", 0) == 0) {
-      rates = ParseRates(a.substr(8));
-    } else if (a.rfind("--seconds=", 0) == 0) {
-      seconds_ms = static_cast<int>(std::atof(a.substr(10).c_str()) * 1000);
-    } else if (a.rfind("--connections=", 0) == 0) {
-      connections = std::atoi(a.substr(14).c_str());
-    } else if (a.rfind("--nodes=", 0) == 0) {
-      nodes = std::atoi(a.substr(8).c_str());
-    } else if (a.rfind("--node-source=", 0) == 0) {
-      node_source = a.substr(14);
-      if (node_source != "informer" && node_source != "list") {
-        std::fprintf(stderr, "--node-source: informer or list\n");
-        return 2;
-      }
-    } else if (a.rfind("--floor-threads=", 0) == 0) {
-      floor_threads = std::atoi(a.substr(16).c_str());
-    } else if (a.rfind("--report=", 0) == 0) {
-      report = a.substr(9);
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
-      return 2;
-    }
+  CLI::App app{"Webhook latency and server CPU against two floors", "webhook_benchmark"};
+  app.add_flag_callback(
+      "--quick", [&] { seconds_ms = 1000; }, "One second per rate");
+  app.add_option_function<std::string>(
+      "--rates", [&](const std::string& v) { rates = ParseRates(v); },
+      "Request rates per second, comma-separated (default 1000,3000,5000)");
+  app.add_option_function<double>(
+      "--seconds", [&](double v) { seconds_ms = static_cast<int>(v * 1000); },
+      "Seconds per rate (default 5)");
+  app.add_option("--connections", connections, "Keep-alive TLS connections")->capture_default_str();
+  app.add_option("--nodes", nodes, "Nodes in the fake API server")->capture_default_str();
+  app.add_option("--node-source", node_source,
+                 "Where the validator reads nodes: informer (the operator's wiring) or list")
+      ->check(CLI::IsMember({"informer", "list"}));
+  app.add_option("--floor-threads", floor_threads, "Threads of floor (a) (default: the cores)");
+  app.add_option("--report", report, "Write the result table to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   char dir_template[] = "/tmp/kmt-bench-webhook-XXXXXX";
