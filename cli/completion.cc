@@ -333,7 +333,8 @@ CompletionAnswer Complete(const CompletionRequest& req, const std::string& ns,
         for (const auto& s : SubcommandDocs()) {
           if (StartsWith(s.name, req.prefix)) a.candidates.push_back(s.name + "\t" + s.summary);
         }
-        if (StartsWith("help", req.prefix)) a.candidates.push_back("help\tHelp about any command");
+        if (StartsWith("help", req.prefix))
+          a.candidates.emplace_back("help\tHelp about any command");
         try {
           if (client != nullptr) {
             AddMatching(Names(*client, kube::kVirtualMachineInstances, ns), req.prefix,

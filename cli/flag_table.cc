@@ -35,7 +35,8 @@ Check Bool(const std::string& flag) {
   };
 }
 
-Check OneOf(const std::string& flag, std::vector<std::string> allowed, const std::string& must) {
+Check OneOf(const std::string& flag, const std::vector<std::string>& allowed,
+            const std::string& must) {
   return [=](const std::string& v) {
     return std::find(allowed.begin(), allowed.end(), v) != allowed.end()
                ? std::string()
@@ -117,7 +118,7 @@ const std::vector<FlagDoc>& Table() {
        .check = Bool("all-namespaces"),
        .set = AssignBool(&Invocation::all_namespaces)},
       {.name = "dry-run",
-       .usage = "Must be \"none\", \"server\", or \"client\".",
+       .usage = R"(Must be "none", "server", or "client".)",
        .shown_default = "'none'",
        .bare = "client",  // kubectl's historical meaning of a bare --dry-run
        .values = ValueKind::kChoices,
