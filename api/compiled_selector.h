@@ -62,6 +62,17 @@ struct CompiledSelector {
               (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
     }
   }
+  // Some requirement names a key `labels` lacks: on a pod whose cache left labels out
+  // (BoundPod::labels_dropped), the match may differ from the pod's real labels'.
+  bool NamesAbsentKey(const Labels& labels) const {
+    for (const auto& [k, v] : match_labels) {
+      if (labels.FindId(k) == kNoIntern) return true;
+    }
+    for (const auto& e : exprs) {
+      if (labels.FindId(e.key) == kNoIntern) return true;
+    }
+    return false;
+  }
   // labels.Selector.Empty(): no requirement at all (null is not empty: it matches nothing).
   bool Empty() const { return valid && match_labels.empty() && exprs.empty(); }
   bool Matches(const Labels& labels) const {
@@ -126,6 +137,12 @@ struct CompiledPodTerm {
   bool Matches(std::string_view ns, const Labels& labels, const Labels* ns_labels,
                bool unknown_as_unlabelled = false) const {
     return MatchesNamespace(ns, ns_labels, unknown_as_unlabelled) && selector.Matches(labels);
+  }
+  // Whether the match against bound pod `b` may be wrong because the cache left some of its
+  // labels out and the selector names a key among those it lacks.
+  bool MayMissLabels(const BoundPod& b, const Labels* ns_labels) const {
+    return b.labels_dropped > 0 && selector.valid && MatchesNamespace(b.ns, ns_labels) &&
+           selector.NamesAbsentKey(b.labels);
   }
 };
 

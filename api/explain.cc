@@ -158,6 +158,35 @@ bool IsByteResource(std::string_view name) {
   return name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0;
 }
 
+// The note on bound pods whose labels the cache cut where the pod's selectors needed them:
+// "" when none. Pods of other namespaces are counted, not named, unless `disclosure` says.
+std::string LabelsNoteText(const TargetPod& pod, std::span<const BoundPod> bound,
+                           std::vector<size_t> cut, Disclosure disclosure) {
+  if (cut.empty()) return "";
+  std::sort(cut.begin(), cut.end());
+  cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
+  std::vector<std::string> named;
+  size_t others = 0;
+  for (size_t i : cut) {
+    const BoundPod& b = bound[i];
+    if (disclosure == Disclosure::kEveryNamespace || b.ns == pod.ns) {
+      named.push_back(b.ns + "/" + b.name);
+    } else {
+      ++others;
+    }
+  }
+  std::sort(named.begin(), named.end());
+  std::string who = ListFirst(named, 3);
+  if (others > 0) {
+    who += (who.empty() ? "" : " and ") + std::to_string(others) +
+           (others == 1 ? " pod" : " pods") + " in other namespaces";
+  }
+  return "labels truncated: " + who + (cut.size() == 1 ? " carries" : " carry") +
+         " more labels than the operator caches (" + std::to_string(kBoundPodLabelBytes / 1024) +
+         " KiB a pod), and the VM's pod affinity, anti-affinity or spread selectors name keys "
+         "left out, counted here as absent";
+}
+
 }  // namespace
 
 struct Explainer::Impl {
@@ -187,6 +216,8 @@ struct Explainer::Impl {
   std::vector<CompiledVolume> volumes;
   bool any_zone = false;                                    // some PV has zone labels
   InternId topology_keys[std::size(kTopologyLabels)] = {};  // VolumeZone's four keys
+  // Bound pods whose cut labels a selector of the pod needed (LabelsNote), rendered once.
+  std::string labels_note;
 
   bool Tolerated(const std::string* key, const std::string* value, TaintEffect effect) const {
     for (const auto& t : tolerations) {
@@ -343,6 +374,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   for (size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].name, i);
 
   const NamespaceIndex ns_index(namespaces);
+  std::vector<size_t> cut;  // bound pods whose cut labels a selector named (labels_note)
   for (const auto& term : pod.anti_affinity) {
     InternedString topology(term.topology_key);
     const InternId topology_id = topology.id();
@@ -350,8 +382,10 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     const CompiledPodTerm compiled(term, pod.ns);
     const std::string* vmi = term.selector.match_labels.Find(kLabelCreatedBy);
     a.is_vm = vmi != nullptr && *vmi == pod.created_by;
-    for (const auto& b : bound) {
+    for (size_t bi = 0; bi < bound.size(); ++bi) {
+      const BoundPod& b = bound[bi];
       if (b.terminal || b.node_name.empty()) continue;
+      if (compiled.MayMissLabels(b, ns_index.Find(b.ns))) cut.push_back(bi);
       if (!compiled.Matches(b.ns, b.labels, ns_index.Find(b.ns))) continue;
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
@@ -410,6 +444,9 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
       [&](size_t i) { return m.RequiredNodeAffinityMatches(nodes[i]); },
       [&](size_t i) { return m.TaintsTolerated(nodes[i]); },
       disclosure == Disclosure::kEveryNamespace);
+  const auto& rule_cut = impl->rules->CutLabelPods();
+  cut.insert(cut.end(), rule_cut.begin(), rule_cut.end());
+  impl->labels_note = LabelsNoteText(pod, bound, cut, disclosure);
   impl_ = std::move(impl);
 }
 
@@ -633,8 +670,12 @@ std::string Explainer::Summarize(size_t max_nodes) const {
   std::vector<const NodeExplanation*> ptrs;
   ptrs.reserve(explained.size());
   for (const auto& e : explained) ptrs.push_back(&e);
-  return FormatSummary(ptrs, allowed.size());
+  std::string summary = FormatSummary(ptrs, allowed.size());
+  if (!impl_->labels_note.empty()) summary += "; " + impl_->labels_note;
+  return summary;
 }
+
+const std::string& Explainer::LabelsNote() const { return impl_->labels_note; }
 
 std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
   const Impl& m = *impl_;

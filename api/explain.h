@@ -118,6 +118,12 @@ class Explainer {
   // bound or found, and PV zone labels (editable) can change, so a node excluded only by
   // them keeps the answer nullopt.
   std::optional<std::string> WhyNeverFits(size_t max_nodes = 10) const;
+  // "" or, when some bound pod's labels were cut by the cache (BoundPod::labels_dropped) and
+  // one of the pod's selectors (its pod anti-affinity, pod affinity, or a DoNotSchedule
+  // spread constraint) names a key that pod lacks, a note naming those pods (counting other
+  // namespaces' pods unless Disclosure::kEveryNamespace): "labels truncated: vms/a carries
+  // more labels than the operator caches (8 KiB a pod), ...". Summarize() ends with it.
+  const std::string& LabelsNote() const;
 
  private:
   struct Impl;

@@ -5,6 +5,8 @@
 #include <functional>
 #include <sstream>
 
+#include "api/names.h"
+
 namespace Catch {
 template <>
 struct StringMaker<kmt::api::Reason> {
@@ -901,6 +903,71 @@ TEST_CASE("WantsNamespaces: only a non-null namespaceSelector needs them") {
   bound.pop_back();
   pod.anti_affinity[0].namespace_selector = LabelSelector{};
   CHECK(WantsNamespaces(pod, bound));
+}
+
+// A running pod whose cache left `dropped` labels out (kube/managed_fields.h's member).
+BoundPod Cut(const std::string& node, const std::string& name, const json& labels, int dropped,
+             const std::string& ns = "vms") {
+  return Running(node, name, labels,
+                 {{"metadata", {{std::string(kMetadataLabelsDropped), dropped}}}}, ns);
+}
+
+TEST_CASE("BoundPod: the count of labels the cache left out") {
+  CHECK(Cut("n", "p", {{"a", "b"}}, 7).labels_dropped == 7);
+  CHECK(Running("n", "p", {{"a", "b"}}).labels_dropped == 0);
+  CHECK(
+      Running("n", "p", {{"a", "b"}}, {{"metadata", {{std::string(kMetadataLabelsDropped), "7"}}}})
+          .labels_dropped == 0);  // not a number: not from the trim
+}
+
+TEST_CASE("Explainer: a selector naming a key a cut pod lacks is said, not guessed") {
+  TargetPod pod = Pod();  // namespace vms
+  pod.labels = Labels{{"app", "web"}};
+  const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("zb1", "b")};
+  PodAffinityTerm zone_db = Term({{"app", "db"}}, kZone);
+  pod.anti_affinity = {zone_db};
+  SECTION("No cut pod: no note, and Summarize is as before") {
+    const std::vector<BoundPod> bound{Running("za1", "db", {{"app", "db"}})};
+    const Explainer e(pod, nullptr, "", nodes, bound);
+    CHECK(e.LabelsNote().empty());
+    CHECK(e.Summarize().find("labels truncated") == std::string::npos);
+  }
+  SECTION("A cut pod that kept the key is certain; one that lacks it is named") {
+    const std::vector<BoundPod> bound{
+        Cut("za1", "kept", {{"app", "db"}}, 10),                  // the key is there: certain
+        Cut("zb1", "lost", {{"aaa", "x"}}, 40),                   // app may be among the 40
+        Cut("zb1", "other-ns", {{"aaa", "x"}}, 40, "tenant-b")};  // term's namespace is vms
+    const Explainer e(pod, nullptr, "", nodes, bound);
+    CHECK(e.LabelsNote() ==
+          "labels truncated: vms/lost carries more labels than the operator caches (8 KiB a "
+          "pod), and the VM's pod affinity, anti-affinity or spread selectors name keys left "
+          "out, counted here as absent");
+    // Counted as absent: zone b stays open, zone a is out by the pod that kept its label.
+    CHECK(Out(e, K::kAlreadyRunsThere) == std::vector<bool>{true, false});
+    const std::string summary = e.Summarize();
+    CHECK(summary.substr(summary.size() - e.LabelsNote().size()) == e.LabelsNote());
+  }
+  SECTION("Own pod affinity and spread: pods of other namespaces are counted, not named") {
+    TargetPod p = pod;
+    p.anti_affinity.clear();
+    PodAffinityTerm any_ns = Term({{"tier", "cache"}}, kZone);
+    any_ns.namespace_selector = LabelSelector{};  // every namespace
+    p.pod_affinity = {any_ns};
+    p.topology_spread = {Spread(kZone, {{"app", "web"}})};
+    const std::vector<BoundPod> bound{Running("za1", "cache", {{"tier", "cache"}}),
+                                      Cut("za1", "a", {{"aaa", "x"}}, 3, "tenant-a"),
+                                      Cut("zb1", "b", {{"aaa", "x"}}, 3, "tenant-b"),
+                                      Cut("zb1", "web", {{"aaa", "x"}}, 3)};
+    const std::vector<NamespaceInfo> namespaces{
+        Ns("vms", json::object()), Ns("tenant-a", json::object()), Ns("tenant-b", json::object())};
+    const Explainer tenant(p, nullptr, "", nodes, bound, namespaces);
+    CHECK(tenant.LabelsNote().rfind(
+              "labels truncated: vms/web and 2 pods in other namespaces carry more labels", 0) ==
+          0);
+    const Explainer admin(p, nullptr, "", nodes, bound, namespaces, Disclosure::kEveryNamespace);
+    CHECK(admin.LabelsNote().rfind(
+              "labels truncated: tenant-a/a, tenant-b/b, vms/web carry more labels", 0) == 0);
+  }
 }
 
 }  // namespace

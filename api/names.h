@@ -6,6 +6,7 @@
 // one string literal.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 namespace kmt::api {
@@ -82,5 +83,13 @@ inline constexpr std::string_view kLabelMigrationVmiName = "kubevirt.io/vmi-name
 // for resources and anti-affinity, selected on the server.
 inline constexpr std::string_view kBoundPodsFieldSelector =
     "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+// Labels a bound pod may keep in the cache, in bytes (each label counted as its key plus the
+// longest value a label may have, 63): a tenant decides how many labels its pods carry, and
+// every replica would otherwise hold them all. 8 KiB keeps 90 labels of 20-byte keys.
+inline constexpr size_t kBoundPodLabelBytes = 8 * 1024;
+// The member the client's trim (kube/managed_fields.h) adds to an object's metadata when it
+// left labels out: how many. metadata's fields are fixed, and none has a colon, so the API
+// server never sends it.
+inline constexpr std::string_view kMetadataLabelsDropped = "kmt:labelsDropped";
 
 }  // namespace kmt::api

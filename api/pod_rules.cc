@@ -9,7 +9,8 @@
 namespace kmt::api {
 namespace {
 
-void SortUnique(std::vector<std::pair<InternId, InternId>>& v) {
+template <typename T>
+void SortUnique(std::vector<T>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
@@ -70,9 +71,17 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
         return t.Matches(ns, labels, ns_labels);
       });
     };
-    for (const auto& b : bound) {
+    for (size_t bi = 0; bi < bound.size(); ++bi) {
+      const BoundPod& b = bound[bi];
       const NodeInfo* node = node_of(b);
-      if (node == nullptr || !matches_all(b.ns, b.labels)) continue;
+      if (node == nullptr) continue;
+      if (b.labels_dropped > 0 &&
+          std::any_of(affinity_.begin(), affinity_.end(), [&](const CompiledPodTerm& t) {
+            return t.MayMissLabels(b, ns_index.Find(b.ns));
+          })) {
+        cut_label_pods_.push_back(bi);
+      }
+      if (!matches_all(b.ns, b.labels)) continue;
       for (const auto& t : affinity_) {
         const InternId value = node->labels.FindId(t.topology_key);
         if (value != kNoIntern) affinity_domains_.emplace_back(t.topology_key, value);
@@ -98,7 +107,10 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
     }
     spread_.back().self_match = sel.Matches(pod.labels);
   }
-  if (spread_.empty()) return;
+  if (spread_.empty()) {
+    SortUnique(cut_label_pods_);
+    return;
+  }
   const size_t n_constraints = spread_.size();
   // Per node and constraint: counted (eligible) or not.
   std::vector<char> eligible(nodes.size() * n_constraints, 0);
@@ -127,15 +139,18 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
       if (eligible[i * n_constraints + c]) per_domain[c][nodes[i].labels.FindId(spread_[c].key)];
     }
   }
-  for (const auto& b : bound) {
+  for (size_t bi = 0; bi < bound.size(); ++bi) {
+    const BoundPod& b = bound[bi];
     if (b.deleting || b.ns != pod.ns) continue;
     const NodeInfo* node = node_of(b);
     if (node == nullptr) continue;
     const size_t i = static_cast<size_t>(node - nodes.data());
     for (size_t c = 0; c < n_constraints; ++c) {
-      if (!eligible[i * n_constraints + c] || selectors[c].Empty() ||
-          !selectors[c].Matches(b.labels))
-        continue;
+      if (!eligible[i * n_constraints + c] || selectors[c].Empty()) continue;
+      if (b.labels_dropped > 0 && selectors[c].valid && selectors[c].NamesAbsentKey(b.labels)) {
+        cut_label_pods_.push_back(bi);
+      }
+      if (!selectors[c].Matches(b.labels)) continue;
       ++per_domain[c][node->labels.FindId(spread_[c].key)];
     }
   }
@@ -158,6 +173,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
       spread_counts_[i * n_constraints + c] = it == per_domain[c].end() ? 0 : it->second;
     }
   }
+  SortUnique(cut_label_pods_);
 }
 
 bool PodRules::AffinityTermHasPod(const CompiledPodTerm& t, InternId value) const {

@@ -65,6 +65,10 @@ class PodRules {
   std::vector<std::string> OthersAntiAffinityTexts(size_t i) const;
   std::vector<std::string> OwnPodAffinityTexts(size_t i) const;
   std::vector<std::string> TopologySpreadTexts(size_t i) const;
+  // Indices in `bound` of pods whose cached labels were cut (BoundPod::labels_dropped) where
+  // the pod's own pod affinity or a spread constraint's selector names a key they lack: the
+  // counts above took those labels as absent. Sorted, unique.
+  const std::vector<size_t>& CutLabelPods() const { return cut_label_pods_; }
 
  private:
   using Domain = std::pair<InternId, InternId>;  // topology key, value
@@ -97,6 +101,7 @@ class PodRules {
   bool self_matches_affinity_ = false;
   std::vector<Spread> spread_;
   std::vector<int64_t> spread_counts_;  // node × constraint: matching pods, -1 without the key
+  std::vector<size_t> cut_label_pods_;
 };
 
 }  // namespace kmt::api

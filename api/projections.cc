@@ -333,6 +333,10 @@ BoundPod BoundPod::FromJson(const json& pod) {
   b.requests = PodRequests(pod);
   b.terminal = IsTerminalPhase(base::StringAt(base::At(pod, "status"), "phase"));
   b.deleting = base::At(meta, "deletionTimestamp").is_string();
+  const json& dropped = base::At(meta, kMetadataLabelsDropped);
+  if (dropped.is_number_integer() && dropped.get<int64_t>() > 0) {
+    b.labels_dropped = static_cast<uint32_t>(std::min<int64_t>(dropped.get<int64_t>(), UINT32_MAX));
+  }
   return b;
 }
 

@@ -172,6 +172,9 @@ struct BoundPod {
   std::vector<PodAffinityTerm> anti_affinity;
   bool terminal = false;  // Succeeded or Failed: the scheduler no longer counts it
   bool deleting = false;  // metadata.deletionTimestamp set: topology spread skips it
+  // Labels the cache left out (kBoundPodLabelBytes): selectors naming a key this pod lacks
+  // cannot tell whether it has it. Kept labels are the first ones by key.
+  uint32_t labels_dropped = 0;
 
   static BoundPod FromJson(const nlohmann::json& pod);
 };

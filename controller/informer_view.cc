@@ -26,6 +26,16 @@ kube::InformerOptions Options(const kube::Resource& r, std::string label_selecto
   return opts;
 }
 
+// Every running pod of the cluster: a tenant decides how many labels its pods carry, so the
+// cache keeps at most api::kBoundPodLabelBytes of them per pod, cut while parsing (the
+// explainer says when a selector needed the rest: api::Explainer::LabelsNote).
+kube::InformerOptions BoundPodOptions(const InformerViewOptions& o) {
+  kube::InformerOptions opts = Options(kube::kPods, "", std::string(api::kBoundPodsFieldSelector),
+                                       std::chrono::milliseconds(0), o);
+  opts.watch.max_label_bytes = api::kBoundPodLabelBytes;
+  return opts;
+}
+
 template <typename T>
 std::shared_ptr<const T> Projected(const nlohmann::json& j) {
   return std::make_shared<const T>(T::FromJson(j));
@@ -65,10 +75,7 @@ InformerView::InformerView(kube::KubeClient& client, const base::Clock& clock,
                Projected<api::TargetPod>),
       nodes_(client, Options(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
              Projected<api::NodeInfo>),
-      bound_(client,
-             Options(kube::kPods, "", std::string(api::kBoundPodsFieldSelector),
-                     std::chrono::milliseconds(0), options),
-             Projected<api::BoundPod>) {
+      bound_(client, BoundPodOptions(options), Projected<api::BoundPod>) {
   nodes_.AddHandlers({[this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr&) {
                         node_generation_.fetch_add(1);
                       },

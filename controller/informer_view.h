@@ -6,6 +6,7 @@
 //                 (indexed by that label's value)         api::TargetPod
 //   nodes                                                 api::NodeInfo
 //   bound pods    spec.nodeName!=, not Succeeded/Failed   api::BoundPod
+//                 (labels cut to api::kBoundPodLabelBytes)
 //
 // Memory (DESIGN.md §6): only projections are cached; label strings are
 // interned. Bound pods are every running pod of the cluster, as the

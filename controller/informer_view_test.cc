@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "api/names.h"
 #include "base/fake_clock.h"
 #include "controller/testing/objects.h"
 #include "kube/fake_client.h"
@@ -155,6 +156,39 @@ TEST_CASE("ResolveClaims reads the target pod's volumes from the API, not from a
   CHECK(pod.claims[0].resolution.zones ==
         std::vector<api::ZoneLabel>{{"topology.kubernetes.io/zone", {"a"}}});
   CHECK(pod.claims[1].resolution.state == api::ClaimState::kMissing);
+}
+
+TEST_CASE("Bound pods keep their labels within the budget a tenant cannot raise") {
+  base::FakeClock clock;
+  kube::FakeClient client;
+  auto bound_pod = [](const std::string& name, const nlohmann::json& labels) {
+    return nlohmann::json{
+        {"metadata", {{"name", name}, {"labels", labels}}},
+        {"spec", {{"nodeName", "node-a"}, {"containers", nlohmann::json::array()}}},
+        {"status", {{"phase", "Running"}}}};
+  };
+  nlohmann::json many = nlohmann::json::object();
+  for (int i = 0; i < 5000; ++i) many["tenant.example/k-" + std::to_string(10000 + i)] = "v";
+  client.Create(kube::kPods, kNs, bound_pod("heavy", many));
+  client.Create(kube::kPods, kNs, bound_pod("plain", {{"app", "db"}, {"tier", "x"}}));
+  InformerView view(client, clock);
+  view.Start();
+  REQUIRE(view.WaitForSync(std::chrono::seconds(20)));
+  // A pod created after the initial list comes through the watch, cut the same way.
+  client.Create(kube::kPods, kNs, bound_pod("late", many));
+  REQUIRE(Eventually([&] { return view.sizes().bound_pods == 3; }));
+  std::map<std::string, api::BoundPod> by_name;
+  for (api::BoundPod& b : view.BoundPods()) by_name.emplace(b.name, std::move(b));
+  // 22-byte keys + 63: 96 labels fit 8 KiB.
+  const size_t kept = api::kBoundPodLabelBytes / (22 + 63);
+  for (const char* name : {"heavy", "late"}) {
+    INFO(name);
+    CHECK(by_name.at(name).labels.size() == kept);
+    CHECK(by_name.at(name).labels_dropped == 5000 - kept);
+  }
+  CHECK(by_name.at("plain").labels.size() == 2);
+  CHECK(by_name.at("plain").labels_dropped == 0);
+  view.Stop();
 }
 
 TEST_CASE("Only node changes that matter to scheduling count") {

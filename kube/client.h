@@ -43,6 +43,9 @@ struct ListOptions {
   // Leave metadata.managedFields out of the returned items (what informers want: it is
   // large and nothing here reads it). Dropped while parsing, never materialised.
   bool omit_managed_fields = false;
+  // Keep each item's labels within this many bytes (kube/managed_fields.h has the rule and
+  // the member that counts the labels left out); 0 keeps them all. Also never materialised.
+  size_t max_label_bytes = 0;
 };
 
 // Options shared by create, update and patch.
@@ -72,6 +75,7 @@ struct WatchOptions {
   bool allow_bookmarks = true;
   std::chrono::seconds timeout{300};  // server-side timeoutSeconds
   bool omit_managed_fields = false;   // as ListOptions::omit_managed_fields, per event
+  size_t max_label_bytes = 0;         // as ListOptions::max_label_bytes, per event
 };
 
 // One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.

@@ -256,7 +256,8 @@ Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions&
       continue;
     }
     items.push_back(obj);
-    if (opts.omit_managed_fields) items.back()["metadata"].erase("managedFields");
+    TrimObject(items.back(), ObjectTrim{.managed_fields = opts.omit_managed_fields,
+                                        .max_label_bytes = opts.max_label_bytes});
   }
   std::string next;
   if (more) {

@@ -7,7 +7,6 @@
 #include <cctype>
 
 #include "kube/error.h"
-#include "kube/managed_fields.h"
 
 namespace kmt::kube {
 namespace {
@@ -46,10 +45,8 @@ void LineFramer::Feed(std::string_view chunk, std::vector<std::string>& out) {
 
 bool LineFramer::HasPartial() const { return !Blank(buffer_); }
 
-WatchEvent ParseWatchEvent(std::string_view line, const std::string& what,
-                           bool omit_managed_fields) {
-  Json j = omit_managed_fields ? ParseOmittingManagedFields(line, ObjectsAt::kWatchEvent)
-                               : Json::parse(line, nullptr, /*allow_exceptions=*/false);
+WatchEvent ParseWatchEvent(std::string_view line, const std::string& what, const ObjectTrim& trim) {
+  Json j = ParseTrimmed(line, ObjectsAt::kWatchEvent, trim);
   if (j.is_discarded()) {
     throw KubeError(ErrorKind::kInternal,
                     fmt::format("{}: malformed watch event (not JSON): {}", what, Excerpt(line)));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "kube/managed_fields.h"
 
 namespace kmt::kube {
 
@@ -39,8 +40,12 @@ class LineFramer {
 // Decodes one line of a watch stream. Throws KubeError kInternal naming `what`
 // when the line is not JSON, has no string "type", or no object "object".
 // The type is not checked here: the watcher decides what an unknown type means.
-// With omit_managed_fields the object's metadata.managedFields is left out while parsing.
+// The object is trimmed while parsing as `trim` says (kube/managed_fields.h).
 WatchEvent ParseWatchEvent(std::string_view line, const std::string& what,
-                           bool omit_managed_fields = false);
+                           const ObjectTrim& trim = {});
+inline WatchEvent ParseWatchEvent(std::string_view line, const std::string& what,
+                                  bool omit_managed_fields) {
+  return ParseWatchEvent(line, what, ObjectTrim{.managed_fields = omit_managed_fields});
+}
 
 }  // namespace kmt::kube

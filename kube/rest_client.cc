@@ -34,10 +34,10 @@ const std::string& MetaName(const Json& obj) {
 class RestWatch : public WatchStream {
  public:
   RestWatch(std::shared_ptr<Transport> transport, std::string path, std::string what,
-            std::chrono::seconds timeout, bool omit_managed_fields)
+            std::chrono::seconds timeout, const ObjectTrim& trim)
       : transport_(std::move(transport)),
         what_(std::move(what)),
-        omit_managed_fields_(omit_managed_fields),
+        trim_(trim),
         max_queued_bytes_(transport_->options().max_watch_queue_bytes) {
     transport_->WaitForRateLimit();
     cred_ = transport_->CurrentCredential();
@@ -131,7 +131,7 @@ class RestWatch : public WatchStream {
         framer.Feed(std::string_view(data, len), lines);
         for (const std::string& l : lines) {
           if (!WaitForRoom(l.size())) return false;
-          WatchEvent e = ParseWatchEvent(l, what_, omit_managed_fields_);
+          WatchEvent e = ParseWatchEvent(l, what_, trim_);
           std::lock_guard<std::mutex> lock(mu_);
           queue_.push_back({std::move(e), l.size()});
           queued_bytes_ += l.size();
@@ -173,7 +173,7 @@ class RestWatch : public WatchStream {
 
   std::shared_ptr<Transport> transport_;
   std::string what_;
-  bool omit_managed_fields_ = false;
+  ObjectTrim trim_;
   Credential cred_;
   std::unique_ptr<httplib::ClientImpl> conn_;
   std::thread thread_;
@@ -210,14 +210,13 @@ RestClient::RestClient(ClientConfig config, TransportOptions options)
 RestClient::~RestClient() = default;
 
 Json RestClient::Call(const std::string& method, const std::string& path, const std::string& body,
-                      const std::string& content_type, const std::string& what,
-                      std::optional<ObjectsAt> omit_managed_fields_at) {
+                      const std::string& content_type, const std::string& what, ObjectsAt at,
+                      const ObjectTrim& trim) {
   HttpResponse res = transport_->Do(method, path, body, content_type, what);
   if (res.status < 200 || res.status > 299) {
     throw ErrorFromResponse(res.status, res.body, res.retry_after, what);
   }
-  Json j = omit_managed_fields_at ? ParseOmittingManagedFields(res.body, *omit_managed_fields_at)
-                                  : Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+  Json j = ParseTrimmed(res.body, at, trim);
   if (j.is_discarded()) {
     throw KubeError(ErrorKind::kInternal,
                     fmt::format("{}: HTTP {} with a body that is not JSON ({} bytes)", what,
@@ -243,8 +242,10 @@ Json RestClient::List(const Resource& r, std::string_view ns, const ListOptions&
   if (!o.resource_version_match.empty()) {
     q.emplace_back("resourceVersionMatch", o.resource_version_match);
   }
-  return Call("GET", ResourcePath(r, ns) + QueryString(q), "", "", DescribeCall("list", r, ns),
-              o.omit_managed_fields ? std::optional(ObjectsAt::kListItems) : std::nullopt);
+  return Call(
+      "GET", ResourcePath(r, ns) + QueryString(q), "", "", DescribeCall("list", r, ns),
+      ObjectsAt::kListItems,
+      ObjectTrim{.managed_fields = o.omit_managed_fields, .max_label_bytes = o.max_label_bytes});
 }
 
 Json RestClient::Create(const Resource& r, std::string_view ns, const Json& object,
@@ -300,9 +301,9 @@ std::unique_ptr<WatchStream> RestClient::Watch(const Resource& r, std::string_vi
   if (!o.resource_version.empty()) q.emplace_back("resourceVersion", o.resource_version);
   if (o.allow_bookmarks) q.emplace_back("allowWatchBookmarks", "true");
   if (o.timeout.count() > 0) q.emplace_back("timeoutSeconds", std::to_string(o.timeout.count()));
-  return std::make_unique<RestWatch>(transport_, ResourcePath(r, ns) + QueryString(q),
-                                     DescribeCall("watch", r, ns), o.timeout,
-                                     o.omit_managed_fields);
+  return std::make_unique<RestWatch>(
+      transport_, ResourcePath(r, ns) + QueryString(q), DescribeCall("watch", r, ns), o.timeout,
+      ObjectTrim{.managed_fields = o.omit_managed_fields, .max_label_bytes = o.max_label_bytes});
 }
 
 }  // namespace kmt::kube

@@ -63,10 +63,10 @@ class RestClient : public KubeClient {
   const ClientConfig& config() const { return transport_->config(); }
 
  private:
-  // omit_managed_fields_at: parse the answer leaving out the managedFields of the objects there.
+  // The answer's objects at `at` are trimmed as `trim` says while parsing.
   Json Call(const std::string& method, const std::string& path, const std::string& body,
             const std::string& content_type, const std::string& what,
-            std::optional<ObjectsAt> omit_managed_fields_at = std::nullopt);
+            ObjectsAt at = ObjectsAt::kTop, const ObjectTrim& trim = {});
 
   std::shared_ptr<Transport> transport_;
 };

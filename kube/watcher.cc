@@ -117,6 +117,7 @@ WatcherStep Watcher::StepList() {
   opts.limit = config_.page_size;
   opts.continue_token = continue_token_;
   opts.omit_managed_fields = config_.omit_managed_fields;
+  opts.max_label_bytes = config_.max_label_bytes;
   Json page;
   try {
     page = client_.List(config_.resource, config_.ns, opts);
@@ -182,6 +183,7 @@ WatcherStep Watcher::StepOpenWatch() {
   opts.resource_version = resource_version_;
   opts.allow_bookmarks = true;
   opts.omit_managed_fields = config_.omit_managed_fields;
+  opts.max_label_bytes = config_.max_label_bytes;
   opts.timeout = config_.watch_timeout;
   try {
     std::unique_ptr<WatchStream> s = client_.Watch(config_.resource, config_.ns, opts);

@@ -40,6 +40,8 @@ struct WatcherConfig {
   int64_t page_size = 500;
   // Lists and watches leave metadata.managedFields out (informers never read it).
   bool omit_managed_fields = true;
+  // Labels kept per object (ListOptions::max_label_bytes); 0 keeps them all.
+  size_t max_label_bytes = 0;
   // Server-side timeoutSeconds per watch. It also bounds how long a stream that goes
   // silent without closing (a frozen proxy, a half-open connection) goes unnoticed:
   // the transport abandons a stream silent for watch_timeout + 30 s

@@ -14,6 +14,7 @@
 #include "kube/client.h"
 #include "kube/error.h"
 #include "kube/fake_client.h"
+#include "kube/managed_fields.h"
 #include "kube/selector.h"
 
 namespace kmt::kube {
@@ -43,7 +44,7 @@ struct FakeClient::Stream {
   LabelSelector labels;
   FieldSelector fields;
   bool bookmarks = false;
-  bool omit_managed_fields = false;
+  ObjectTrim trim;
   std::string kind;
   std::string api_version;
 
@@ -64,10 +65,7 @@ struct FakeClient::Stream {
   // Caller holds mu.
   void PushLocked(std::string type, Json object) {
     if (ended || broken || cancelled) return;
-    if (omit_managed_fields && object.is_object() && object.contains("metadata") &&
-        object["metadata"].is_object()) {
-      object["metadata"].erase("managedFields");
-    }
+    TrimObject(object, trim);
     queue.push_back(WatchEvent{std::move(type), std::move(object)});
     cv.notify_all();
   }
