@@ -70,7 +70,30 @@ class Executor {
   // just read (public for tests).
   static nlohmann::json StatusPatch(const nlohmann::json& current, const Plan& plan);
 
+  // Why applying a plan stopped before its end (kDone: nothing is left to do, e.g. the VMIM
+  // is gone). Public for the file's helpers.
+  struct Halt {
+    ExecOutcome outcome = ExecOutcome::kDone;
+    std::string error;
+    std::optional<std::chrono::seconds> retry_after;
+  };
+
  private:
+  // The steps of Apply, in order (see the banner); each returns why it stopped the plan,
+  // or nullopt to go on.
+  // 1. Pod patches; the uid of each pod whose gate was released is added to `released`.
+  std::optional<Halt> ReleaseGates(const api::MigrationInfo& vmim, const Plan& plan,
+                                   std::vector<std::string>& released);
+  // 2a. Before deleting a pod of a plan that also writes conditions: the VMIM is still the
+  //     plan's basis.
+  std::optional<Halt> CheckDeletionBasis(const api::MigrationInfo& vmim, const Plan& plan);
+  // 2b. Pod deletions (uid precondition).
+  std::optional<Halt> DeleteTargetPods(const api::MigrationInfo& vmim, const Plan& plan);
+  // 3. The status write, guarded and retried.
+  std::optional<Halt> WriteConditions(const api::MigrationInfo& vmim, const Plan& plan);
+  // 4. The plan's Events, once its writes succeeded.
+  void RecordEvents(const api::MigrationInfo& vmim, const Plan& plan);
+
   kube::KubeClient& client_;
   EventRecorder& events_;
   base::Logger& log_;
