@@ -131,16 +131,21 @@ std::optional<ReconcileResult> Controller::ProcessNext() {
 
 ReconcileResult Controller::RunOne(const std::string& key) {
   const base::SteadyTime start = clock_.Now();
-  const KeyOutcome outcome = ReconcileKey(key);
-  Settle(key, outcome);
+  // Every line of this reconcile names the key and the reconcile (controller-runtime's
+  // reconcileID), so one key's lines can be told apart from its next reconcile's.
+  const base::LogContext log(
+      log_, {{"vmim", key}, {"reconcile_id", std::to_string(++last_reconcile_id_)}});
+  const KeyOutcome outcome = ReconcileKey(key, log);
+  Settle(key, outcome, log);
   metrics_.ObserveReconcile(outcome.result, clock_.Now() - start);
   queue_.Done(key);
   return outcome.result;
 }
 
-void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
+void Controller::Settle(const std::string& key, const KeyOutcome& outcome,
+                        const base::LogContext& log) {
   if (outcome.terminal) {
-    log_.Error("Failed to reconcile, not retrying", {{"vmim", key}, {"error", outcome.reason}});
+    log.Error("Failed to reconcile, not retrying", {{"error", outcome.reason}});
     metrics_.TerminalError();
     queue_.Forget(key);
     return;
@@ -156,9 +161,9 @@ void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
     case ReconcileResult::kRequeue:
     case ReconcileResult::kError:
       if (outcome.result == ReconcileResult::kRequeue) {
-        log_.Debug("Re-planning after a conflict", {{"vmim", key}, {"error", outcome.reason}});
+        log.Debug("Re-planning after a conflict", {{"error", outcome.reason}});
       } else {
-        log_.Error("Failed to reconcile", {{"vmim", key}, {"error", outcome.reason}});
+        log.Error("Failed to reconcile", {{"error", outcome.reason}});
       }
       if (outcome.not_before) {
         queue_.AddRateLimited(key, *outcome.not_before);
@@ -169,14 +174,15 @@ void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
   }
 }
 
-Controller::KeyOutcome Controller::ReconcileKey(const std::string& key) {
+Controller::KeyOutcome Controller::ReconcileKey(const std::string& key,
+                                                const base::LogContext& log) {
   std::string ns, name;
   if (!SplitKey(key, &ns, &name)) return KeyOutcome::Terminal("malformed key, not namespace/name");
   try {
     Observation observation;
     if (!Observe(ns, name, observation)) return KeyOutcome::Done();  // deleted: nothing to do
     const Plan plan = Reconcile(observation.observed, clock_.WallNow());
-    return ApplyPlan(key, observation.observed, plan);
+    return ApplyPlan(key, observation.observed, plan, log);
   } catch (const kube::KubeError& e) {
     // A failed API read: retry with backoff (and after the server's Retry-After). A read
     // has no plan to re-read or to give up on: whatever its disposition, try again.
@@ -220,18 +226,18 @@ bool Controller::Observe(const std::string& ns, const std::string& name, Observa
 }
 
 Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Observed& observed,
-                                             const Plan& plan) {
+                                             const Plan& plan, const base::LogContext& log) {
   if (plan.Empty()) return KeyOutcome::Done();
   if (plan.waits_for_inbound) {
     std::lock_guard<std::mutex> lock(waiters_mu_);
     waiters_[observed.vmim.policy].insert(key);
   }
-  const ExecResult done = executor_.Apply(observed.vmim, plan);
+  const ExecResult done = executor_.Apply(observed.vmim, plan, log);
   if (plan.reservation && std::find(done.released_pods.begin(), done.released_pods.end(),
                                     plan.reservation->pod_uid) != done.released_pods.end()) {
     reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};
-    log_.Info("Released under the policy's inbound limit",
-              {{"vmim", key}, {"policy", observed.vmim.policy}, {"pod", plan.reservation->pod}});
+    log.Info("Released under the policy's inbound limit",
+             {{"policy", observed.vmim.policy}, {"pod", plan.reservation->pod}});
   }
   for (const auto& uid : done.released_pods) {
     if (auto seen = view_.TargetPodSeenAt(uid)) metrics_.ObserveGateRelease(clock_.Now() - *seen);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,8 +118,8 @@ class Controller {
   };
 
   // Reconciles the key: Observe, Reconcile (the plan), ApplyPlan. Touches the queue only
-  // through the result.
-  KeyOutcome ReconcileKey(const std::string& key);
+  // through the result; logs through `log` (the key and the reconcile id on every line).
+  KeyOutcome ReconcileKey(const std::string& key, const base::LogContext& log);
   // The one read of every object the plan needs: the VMIM, its target pods and, when
   // NeedsNodes says the plan needs them, the nodes, the bound pods, the namespaces (when a
   // pod affinity term selects namespaces), the unbound target pods' volumes, the VMI's
@@ -126,9 +127,10 @@ class Controller {
   bool Observe(const std::string& ns, const std::string& name, Observation& into);
   // Applies the plan and says what comes of it: released reservations, gate-release and
   // escape metrics, and the executor's outcome as the key's.
-  KeyOutcome ApplyPlan(const std::string& key, const Observed& observed, const Plan& plan);
+  KeyOutcome ApplyPlan(const std::string& key, const Observed& observed, const Plan& plan,
+                       const base::LogContext& log);
   // The one place a result becomes queue, metric and log work.
-  void Settle(const std::string& key, const KeyOutcome& outcome);
+  void Settle(const std::string& key, const KeyOutcome& outcome, const base::LogContext& log);
   void Worker();
   // One key: reconcile, observe its duration, mark it done in the queue.
   ReconcileResult RunOne(const std::string& key);
@@ -147,6 +149,7 @@ class Controller {
   WorkQueue queue_;
   std::vector<std::thread> workers_;
   std::atomic<bool> started_{false};
+  std::atomic<uint64_t> last_reconcile_id_{0};  // reconcile_id of the last key begun
 
   // maxInboundPerNode: releases under a limit are planned and applied one at a time (the
   // count must see the release before), and each is reserved until the cache shows it.

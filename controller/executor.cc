@@ -101,11 +101,16 @@ nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& 
 }
 
 ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
+  return Apply(vmim, plan, base::LogContext(log_, {{"vmim", vmim.ns + "/" + vmim.name}}));
+}
+
+ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan,
+                           const base::LogContext& log) {
   ExecResult result;
-  std::optional<Halt> halt = ReleaseGates(vmim, plan, result.released_pods);
-  if (!halt) halt = CheckDeletionBasis(vmim, plan);
-  if (!halt) halt = DeleteTargetPods(vmim, plan);
-  if (!halt) halt = WriteConditions(vmim, plan);
+  std::optional<Halt> halt = ReleaseGates(plan, log, result.released_pods);
+  if (!halt) halt = CheckDeletionBasis(vmim, plan, log);
+  if (!halt) halt = DeleteTargetPods(plan, log);
+  if (!halt) halt = WriteConditions(vmim, plan, log);
   if (halt) {
     result.outcome = halt->outcome;
     result.error = std::move(halt->error);
@@ -116,27 +121,25 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
   return result;
 }
 
-std::optional<Executor::Halt> Executor::ReleaseGates(const api::MigrationInfo& vmim,
-                                                     const Plan& plan,
+std::optional<Executor::Halt> Executor::ReleaseGates(const Plan& plan, const base::LogContext& log,
                                                      std::vector<std::string>& released) {
-  const std::string vmim_ref = vmim.ns + "/" + vmim.name;
   for (const PodPatch& p : plan.pod_patches) {
     try {
       client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch, nlohmann::json(p.ops));
     } catch (const kube::KubeError& e) {
       Halt halt = Failed(e, /*absent_is_replan=*/true);
-      log_.Warn("Failed to release gate",
-                {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}, {"error", halt.error}});
+      log.Warn("Failed to release gate", {{"pod", p.ns + "/" + p.name}, {"error", halt.error}});
       return halt;
     }
     released.push_back(p.uid);
-    log_.Info("Released gate", {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}});
+    log.Info("Released gate", {{"pod", p.ns + "/" + p.name}});
   }
   return std::nullopt;
 }
 
 std::optional<Executor::Halt> Executor::CheckDeletionBasis(const api::MigrationInfo& vmim,
-                                                           const Plan& plan) {
+                                                           const Plan& plan,
+                                                           const base::LogContext& log) {
   if (plan.pod_deletions.empty() || !plan.conditions_changed) return std::nullopt;
   // A deletion is answered by KubeVirt failing the VMIM within milliseconds, and a re-plan
   // of a final VMIM reports nothing: so the conditions that say why must be writable once
@@ -151,28 +154,25 @@ std::optional<Executor::Halt> Executor::CheckDeletionBasis(const api::MigrationI
     }
   } catch (const kube::KubeError& e) {
     Halt halt = Failed(e, /*absent_is_replan=*/true);
-    log_.Warn("Failed to read the VMIM before deleting its target pod",
-              {{"vmim", vmim.ns + "/" + vmim.name}, {"error", halt.error}});
+    log.Warn("Failed to read the VMIM before deleting its target pod", {{"error", halt.error}});
     return halt;
   }
   return std::nullopt;
 }
 
-std::optional<Executor::Halt> Executor::DeleteTargetPods(const api::MigrationInfo& vmim,
-                                                         const Plan& plan) {
-  const std::string vmim_ref = vmim.ns + "/" + vmim.name;
+std::optional<Executor::Halt> Executor::DeleteTargetPods(const Plan& plan,
+                                                         const base::LogContext& log) {
   for (const PodDeletion& d : plan.pod_deletions) {
     kube::DeleteOptions opts;
     opts.precondition_uid = d.uid;
     try {
       client_.Delete(kube::kPods, d.ns, d.name, opts);
-      log_.Info("Deleted target pod",
-                {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"why", d.why}});
+      log.Info("Deleted target pod", {{"pod", d.ns + "/" + d.name}, {"why", d.why}});
     } catch (const kube::KubeError& e) {
       if (kube::DispositionOf(e) == kube::Disposition::kAbsent) continue;  // already gone
       Halt halt = Failed(e, /*absent_is_replan=*/true);
-      log_.Warn("Failed to delete target pod",
-                {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"error", halt.error}});
+      log.Warn("Failed to delete target pod",
+               {{"pod", d.ns + "/" + d.name}, {"error", halt.error}});
       return halt;
     }
   }
@@ -180,9 +180,9 @@ std::optional<Executor::Halt> Executor::DeleteTargetPods(const api::MigrationInf
 }
 
 std::optional<Executor::Halt> Executor::WriteConditions(const api::MigrationInfo& vmim,
-                                                        const Plan& plan) {
+                                                        const Plan& plan,
+                                                        const base::LogContext& log) {
   if (!plan.conditions_changed) return std::nullopt;
-  const std::string vmim_ref = vmim.ns + "/" + vmim.name;
   // A failed test op here means KubeVirt wrote the status between our read
   // and our patch (typically the phase, on a VMIM without conditions yet).
   // Our conditions do not depend on what KubeVirt wrote, so read again and
@@ -203,7 +203,7 @@ std::optional<Executor::Halt> Executor::WriteConditions(const api::MigrationInfo
       const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
       if (sent && fresh.uid == vmim.uid &&
           StoresPlanned(fresh.conditions, vmim.conditions, plan.conditions)) {
-        log_.Debug("Conditions already updated: an earlier answer was lost", {{"vmim", vmim_ref}});
+        log.Debug("Conditions already updated: an earlier answer was lost");
         return std::nullopt;
       }
       if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
@@ -212,7 +212,7 @@ std::optional<Executor::Halt> Executor::WriteConditions(const api::MigrationInfo
       sending = true;
       client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
                     kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
-      log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
+      log.Debug("Updated conditions");
       return std::nullopt;
     } catch (const kube::KubeError& e) {
       sent = sent || (sending && (kube::DispositionOf(e) == kube::Disposition::kReread ||
@@ -226,16 +226,16 @@ std::optional<Executor::Halt> Executor::WriteConditions(const api::MigrationInfo
       }
       Halt halt = Failed(e, /*absent_is_replan=*/false);
       if (halt.outcome != ExecOutcome::kDone) {
-        log_.Warn("Failed to update conditions", {{"vmim", vmim_ref}, {"error", halt.error}});
+        log.Warn("Failed to update conditions", {{"error", halt.error}});
       }
       if (sent) {
         // The write may have taken effect: then no later plan has these Events. Never lose
         // one silently.
         for (const EventSpec& ev : plan.events) {
-          log_.Error(
+          log.Error(
               "Dropped event: the conditions write may have taken effect but could not be "
               "confirmed",
-              {{"vmim", vmim_ref}, {"reason", ev.reason}});
+              {{"reason", ev.reason}});
         }
       }
       return halt;
