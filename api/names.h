@@ -79,6 +79,10 @@ inline constexpr std::string_view kAnnotationEvacuationMigration =
 // (what virtctl's migrate-cancel selects on).
 inline constexpr std::string_view kLabelMigrationVmiName = "kubevirt.io/vmi-name";
 
+// The reason the scheduler gives in a pod's PodScheduled=False when no node fits it (a gated
+// pod says SchedulingGated instead).
+inline constexpr std::string_view kPodReasonUnschedulable = "Unschedulable";
+
 // The pods the scheduler counts on nodes (bound, not finished): what the explainer needs
 // for resources and anti-affinity, selected on the server.
 inline constexpr std::string_view kBoundPodsFieldSelector =

@@ -137,4 +137,14 @@ void Logger::Log(LogLevel level, std::string_view msg,
   Emit(level, msg, fields);
 }
 
+void LogContext::Log(LogLevel level, std::string_view msg,
+                     std::initializer_list<LogField> fields) const {
+  if (!log_.Enabled(level)) return;
+  std::vector<std::pair<std::string, std::string>> all;
+  all.reserve(fields.size() + fields_.size());
+  for (const auto& [k, v] : fields) all.emplace_back(std::string(k), v);
+  all.insert(all.end(), fields_.begin(), fields_.end());
+  log_.Log(level, msg, all);
+}
+
 }  // namespace kmt::base

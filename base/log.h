@@ -68,4 +68,31 @@ class Logger {
   std::mutex mu_;
 };
 
+// A Logger whose records all carry `fields` after their own (logr's WithValues): every line
+// of one unit of work names it (one reconcile: its key and reconcile id). Refers to `log`,
+// which outlives it.
+class LogContext {
+ public:
+  LogContext(Logger& log, std::vector<std::pair<std::string, std::string>> fields)
+      : log_(log), fields_(std::move(fields)) {}
+
+  void Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields = {}) const;
+  void Debug(std::string_view msg, std::initializer_list<LogField> fields = {}) const {
+    Log(LogLevel::kDebug, msg, fields);
+  }
+  void Info(std::string_view msg, std::initializer_list<LogField> fields = {}) const {
+    Log(LogLevel::kInfo, msg, fields);
+  }
+  void Warn(std::string_view msg, std::initializer_list<LogField> fields = {}) const {
+    Log(LogLevel::kWarn, msg, fields);
+  }
+  void Error(std::string_view msg, std::initializer_list<LogField> fields = {}) const {
+    Log(LogLevel::kError, msg, fields);
+  }
+
+ private:
+  Logger& log_;
+  std::vector<std::pair<std::string, std::string>> fields_;
+};
+
 }  // namespace kmt::base

@@ -82,5 +82,21 @@ TEST_CASE("Level and format flags parse") {
   REQUIRE_FALSE(ParseLogFormat("yaml", &f));
 }
 
+TEST_CASE("A LogContext's fields follow every record's own, at the logger's level") {
+  FakeClock clock;
+  std::vector<std::string> lines;
+  Logger log(clock, LogLevel::kInfo, LogFormat::kText,
+             [&](const std::string& l) { lines.push_back(l); });
+  const LogContext reconcile(log, {{"vmim", "vms/mig-1"}, {"reconcile_id", "7"}});
+  reconcile.Info("Released gate", {{"pod", "vms/virt-launcher-a"}});
+  reconcile.Debug("Not shown");
+  reconcile.Warn("Failed to delete target pod");
+  REQUIRE(lines == std::vector<std::string>{
+                       "ts=2026-01-01T00:00:00.000000Z level=info msg=\"Released gate\" "
+                       "pod=vms/virt-launcher-a vmim=vms/mig-1 reconcile_id=7",
+                       "ts=2026-01-01T00:00:00.000000Z level=warn msg=\"Failed to delete target "
+                       "pod\" vmim=vms/mig-1 reconcile_id=7"});
+}
+
 }  // namespace
 }  // namespace kmt::base

@@ -131,15 +131,21 @@ std::optional<ReconcileResult> Controller::ProcessNext() {
 
 ReconcileResult Controller::RunOne(const std::string& key) {
   const base::SteadyTime start = clock_.Now();
-  const KeyOutcome outcome = ReconcileKey(key);
-  Settle(key, outcome);
+  // Every line of this reconcile names the key and the reconcile (controller-runtime's
+  // reconcileID), so one key's lines can be told apart from its next reconcile's.
+  const base::LogContext log(
+      log_, {{"vmim", key}, {"reconcile_id", std::to_string(++last_reconcile_id_)}});
+  const KeyOutcome outcome = ReconcileKey(key, log);
+  Settle(key, outcome, log);
   metrics_.ObserveReconcile(outcome.result, clock_.Now() - start);
   queue_.Done(key);
   return outcome.result;
 }
 
-void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
+void Controller::Settle(const std::string& key, const KeyOutcome& outcome,
+                        const base::LogContext& log) {
   if (outcome.terminal) {
+    log.Error("Failed to reconcile, not retrying", {{"error", outcome.reason}});
     metrics_.TerminalError();
     queue_.Forget(key);
     return;
@@ -154,6 +160,11 @@ void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
       break;
     case ReconcileResult::kRequeue:
     case ReconcileResult::kError:
+      if (outcome.result == ReconcileResult::kRequeue) {
+        log.Debug("Re-planning after a conflict", {{"error", outcome.reason}});
+      } else {
+        log.Error("Failed to reconcile", {{"error", outcome.reason}});
+      }
       if (outcome.not_before) {
         queue_.AddRateLimited(key, *outcome.not_before);
       } else {
@@ -163,92 +174,89 @@ void Controller::Settle(const std::string& key, const KeyOutcome& outcome) {
   }
 }
 
-Controller::KeyOutcome Controller::ReconcileKey(const std::string& key) {
+Controller::KeyOutcome Controller::ReconcileKey(const std::string& key,
+                                                const base::LogContext& log) {
   std::string ns, name;
-  if (!SplitKey(key, &ns, &name)) {
-    log_.Error("Dropped malformed key", {{"key", key}});
-    return KeyOutcome::Terminal();
-  }
+  if (!SplitKey(key, &ns, &name)) return KeyOutcome::Terminal("malformed key, not namespace/name");
   try {
-    std::optional<api::MigrationInfo> vmim = view_.Migration(ns, name);
-    if (!vmim) return KeyOutcome::Done();  // deleted: nothing to do
-    // Under a policy's limit, plan and apply one such key at a time.
-    std::unique_lock<std::mutex> limited(inbound_mu_, std::defer_lock);
-    const bool under_limit = vmim->max_inbound.has_value() && !vmim->policy.empty();
-    if (under_limit) limited.lock();
-    Observed observed;
-    observed.target_pods = view_.TargetPods(ns, vmim->uid);
-    observed.vmim = std::move(*vmim);
-    observed.source_node = observed.vmim.source_node;
-    observed.nodes_loaded = false;
-    observed.fail_fast_unschedulable = options_.fail_fast_unschedulable;
-    Plan plan = Reconcile(observed, clock_.WallNow());
-    // The explainer's inputs are large: read them only when the plan needs them.
-    std::vector<api::NodeInfo> nodes;
-    std::vector<api::BoundPod> bound;
-    std::vector<api::NamespaceInfo> namespaces;
-    if (plan.needs_nodes) {
-      nodes = view_.Nodes();
-      bound = view_.BoundPods();
-      if (std::any_of(observed.target_pods.begin(), observed.target_pods.end(),
-                      [&](const api::TargetPod& p) { return api::WantsNamespaces(p, bound); })) {
-        namespaces = view_.Namespaces();
-      }
-      observed.namespaces = namespaces;
-      // The pods the explainer judges are those not bound yet; their volumes are read here.
-      for (api::TargetPod& p : observed.target_pods) {
-        if (p.node_name.empty() && !api::IsTerminalPhase(p.phase)) view_.ResolveClaims(p);
-      }
-      observed.source_node = SourceNode(observed.vmim, observed.target_pods, bound);
-      observed.nodes = nodes;
-      observed.bound_pods = bound;
-      observed.nodes_loaded = true;
-      if (under_limit) observed.inbound = LoadInbound(observed.vmim.policy, observed.vmim.uid);
-      plan = Reconcile(observed, clock_.WallNow());
-    }
-    if (plan.Empty()) return KeyOutcome::Done();
-    if (plan.waits_for_inbound) {
-      std::lock_guard<std::mutex> lock(waiters_mu_);
-      waiters_[observed.vmim.policy].insert(key);
-    }
-    ExecResult done = executor_.Apply(observed.vmim, plan);
-    if (plan.reservation && std::find(done.released_pods.begin(), done.released_pods.end(),
-                                      plan.reservation->pod_uid) != done.released_pods.end()) {
-      reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};
-      log_.Info("Released under the policy's inbound limit",
-                {{"vmim", key}, {"policy", observed.vmim.policy}, {"pod", plan.reservation->pod}});
-    }
-    for (const auto& uid : done.released_pods) {
-      if (auto seen = view_.TargetPodSeenAt(uid)) metrics_.ObserveGateRelease(clock_.Now() - *seen);
-    }
-    switch (done.outcome) {
-      case ExecOutcome::kDone:
-        // An escape is counted once: its Event is planned only on the condition's transition.
-        for (const auto& e : plan.events) {
-          if (e.reason == api::kReasonTargetPodEscapedGate) metrics_.TargetPodEscapedGate();
-        }
-        return plan.requeue_after ? KeyOutcome::After(*plan.requeue_after) : KeyOutcome::Done();
-      case ExecOutcome::kReplan:
-        log_.Debug("Re-planning after a conflict", {{"vmim", key}, {"error", done.error}});
-        return KeyOutcome::Replan();
-      case ExecOutcome::kRetry:
-        log_.Error("Failed to reconcile", {{"vmim", key}, {"error", done.error}});
-        return KeyOutcome::Retry(done.retry_after);
-      case ExecOutcome::kTerminal:
-        log_.Error("Failed to reconcile, not retrying", {{"vmim", key}, {"error", done.error}});
-        return KeyOutcome::Terminal();
-    }
+    Observation observation;
+    if (!Observe(ns, name, observation)) return KeyOutcome::Done();  // deleted: nothing to do
+    const Plan plan = Reconcile(observation.observed, clock_.WallNow());
+    return ApplyPlan(key, observation.observed, plan, log);
   } catch (const kube::KubeError& e) {
     // A failed API read: retry with backoff (and after the server's Retry-After). A read
     // has no plan to re-read or to give up on: whatever its disposition, try again.
-    log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
-    return KeyOutcome::Retry(e.retry_after());
+    return KeyOutcome::Retry(e.what(), e.retry_after());
   } catch (const std::exception& e) {
     // An unexpected error: retry with backoff.
-    log_.Error("Failed to reconcile", {{"vmim", key}, {"error", e.what()}});
-    return KeyOutcome::Retry();
+    return KeyOutcome::Retry(e.what());
   }
-  return KeyOutcome::Retry();  // every ExecOutcome returns above
+}
+
+bool Controller::Observe(const std::string& ns, const std::string& name, Observation& into) {
+  std::optional<api::MigrationInfo> vmim = view_.Migration(ns, name);
+  if (!vmim) return false;
+  const bool under_limit = vmim->max_inbound.has_value() && !vmim->policy.empty();
+  if (under_limit) into.limited = std::unique_lock<std::mutex>(inbound_mu_);
+  Observed& observed = into.observed;
+  observed.target_pods = view_.TargetPods(ns, vmim->uid);
+  observed.vmim = std::move(*vmim);
+  observed.source_node = observed.vmim.source_node;
+  observed.fail_fast_unschedulable = options_.fail_fast_unschedulable;
+  // The explainer's inputs are large: read only when the plan needs them.
+  observed.nodes_loaded = NeedsNodes(observed);
+  if (!observed.nodes_loaded) return true;
+  into.nodes = view_.Nodes();
+  into.bound_pods = view_.BoundPods();
+  if (std::any_of(
+          observed.target_pods.begin(), observed.target_pods.end(),
+          [&](const api::TargetPod& p) { return api::WantsNamespaces(p, into.bound_pods); })) {
+    into.namespaces = view_.Namespaces();
+  }
+  // The pods the explainer judges are those not bound yet; their volumes are read here.
+  for (api::TargetPod& p : observed.target_pods) {
+    if (p.node_name.empty() && !api::IsTerminalPhase(p.phase)) view_.ResolveClaims(p);
+  }
+  observed.source_node = SourceNode(observed.vmim, observed.target_pods, into.bound_pods);
+  observed.nodes = into.nodes;
+  observed.bound_pods = into.bound_pods;
+  observed.namespaces = into.namespaces;
+  if (under_limit) observed.inbound = LoadInbound(observed.vmim.policy, observed.vmim.uid);
+  return true;
+}
+
+Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Observed& observed,
+                                             const Plan& plan, const base::LogContext& log) {
+  if (plan.Empty()) return KeyOutcome::Done();
+  if (plan.waits_for_inbound) {
+    std::lock_guard<std::mutex> lock(waiters_mu_);
+    waiters_[observed.vmim.policy].insert(key);
+  }
+  const ExecResult done = executor_.Apply(observed.vmim, plan, log);
+  if (plan.reservation && std::find(done.released_pods.begin(), done.released_pods.end(),
+                                    plan.reservation->pod_uid) != done.released_pods.end()) {
+    reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};
+    log.Info("Released under the policy's inbound limit",
+             {{"policy", observed.vmim.policy}, {"pod", plan.reservation->pod}});
+  }
+  for (const auto& uid : done.released_pods) {
+    if (auto seen = view_.TargetPodSeenAt(uid)) metrics_.ObserveGateRelease(clock_.Now() - *seen);
+  }
+  switch (done.outcome) {
+    case ExecOutcome::kDone:
+      // An escape is counted once: its Event is planned only on the condition's transition.
+      for (const auto& e : plan.events) {
+        if (e.reason == api::kReasonTargetPodEscapedGate) metrics_.TargetPodEscapedGate();
+      }
+      return plan.requeue_after ? KeyOutcome::After(*plan.requeue_after) : KeyOutcome::Done();
+    case ExecOutcome::kReplan:
+      return KeyOutcome::Replan(done.error);
+    case ExecOutcome::kRetry:
+      return KeyOutcome::Retry(done.error, done.retry_after);
+    case ExecOutcome::kTerminal:
+      return KeyOutcome::Terminal(done.error);
+  }
+  return KeyOutcome::Retry("unknown executor outcome");  // every ExecOutcome returns above
 }
 
 }  // namespace kmt::controller

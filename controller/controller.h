@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -83,21 +84,53 @@ class Controller {
     std::optional<base::Duration> requeue_after;  // kRequeueAfter: when to look again
     std::optional<base::Duration> not_before;     // kRequeue/kError: the server's Retry-After
     bool terminal = false;                        // kError that retrying cannot fix: forgotten
+    std::string reason;                           // kRequeue/kError: why (logged)
 
     static KeyOutcome Done() { return {}; }
     static KeyOutcome After(base::Duration d) {
-      return {ReconcileResult::kRequeueAfter, d, {}, false};
+      return {ReconcileResult::kRequeueAfter, d, {}, false, {}};
     }
-    static KeyOutcome Replan() { return {ReconcileResult::kRequeue, {}, {}, false}; }
-    static KeyOutcome Retry(std::optional<base::Duration> not_before = std::nullopt) {
-      return {ReconcileResult::kError, {}, not_before, false};
+    static KeyOutcome Replan(std::string reason) {
+      return {ReconcileResult::kRequeue, {}, {}, false, std::move(reason)};
     }
-    static KeyOutcome Terminal() { return {ReconcileResult::kError, {}, {}, true}; }
+    static KeyOutcome Retry(std::string reason,
+                            std::optional<base::Duration> not_before = std::nullopt) {
+      return {ReconcileResult::kError, {}, not_before, false, std::move(reason)};
+    }
+    static KeyOutcome Terminal(std::string reason) {
+      return {ReconcileResult::kError, {}, {}, true, std::move(reason)};
+    }
   };
-  // Reconciles the key: reads, plans, applies. Touches the queue only through the result.
-  KeyOutcome ReconcileKey(const std::string& key);
-  // The one place a result becomes queue and metric work.
-  void Settle(const std::string& key, const KeyOutcome& outcome);
+  // Everything one plan is made from, read once (Observe). `observed`'s spans point into
+  // the vectors here, so it is neither copied nor moved.
+  struct Observation {
+    Observation() = default;
+    Observation(const Observation&) = delete;
+    Observation& operator=(const Observation&) = delete;
+
+    Observed observed;
+    std::vector<api::NodeInfo> nodes;
+    std::vector<api::BoundPod> bound_pods;
+    std::vector<api::NamespaceInfo> namespaces;
+    // Held under a policy's limit (from before the inbound is read until the plan is
+    // applied): such keys are planned and applied one at a time.
+    std::unique_lock<std::mutex> limited;
+  };
+
+  // Reconciles the key: Observe, Reconcile (the plan), ApplyPlan. Touches the queue only
+  // through the result; logs through `log` (the key and the reconcile id on every line).
+  KeyOutcome ReconcileKey(const std::string& key, const base::LogContext& log);
+  // The one read of every object the plan needs: the VMIM, its target pods and, when
+  // NeedsNodes says the plan needs them, the nodes, the bound pods, the namespaces (when a
+  // pod affinity term selects namespaces), the unbound target pods' volumes, the VMI's
+  // node and the policy's inbound. False when the VMIM is gone.
+  bool Observe(const std::string& ns, const std::string& name, Observation& into);
+  // Applies the plan and says what comes of it: released reservations, gate-release and
+  // escape metrics, and the executor's outcome as the key's.
+  KeyOutcome ApplyPlan(const std::string& key, const Observed& observed, const Plan& plan,
+                       const base::LogContext& log);
+  // The one place a result becomes queue, metric and log work.
+  void Settle(const std::string& key, const KeyOutcome& outcome, const base::LogContext& log);
   void Worker();
   // One key: reconcile, observe its duration, mark it done in the queue.
   ReconcileResult RunOne(const std::string& key);
@@ -116,6 +149,7 @@ class Controller {
   WorkQueue queue_;
   std::vector<std::thread> workers_;
   std::atomic<bool> started_{false};
+  std::atomic<uint64_t> last_reconcile_id_{0};  // reconcile_id of the last key begun
 
   // maxInboundPerNode: releases under a limit are planned and applied one at a time (the
   // count must see the release before), and each is reserved until the cache shows it.

@@ -303,6 +303,36 @@ TEST_CASE("A Retry-After is capped at the queue's max backoff; a longer backoff 
   REQUIRE(controller.ProcessNext() == ReconcileResult::kSuccess);
 }
 
+TEST_CASE("Every line of one reconcile names the key and that reconcile's id") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  // The gate is released, the status write fails: retried.
+  w.client.FailNext(kube::Verb::kPatch, 1, kube::ErrorKind::kUnavailable,
+                    "virtualmachineinstancemigrations.kubevirt.io");
+  w.controller.Enqueue(kKey);
+  w.lines.clear();
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kError);
+  const std::vector<std::string> first = w.lines;
+  REQUIRE(first.size() >= 3);  // released, failed to update conditions, failed to reconcile
+  for (const std::string& l : first) {
+    CAPTURE(l);
+    CHECK(l.ends_with(" vmim=vms/mig-1 reconcile_id=1"));
+  }
+  CHECK(first[0].find("level=info msg=\"Released gate\"") != std::string::npos);
+  CHECK(first[1].find("level=warn msg=\"Failed to update conditions\"") != std::string::npos);
+  CHECK(first.back().find("level=error msg=\"Failed to reconcile\"") != std::string::npos);
+  w.clock.Advance(seconds(1));
+  w.lines.clear();
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  for (const std::string& l : w.lines) {
+    // The event recorder's own lines (asynchronous in the operator) name the VMIM only.
+    if (l.find("msg=\"Recorded event\"") != std::string::npos) continue;
+    CAPTURE(l);
+    CHECK(l.ends_with(" vmim=vms/mig-1 reconcile_id=2"));
+  }
+}
+
 TEST_CASE("A terminal error is counted and not retried") {
   World w;
   w.SeedVmim({NodeTerm("node-3")});

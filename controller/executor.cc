@@ -20,8 +20,8 @@ constexpr int kStatusAttempts = 5;
 // planned for vanished (the plan is stale: re-plan), or the VMIM whose status we write
 // is gone (nothing left to report: done). A 410 cannot be relisted from here: the plan
 // came from the caches, so a stale view is re-planned like a conflict.
-ExecResult Failed(const kube::KubeError& e, bool absent_is_replan) {
-  ExecResult r;
+Executor::Halt Failed(const kube::KubeError& e, bool absent_is_replan) {
+  Executor::Halt r;
   r.error = e.what();
   switch (kube::DispositionOf(e)) {
     case kube::Disposition::kRetry:
@@ -101,134 +101,153 @@ nlohmann::json Executor::StatusPatch(const nlohmann::json& current, const Plan& 
 }
 
 ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan) {
-  ExecResult result;
-  const std::string vmim_ref = vmim.ns + "/" + vmim.name;
+  return Apply(vmim, plan, base::LogContext(log_, {{"vmim", vmim.ns + "/" + vmim.name}}));
+}
 
+ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan,
+                           const base::LogContext& log) {
+  ExecResult result;
+  std::optional<Halt> halt = ReleaseGates(plan, log, result.released_pods);
+  if (!halt) halt = CheckDeletionBasis(vmim, plan, log);
+  if (!halt) halt = DeleteTargetPods(plan, log);
+  if (!halt) halt = WriteConditions(vmim, plan, log);
+  if (halt) {
+    result.outcome = halt->outcome;
+    result.error = std::move(halt->error);
+    result.retry_after = halt->retry_after;
+    return result;
+  }
+  RecordEvents(vmim, plan);
+  return result;
+}
+
+std::optional<Executor::Halt> Executor::ReleaseGates(const Plan& plan, const base::LogContext& log,
+                                                     std::vector<std::string>& released) {
   for (const PodPatch& p : plan.pod_patches) {
     try {
       client_.Patch(kube::kPods, p.ns, p.name, kube::PatchType::kJsonPatch, nlohmann::json(p.ops));
     } catch (const kube::KubeError& e) {
-      ExecResult r = Failed(e, /*absent_is_replan=*/true);
-      log_.Warn("Failed to release gate",
-                {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}, {"error", r.error}});
-      r.released_pods = result.released_pods;
-      return r;
+      Halt halt = Failed(e, /*absent_is_replan=*/true);
+      log.Warn("Failed to release gate", {{"pod", p.ns + "/" + p.name}, {"error", halt.error}});
+      return halt;
     }
-    result.released_pods.push_back(p.uid);
-    log_.Info("Released gate", {{"pod", p.ns + "/" + p.name}, {"vmim", vmim_ref}});
+    released.push_back(p.uid);
+    log.Info("Released gate", {{"pod", p.ns + "/" + p.name}});
   }
+  return std::nullopt;
+}
 
-  if (!plan.pod_deletions.empty() && plan.conditions_changed) {
-    // A deletion is answered by KubeVirt failing the VMIM within milliseconds, and a re-plan
-    // of a final VMIM reports nothing: so the conditions that say why must be writable once
-    // the pod is gone. They are not when the plan came from a stale VMIM (the informer not
-    // yet showing our last status write), so check the basis before deleting.
-    try {
-      const api::MigrationInfo fresh = api::MigrationInfo::FromJson(
-          client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name));
-      if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
-        ExecResult r;
-        r.outcome = ExecOutcome::kReplan;
-        r.error = *stale + "; its target pod is not deleted on the old basis";
-        r.released_pods = result.released_pods;
-        return r;
-      }
-    } catch (const kube::KubeError& e) {
-      ExecResult r = Failed(e, /*absent_is_replan=*/true);
-      r.released_pods = result.released_pods;
-      return r;
+std::optional<Executor::Halt> Executor::CheckDeletionBasis(const api::MigrationInfo& vmim,
+                                                           const Plan& plan,
+                                                           const base::LogContext& log) {
+  if (plan.pod_deletions.empty() || !plan.conditions_changed) return std::nullopt;
+  // A deletion is answered by KubeVirt failing the VMIM within milliseconds, and a re-plan
+  // of a final VMIM reports nothing: so the conditions that say why must be writable once
+  // the pod is gone. They are not when the plan came from a stale VMIM (the informer not
+  // yet showing our last status write), so check the basis before deleting.
+  try {
+    const api::MigrationInfo fresh = api::MigrationInfo::FromJson(
+        client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name));
+    if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
+      return Halt{ExecOutcome::kReplan, *stale + "; its target pod is not deleted on the old basis",
+                  std::nullopt};
     }
+  } catch (const kube::KubeError& e) {
+    Halt halt = Failed(e, /*absent_is_replan=*/true);
+    log.Warn("Failed to read the VMIM before deleting its target pod", {{"error", halt.error}});
+    return halt;
   }
+  return std::nullopt;
+}
 
+std::optional<Executor::Halt> Executor::DeleteTargetPods(const Plan& plan,
+                                                         const base::LogContext& log) {
   for (const PodDeletion& d : plan.pod_deletions) {
     kube::DeleteOptions opts;
     opts.precondition_uid = d.uid;
     try {
       client_.Delete(kube::kPods, d.ns, d.name, opts);
-      log_.Info("Deleted target pod",
-                {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"why", d.why}});
+      log.Info("Deleted target pod", {{"pod", d.ns + "/" + d.name}, {"why", d.why}});
     } catch (const kube::KubeError& e) {
       if (kube::DispositionOf(e) == kube::Disposition::kAbsent) continue;  // already gone
-      ExecResult r = Failed(e, /*absent_is_replan=*/true);
-      log_.Warn("Failed to delete target pod",
-                {{"pod", d.ns + "/" + d.name}, {"vmim", vmim_ref}, {"error", r.error}});
-      r.released_pods = result.released_pods;
-      return r;
+      Halt halt = Failed(e, /*absent_is_replan=*/true);
+      log.Warn("Failed to delete target pod",
+               {{"pod", d.ns + "/" + d.name}, {"error", halt.error}});
+      return halt;
     }
   }
+  return std::nullopt;
+}
 
-  if (plan.conditions_changed) {
-    // A failed test op here means KubeVirt wrote the status between our read
-    // and our patch (typically the phase, on a VMIM without conditions yet).
-    // Our conditions do not depend on what KubeVirt wrote, so read again and
-    // retry at once, as long as the conditions are still the plan's basis.
-    // This matters when the plan deleted an escaped pod: KubeVirt then fails
-    // the VMIM within milliseconds, and a re-plan would find it final and
-    // never report why.
-    // A PATCH whose answer was lost (the connection broke; the transport may have
-    // sent it again, and the second one failed its test op) may have taken effect:
-    // when the conditions read back are the planned ones, it did, and the plan's
-    // Events are still recorded (no later plan would have them).
-    bool sent = false;
-    for (int attempt = 1;; ++attempt) {
-      bool sending = false;
-      try {
-        nlohmann::json current =
-            client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name);
-        const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
-        if (sent && fresh.uid == vmim.uid &&
-            StoresPlanned(fresh.conditions, vmim.conditions, plan.conditions)) {
-          log_.Debug("Conditions already updated: an earlier answer was lost",
-                     {{"vmim", vmim_ref}});
-          break;
-        }
-        if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
-          ExecResult r;
-          r.outcome = ExecOutcome::kReplan;
-          r.error = *stale;
-          r.released_pods = result.released_pods;
-          return r;
-        }
-        sending = true;
-        client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
-                      kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
-        log_.Debug("Updated conditions", {{"vmim", vmim_ref}});
-        break;
-      } catch (const kube::KubeError& e) {
-        sent = sent || (sending && (kube::DispositionOf(e) == kube::Disposition::kReread ||
-                                    MayHaveTakenEffect(e)));
-        // A broken connection is tried again whether it broke the PATCH (guarded by its test
-        // ops) or the read before it (a read is safe to repeat; after a lost answer it is the
-        // only way to learn whether the write took effect).
-        if (attempt < kStatusAttempts &&
-            (kube::DispositionOf(e) == kube::Disposition::kReread || MayHaveTakenEffect(e))) {
-          continue;
-        }
-        ExecResult r = Failed(e, /*absent_is_replan=*/false);
-        if (r.outcome != ExecOutcome::kDone) {
-          log_.Warn("Failed to update conditions", {{"vmim", vmim_ref}, {"error", r.error}});
-        }
-        if (sent) {
-          // The write may have taken effect: then no later plan has these Events. Never lose
-          // one silently.
-          for (const EventSpec& ev : plan.events) {
-            log_.Error(
-                "Dropped event: the conditions write may have taken effect but could not be "
-                "confirmed",
-                {{"vmim", vmim_ref}, {"reason", ev.reason}});
-          }
-        }
-        r.released_pods = result.released_pods;
-        return r;
+std::optional<Executor::Halt> Executor::WriteConditions(const api::MigrationInfo& vmim,
+                                                        const Plan& plan,
+                                                        const base::LogContext& log) {
+  if (!plan.conditions_changed) return std::nullopt;
+  // A failed test op here means KubeVirt wrote the status between our read
+  // and our patch (typically the phase, on a VMIM without conditions yet).
+  // Our conditions do not depend on what KubeVirt wrote, so read again and
+  // retry at once, as long as the conditions are still the plan's basis.
+  // This matters when the plan deleted an escaped pod: KubeVirt then fails
+  // the VMIM within milliseconds, and a re-plan would find it final and
+  // never report why.
+  // A PATCH whose answer was lost (the connection broke; the transport may have
+  // sent it again, and the second one failed its test op) may have taken effect:
+  // when the conditions read back are the planned ones, it did, and the plan's
+  // Events are still recorded (no later plan would have them).
+  bool sent = false;
+  for (int attempt = 1;; ++attempt) {
+    bool sending = false;
+    try {
+      nlohmann::json current =
+          client_.Get(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name);
+      const api::MigrationInfo fresh = api::MigrationInfo::FromJson(current);
+      if (sent && fresh.uid == vmim.uid &&
+          StoresPlanned(fresh.conditions, vmim.conditions, plan.conditions)) {
+        log.Debug("Conditions already updated: an earlier answer was lost");
+        return std::nullopt;
       }
+      if (std::optional<std::string> stale = StaleBasis(fresh, vmim)) {
+        return Halt{ExecOutcome::kReplan, *stale, std::nullopt};
+      }
+      sending = true;
+      client_.Patch(kube::kVirtualMachineInstanceMigrations, vmim.ns, vmim.name,
+                    kube::PatchType::kJsonPatch, StatusPatch(current, plan), "status");
+      log.Debug("Updated conditions");
+      return std::nullopt;
+    } catch (const kube::KubeError& e) {
+      sent = sent || (sending && (kube::DispositionOf(e) == kube::Disposition::kReread ||
+                                  MayHaveTakenEffect(e)));
+      // A broken connection is tried again whether it broke the PATCH (guarded by its test
+      // ops) or the read before it (a read is safe to repeat; after a lost answer it is the
+      // only way to learn whether the write took effect).
+      if (attempt < kStatusAttempts &&
+          (kube::DispositionOf(e) == kube::Disposition::kReread || MayHaveTakenEffect(e))) {
+        continue;
+      }
+      Halt halt = Failed(e, /*absent_is_replan=*/false);
+      if (halt.outcome != ExecOutcome::kDone) {
+        log.Warn("Failed to update conditions", {{"error", halt.error}});
+      }
+      if (sent) {
+        // The write may have taken effect: then no later plan has these Events. Never lose
+        // one silently.
+        for (const EventSpec& ev : plan.events) {
+          log.Error(
+              "Dropped event: the conditions write may have taken effect but could not be "
+              "confirmed",
+              {{"reason", ev.reason}});
+        }
+      }
+      return halt;
     }
   }
+}
 
-  ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration",
-                  vmim.ns,          vmim.name,
-                  vmim.uid,         vmim.resource_version};
+void Executor::RecordEvents(const api::MigrationInfo& vmim, const Plan& plan) {
+  const ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration",
+                        vmim.ns,          vmim.name,
+                        vmim.uid,         vmim.resource_version};
   for (const EventSpec& e : plan.events) events_.Record(about, e);
-  return result;
 }
 
 }  // namespace kmt::controller

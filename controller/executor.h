@@ -64,13 +64,41 @@ class Executor {
  public:
   Executor(kube::KubeClient& client, EventRecorder& events, base::Logger& log);
 
+  // Every line logged carries `log`'s fields (the controller's: the key and the reconcile
+  // id); without one, the VMIM's "ns/name" as vmim.
   ExecResult Apply(const api::MigrationInfo& vmim, const Plan& plan);
+  ExecResult Apply(const api::MigrationInfo& vmim, const Plan& plan, const base::LogContext& log);
 
   // The status patch writing `plan`'s conditions onto `current`, the VMIM as
   // just read (public for tests).
   static nlohmann::json StatusPatch(const nlohmann::json& current, const Plan& plan);
 
+  // Why applying a plan stopped before its end (kDone: nothing is left to do, e.g. the VMIM
+  // is gone). Public for the file's helpers.
+  struct Halt {
+    ExecOutcome outcome = ExecOutcome::kDone;
+    std::string error;
+    std::optional<std::chrono::seconds> retry_after;
+  };
+
  private:
+  // The steps of Apply, in order (see the banner); each returns why it stopped the plan,
+  // or nullopt to go on.
+  // 1. Pod patches; the uid of each pod whose gate was released is added to `released`.
+  std::optional<Halt> ReleaseGates(const Plan& plan, const base::LogContext& log,
+                                   std::vector<std::string>& released);
+  // 2a. Before deleting a pod of a plan that also writes conditions: the VMIM is still the
+  //     plan's basis.
+  std::optional<Halt> CheckDeletionBasis(const api::MigrationInfo& vmim, const Plan& plan,
+                                         const base::LogContext& log);
+  // 2b. Pod deletions (uid precondition).
+  std::optional<Halt> DeleteTargetPods(const Plan& plan, const base::LogContext& log);
+  // 3. The status write, guarded and retried.
+  std::optional<Halt> WriteConditions(const api::MigrationInfo& vmim, const Plan& plan,
+                                      const base::LogContext& log);
+  // 4. The plan's Events, once its writes succeeded.
+  void RecordEvents(const api::MigrationInfo& vmim, const Plan& plan);
+
   kube::KubeClient& client_;
   EventRecorder& events_;
   base::Logger& log_;

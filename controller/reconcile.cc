@@ -251,11 +251,16 @@ std::vector<const api::TargetPod*> OwnPods(const Observed& in) {
 // removed around the operator (admission policy bypassed) or it was created without one
 // (webhook bypassed), and no replica reconciled before the migration ended. The target pod
 // is the one KubeVirt recorded when the cache has it, else any of the migration's pods that is
-// neither gated nor carries the term. Said as TargetPodEscapedGate with the node the VMI
-// moved to and whether the term allows it (sets plan.needs_nodes when the nodes are needed
-// and not loaded). A gated pod, or no pod at all, establishes nothing: nothing is written.
-void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::TargetPod*>& pods,
-                             const api::NodeSelectorTerm& term, Plan& plan, base::WallTime now) {
+// neither gated nor carries the term; `node` is where the VMI went ("" when it did not move).
+// A gated pod, or no pod at all, establishes nothing: nullopt.
+struct EscapedAfterTheFact {
+  const api::TargetPod* pod = nullptr;
+  std::string node;
+};
+
+std::optional<EscapedAfterTheFact> FindEscapedAfterTheFact(
+    const Observed& in, const std::vector<const api::TargetPod*>& pods,
+    const api::NodeSelectorTerm& term) {
   const api::MigrationInfo& vmim = in.vmim;
   auto escaped = [&](const api::TargetPod* p) {
     return !p->has_gate &&
@@ -269,19 +274,38 @@ void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::Ta
     }
     if (pod == nullptr && escaped(p)) pod = p;
   }
-  if (pod == nullptr) return;
+  if (pod == nullptr) return std::nullopt;
   // Where the VMI went: KubeVirt's record, else the escaped pod's node once it was handed over
   // (a Succeeded migration ran on its target pod).
   std::string node = vmim.target_node;
   if (node.empty() && vmim.phase == "Succeeded") node = pod->node_name;
+  return EscapedAfterTheFact{pod, std::move(node)};
+}
+
+// The first target pod that took the term (released, carrying it), or nullptr.
+const api::TargetPod* FirstCarrying(const std::vector<const api::TargetPod*>& pods,
+                                    const api::NodeSelectorTerm& term) {
+  for (const api::TargetPod* p : pods) {
+    if (!p->has_gate && p->required_affinity &&
+        api::SelectorCarriesTerm(*p->required_affinity, term)) {
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+// Said as TargetPodEscapedGate with the node the VMI moved to and whether the term allows it
+// (judged on in.nodes: NeedsNodes asks for them).
+void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::TargetPod*>& pods,
+                             const api::NodeSelectorTerm& term, Plan& plan, base::WallTime now) {
+  const api::MigrationInfo& vmim = in.vmim;
+  std::optional<EscapedAfterTheFact> escaped = FindEscapedAfterTheFact(in, pods, term);
+  if (!escaped) return;
+  const std::string& node = escaped->node;
   std::string landing;
   if (node.empty()) {
     landing = fmt::format("the migration ended {} without moving the VMI to it", vmim.phase);
   } else {
-    if (!in.nodes_loaded) {
-      plan.needs_nodes = true;
-      return;
-    }
     const api::NodeInfo* n = FindNode(in.nodes, node);
     const std::string judged = n == nullptr ? "which the operator does not know"
                                : api::TermMatchesNode(term, n->labels, n->name)
@@ -292,7 +316,7 @@ void PlanEscapedAfterTheFact(const Observed& in, const std::vector<const api::Ta
   const std::string message = fmt::format(
       "Target pod {} never carried the added term {}: its scheduling gate was removed, or it "
       "was created without it, while no operator replica reconciled; {}",
-      PodRef(*pod), api::ToString(term), landing);
+      PodRef(*escaped->pod), api::ToString(term), landing);
   Apply(plan, {kApplied, kStatusFalse, kReasonTargetPodEscapedGate, message}, kWarning,
         kReasonTargetPodEscapedGate, message, now);
 }
@@ -311,20 +335,13 @@ void PlanFinalReport(const Observed& in, Plan& plan, base::WallTime now) {
     return;  // the gate was never released: nothing was scheduled
   }
   if (FindCondition(plan.conditions, kApplied) == nullptr) {
-    const std::string term_text = api::ToString(*parsed.term);
-    for (const api::TargetPod* p : pods) {
-      if (p->has_gate || !p->required_affinity ||
-          !api::SelectorCarriesTerm(*p->required_affinity, *parsed.term)) {
-        continue;
-      }
+    if (const api::TargetPod* p = FirstCarrying(pods, *parsed.term)) {
+      const std::string term_text = api::ToString(*parsed.term);
       Apply(plan, AppliedCondition(*p, term_text), kNormal, kReasonTermApplied,
             CarriesMessage(*p, term_text), now);
-      break;
+    } else {
+      PlanEscapedAfterTheFact(in, pods, *parsed.term, plan, now);
     }
-  }
-  if (FindCondition(plan.conditions, kApplied) == nullptr) {
-    PlanEscapedAfterTheFact(in, pods, *parsed.term, plan, now);
-    if (plan.needs_nodes) return;
   }
   // Scheduling is reported only for a pod that took the term: without Applied
   // the outcome is unknown here (pod still gated in the cache, escaped or
@@ -401,7 +418,43 @@ bool LacksFinalReport(const api::MigrationInfo& vmim) {
   return vmim.phase == "Succeeded" || !vmim.target_node.empty();
 }
 
+bool NeedsNodes(const Observed& in) {
+  const api::MigrationInfo& vmim = in.vmim;
+  if (!vmim.added_term_text && (vmim.Final() || vmim.added_node_selector.empty())) return false;
+  std::optional<api::NodeSelectorTerm> term;
+  if (vmim.added_term_text) {
+    api::AddedTermParse parsed = api::ParseAddedTerm(*vmim.added_term_text);
+    if (!parsed.term) return false;  // reported invalid, judged on no node
+    term = std::move(parsed.term);
+  }
+  const std::vector<const api::TargetPod*> pods = OwnPods(in);
+  if (vmim.Final()) {
+    // PlanFinalReport: where an escaped pod's VMI went, when no pod took the term.
+    if (FindCondition(vmim.conditions, kApplied) != nullptr || FirstCarrying(pods, *term)) {
+      return false;
+    }
+    std::optional<EscapedAfterTheFact> escaped = FindEscapedAfterTheFact(in, pods, *term);
+    return escaped && !escaped->node.empty();
+  }
+  for (const api::TargetPod* p : pods) {
+    if (term && p->has_gate && UnderInboundLimit(in)) return true;
+    const bool unschedulable = !p->has_gate && WaitsUnschedulable(*p);
+    const bool escaped_bound =
+        term && !p->has_gate && !p->node_name.empty() &&
+        !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, *term));
+    if (unschedulable || escaped_bound) return true;
+  }
+  return false;
+}
+
 Plan Reconcile(const Observed& in, base::WallTime now) {
+  // Nodes are needed to judge where an escaped pod landed, to explain an unschedulable one
+  // and to count a policy's inbound migrations.
+  if (!in.nodes_loaded && NeedsNodes(in)) {
+    Plan wait;
+    wait.needs_nodes = true;
+    return wait;
+  }
   Plan plan;
   const api::MigrationInfo& vmim = in.vmim;
   plan.conditions = vmim.conditions;
@@ -409,11 +462,6 @@ Plan Reconcile(const Observed& in, base::WallTime now) {
     // Not only when LacksFinalReport: a target pod's event may bring what the
     // VMIM alone does not show (a Failed migration's pod bound before handoff).
     if (vmim.added_term_text) PlanFinalReport(in, plan, now);
-    if (plan.needs_nodes) {
-      Plan wait;
-      wait.needs_nodes = true;
-      return wait;
-    }
     return plan;
   }
   const bool has_term = vmim.added_term_text.has_value();
@@ -436,27 +484,6 @@ Plan Reconcile(const Observed& in, base::WallTime now) {
       return plan;
     }
     term = std::move(parsed.term);
-  }
-
-  // Nodes are needed to judge where an escaped pod landed and to explain an
-  // unschedulable one.
-  if (!in.nodes_loaded) {
-    for (const api::TargetPod* p : pods) {
-      if (term && p->has_gate && UnderInboundLimit(in)) {
-        Plan wait;
-        wait.needs_nodes = true;
-        return wait;
-      }
-      const bool unschedulable = !p->has_gate && WaitsUnschedulable(*p);
-      const bool escaped_bound =
-          term && !p->has_gate && !p->node_name.empty() &&
-          !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, *term));
-      if (unschedulable || escaped_bound) {
-        Plan wait;
-        wait.needs_nodes = true;
-        return wait;
-      }
-    }
   }
 
   if (term) {

@@ -71,20 +71,18 @@
 #include <string>
 #include <vector>
 
+#include "api/names.h"
 #include "api/projections.h"
 #include "base/clock.h"
 #include "controller/conditions.h"
 
 namespace kmt::controller {
 
-// The reason the scheduler gives in PodScheduled=False for a pod no node fits.
-inline constexpr const char* kPodReasonUnschedulable = "Unschedulable";
-
 // Not bound, and the scheduler said PodScheduled=False, Unschedulable: the pod waits for a
 // node to change (a gated pod says SchedulingGated instead).
 inline bool WaitsUnschedulable(const api::TargetPod& p) {
   return p.node_name.empty() && p.scheduled == api::ConditionStatus::kFalse &&
-         p.scheduled_reason == kPodReasonUnschedulable;
+         p.scheduled_reason == api::kPodReasonUnschedulable;
 }
 
 // How often an unschedulable target pod's explanation is refreshed (node
@@ -143,8 +141,9 @@ struct Observed {
   // Every namespace, loaded with the nodes only when some pod (anti-)affinity term of a
   // target pod or bound pod has a namespaceSelector (api::WantsNamespaces); else empty.
   std::span<const api::NamespaceInfo> namespaces;
-  // False when nodes and bound_pods were not filled in (they are large); a
-  // plan that needs them then says so (Plan::needs_nodes) and does nothing else.
+  // False when nodes and bound_pods were not filled in (they are large, and read only when
+  // NeedsNodes says so); a plan that needs them then says so (Plan::needs_nodes) and does
+  // nothing else.
   bool nodes_loaded = true;
   // The node the VMI runs on now (VMIM status.migrationState.sourceNode, or the
   // node of the VMI's running virt-launcher pod). "" when unknown.
@@ -184,8 +183,8 @@ struct Plan {
   bool conditions_changed = false;
   std::vector<EventSpec> events;
   std::optional<base::Duration> requeue_after;
-  // Observed::nodes_loaded was false and this VMIM needs them: fill them in
-  // and plan again. Nothing else is set.
+  // Observed::nodes_loaded was false and this VMIM needs them (NeedsNodes): nothing else is
+  // set. The shell asks NeedsNodes before planning, so it never sees this.
   bool needs_nodes = false;
   // Under a policy's limit: a release to reserve once the patch is applied, or the gate
   // held because every node is at the limit (plan again when the policy's migrations move).
@@ -197,6 +196,14 @@ struct Plan {
            !requeue_after;
   }
 };
+
+// Whether planning `observed` needs the nodes, the bound pods and the namespaces (the
+// explainer's inputs, large: the shell reads them only then), judged from the VMIM and its
+// target pods alone: a target pod that escaped the gate and was bound (inside the term or
+// not?), one waiting unschedulable (why?), a gated one under a policy's limit (which nodes
+// are full?), or a final VMIM owed TargetPodEscapedGate whose VMI moved (to a node inside
+// the term?).
+bool NeedsNodes(const Observed& observed);
 
 Plan Reconcile(const Observed& observed, base::WallTime now);
 

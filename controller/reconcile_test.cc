@@ -789,6 +789,12 @@ TEST_CASE("Without the nodes, an escape seen after the fact asks for them first"
   CHECK(plan.needs_nodes);
   CHECK(plan.Empty());
   CHECK(plan.conditions.empty());
+  CHECK(NeedsNodes(o));
+  // Moved nowhere: said without the nodes.
+  o.vmim.target_node.clear();
+  o.vmim.phase = "Failed";
+  CHECK_FALSE(NeedsNodes(o));
+  CHECK_FALSE(Reconcile(o, kNow).needs_nodes);
 }
 
 TEST_CASE("Without the nodes, a VMIM that needs them asks for them and plans nothing else") {
@@ -819,6 +825,7 @@ TEST_CASE("Without the nodes, a VMIM that needs them asks for them and plans not
   o.nodes_loaded = false;
   Plan plan = Reconcile(o, kNow);
   CHECK(plan.needs_nodes == row.needs);
+  CHECK(NeedsNodes(o) == row.needs);
   if (row.needs) {
     CHECK(plan.Empty());
     CHECK(plan.conditions.empty());

@@ -26,14 +26,18 @@ const char* WatcherStateName(Watcher::State state) {
 }
 
 Watcher::Watcher(KubeClient& client, WatcherConfig config, base::Clock& clock)
-    : client_(client), config_(std::move(config)), clock_(clock) {}
+    : client_(client),
+      config_(std::move(config)),
+      clock_(clock),
+      backoff_(config_.initial_backoff, config_.max_backoff) {}
 
 std::string Watcher::What() const { return DescribeCall("watch", config_.resource, config_.ns); }
 
-std::chrono::milliseconds Watcher::NextBackoff() const {
-  std::chrono::milliseconds d = config_.initial_backoff;
-  for (int i = 0; i < failures_ && d < config_.max_backoff; ++i) d *= 2;
-  return std::min(d, config_.max_backoff);
+const std::string& Watcher::resource_version() const {
+  static const std::string kNone;
+  if (const auto* listed = std::get_if<InitListed>(&state_)) return listed->resource_version;
+  if (const auto* watching = std::get_if<Watching>(&state_)) return watching->resource_version;
+  return kNone;
 }
 
 void Watcher::Cancel() {
@@ -41,7 +45,7 @@ void Watcher::Cancel() {
   {
     std::lock_guard<std::mutex> lock(stream_mu_);
     cancelled_ = true;
-    s = stream_;
+    if (const auto* watching = std::get_if<Watching>(&state_)) s = watching->stream;
   }
   cancel_cv_.notify_all();
   if (s) s->Cancel();
@@ -52,70 +56,50 @@ bool Watcher::cancelled() const {
   return cancelled_;
 }
 
-void Watcher::CloseStream() {
-  std::shared_ptr<WatchStream> s;
+void Watcher::Become(States next) {
+  std::shared_ptr<WatchStream> left;
   {
     std::lock_guard<std::mutex> lock(stream_mu_);
-    s = std::move(stream_);
-    stream_.reset();
+    if (auto* watching = std::get_if<Watching>(&state_)) left = std::move(watching->stream);
+    state_ = std::move(next);
   }
-  if (s) s->Cancel();
+  if (left) left->Cancel();
 }
 
-void Watcher::Fail(WatcherStep& step, KubeError error, State retry_state) {
+void Watcher::Fail(WatcherStep& step, KubeError error, States retry) {
   // The one disposition table decides: a 410 relists; anything else (even a terminal
-  // kind: a watcher has nobody to give up to) retries `retry_state` after a backoff, no
-  // earlier than a 429/5xx's Retry-After.
-  const State next = DispositionOf(error) == Disposition::kRelist ? State::kEmpty : retry_state;
-  if (next == State::kEmpty || next == State::kInitListed) CloseStream();
-  state_ = next;
-  if (next == State::kEmpty) continue_token_.clear();
-  backoff_pending_ = true;
-  retry_after_ = error.retry_after();
+  // kind: a watcher has nobody to give up to) retries after a backoff, no earlier than a
+  // 429/5xx's Retry-After.
+  const bool relist = DispositionOf(error) == Disposition::kRelist;
+  Become(relist ? States(Empty{}) : std::move(retry));
+  backoff_.Owe(error.retry_after());
   step.error = std::move(error);
 }
 
 WatcherStep Watcher::Step() {
   if (cancelled()) return {};
-  if (backoff_pending_) {
-    std::chrono::milliseconds delay = NextBackoff();
-    if (retry_after_) {
-      delay =
-          std::max(delay, std::min<std::chrono::milliseconds>(*retry_after_, config_.max_backoff));
-    }
-    ++failures_;
-    backoff_pending_ = false;
-    retry_after_.reset();
-    {
-      std::unique_lock<std::mutex> lock(stream_mu_);
-      if (clock_.WaitFor(delay, cancel_cv_, lock, [this] { return cancelled_; })) return {};
-    }
+  if (std::optional<std::chrono::milliseconds> delay = backoff_.Take()) {
+    std::unique_lock<std::mutex> lock(stream_mu_);
+    if (clock_.WaitFor(*delay, cancel_cv_, lock, [this] { return cancelled_; })) return {};
   }
-  switch (state_) {
-    case State::kEmpty: {
-      state_ = State::kInitListing;
-      continue_token_.clear();
-      WatcherStep step;
-      step.events.push_back({WatcherEventType::kInit, nullptr});
-      return step;
-    }
-    case State::kInitListing:
-      return StepList();
-    case State::kInitListed:
-      return StepOpenWatch();
-    case State::kWatching:
-      return StepWatch();
+  if (std::holds_alternative<Empty>(state_)) {
+    Become(InitListing{});
+    WatcherStep step;
+    step.events.push_back({WatcherEventType::kInit, nullptr});
+    return step;
   }
-  return {};
+  if (auto* listing = std::get_if<InitListing>(&state_)) return StepList(*listing);
+  if (auto* listed = std::get_if<InitListed>(&state_)) return StepOpenWatch(*listed);
+  return StepWatch(std::get<Watching>(state_));
 }
 
-WatcherStep Watcher::StepList() {
+WatcherStep Watcher::StepList(InitListing& listing) {
   WatcherStep step;
   ListOptions opts;
   opts.label_selector = config_.label_selector;
   opts.field_selector = config_.field_selector;
   opts.limit = config_.page_size;
-  opts.continue_token = continue_token_;
+  opts.continue_token = listing.continue_token;
   opts.omit_managed_fields = config_.omit_managed_fields;
   opts.max_label_bytes = config_.max_label_bytes;
   Json page;
@@ -123,7 +107,7 @@ WatcherStep Watcher::StepList() {
     page = client_.List(config_.resource, config_.ns, opts);
   } catch (const KubeError& e) {
     // An expired continue token cannot be resumed: Fail starts the list over on a 410.
-    Fail(step, e, State::kInitListing);
+    Fail(step, e, InitListing{listing.continue_token});
     return step;
   }
   // Move the items out of the page, and each item into its event: a page of 500 pods is
@@ -146,7 +130,7 @@ WatcherStep Watcher::StepList() {
                    fmt::format("{}: list answer has a malformed metadata (continue and "
                                "resourceVersion must be strings)",
                                DescribeCall("list", config_.resource, config_.ns))),
-         State::kEmpty);
+         Empty{});
     return step;
   }
   Json items = Json::array();
@@ -159,81 +143,72 @@ WatcherStep Watcher::StepList() {
          KubeError(ErrorKind::kInternal,
                    fmt::format("{}: list answer has no items array",
                                DescribeCall("list", config_.resource, config_.ns))),
-         State::kEmpty);
+         Empty{});
     return step;
   }
   step.events.reserve(items.size() + 1);
   for (Json& item : items) step.events.push_back({WatcherEventType::kInitApply, std::move(item)});
   items = Json();
-  continue_token_ = std::move(continue_token);
-  if (continue_token_.empty()) {
-    resource_version_ = std::move(resource_version);
-    state_ = State::kInitListed;
+  if (continue_token.empty()) {
+    Become(InitListed{std::move(resource_version)});
     step.events.push_back({WatcherEventType::kInitDone, nullptr});
+  } else {
+    listing.continue_token = std::move(continue_token);
   }
-  failures_ = 0;
+  backoff_.Reset();
   return step;
 }
 
-WatcherStep Watcher::StepOpenWatch() {
+WatcherStep Watcher::StepOpenWatch(InitListed& listed) {
   WatcherStep step;
   WatchOptions opts;
   opts.label_selector = config_.label_selector;
   opts.field_selector = config_.field_selector;
-  opts.resource_version = resource_version_;
+  opts.resource_version = listed.resource_version;
   opts.allow_bookmarks = true;
   opts.omit_managed_fields = config_.omit_managed_fields;
   opts.max_label_bytes = config_.max_label_bytes;
   opts.timeout = config_.watch_timeout;
+  std::shared_ptr<WatchStream> stream;
   try {
-    std::unique_ptr<WatchStream> s = client_.Watch(config_.resource, config_.ns, opts);
-    std::lock_guard<std::mutex> lock(stream_mu_);
-    stream_ = std::move(s);
-    if (cancelled_) stream_->Cancel();
+    stream = client_.Watch(config_.resource, config_.ns, opts);
   } catch (const KubeError& e) {
-    Fail(step, e, State::kInitListed);
+    Fail(step, e, InitListed{listed.resource_version});
     return step;
   }
-  state_ = State::kWatching;
-  events_on_stream_ = false;
+  Become(Watching{std::move(listed.resource_version), stream, false});
+  if (cancelled()) stream->Cancel();  // Cancel() ran before the stream was in the state
   return step;
 }
 
-WatcherStep Watcher::StepWatch() {
+WatcherStep Watcher::StepWatch(Watching& watching) {
   WatcherStep step;
-  std::shared_ptr<WatchStream> s;
-  {
-    std::lock_guard<std::mutex> lock(stream_mu_);
-    s = stream_;
-  }
   std::optional<WatchEvent> ev;
   try {
-    ev = s->Next();
+    ev = watching.stream->Next();
   } catch (const KubeError& e) {
-    Fail(step, e, State::kInitListed);
+    Fail(step, e, InitListed{watching.resource_version});
     return step;
   }
   if (!ev) {
-    CloseStream();
-    state_ = State::kInitListed;
+    const bool said_something = watching.events_seen;
+    Become(InitListed{std::move(watching.resource_version)});
     // A stream that ends before saying anything still costs a backoff, so a
     // server that closes every watch at once cannot make us spin.
-    if (!events_on_stream_ && !cancelled()) backoff_pending_ = true;
+    if (!said_something && !cancelled()) backoff_.Owe();
     return step;
   }
-  events_on_stream_ = true;
+  watching.events_seen = true;
   const std::string& type = ev->type;
   if (type == "ERROR") {
     KubeError err = ErrorFromWatchEvent(ev->object, What());
     if (DispositionOf(err) == Disposition::kRelist) {
       // Our resourceVersion is older than the server's history: relist, now.
-      CloseStream();
-      state_ = State::kEmpty;
-      continue_token_.clear();
+      Become(Empty{});
       step.error = std::move(err);
       return step;
     }
-    Fail(step, std::move(err), State::kInitListed);
+    Fail(step, std::move(err), InitListed{watching.resource_version});
     return step;
   }
   const bool known =
@@ -242,7 +217,7 @@ WatcherStep Watcher::StepWatch() {
     Fail(step,
          KubeError(ErrorKind::kInternal,
                    fmt::format("{}: unknown watch event type \"{}\"", What(), type)),
-         State::kInitListed);
+         InitListed{watching.resource_version});
     return step;
   }
   std::string rv = base::StringAt(ev->object, {"metadata", "resourceVersion"});
@@ -250,11 +225,11 @@ WatcherStep Watcher::StepWatch() {
     Fail(step,
          KubeError(ErrorKind::kInternal,
                    fmt::format("{}: {} event without metadata.resourceVersion", What(), type)),
-         State::kInitListed);
+         InitListed{watching.resource_version});
     return step;
   }
-  resource_version_ = std::move(rv);
-  failures_ = 0;
+  watching.resource_version = std::move(rv);
+  backoff_.Reset();
   if (type == "BOOKMARK") return step;
   step.events.push_back({type == "DELETED" ? WatcherEventType::kDelete : WatcherEventType::kApply,
                          std::move(ev->object)});

@@ -11,9 +11,11 @@
 // reading one watch event) and returns what it learned. BOOKMARKs only advance
 // the resourceVersion. Failures are settled by kube::DispositionOf: kRelist
 // (410) starts over from kEmpty, every other disposition retries the step that
-// failed. Consecutive failures back off exponentially through the injected
-// sleep, and no shorter than a 429/5xx's Retry-After (capped at max_backoff);
-// a success resets the backoff. Nothing here throws.
+// failed. Each state carries its own data (kube-rs's watcher::State): the page to
+// list next, the resourceVersion to watch from, the open stream. Consecutive
+// failures back off on the injected clock (kube/watcher_backoff.h: exponential,
+// no shorter than a 429/5xx's Retry-After, capped at max_backoff); a success
+// resets the backoff. Nothing here throws.
 #pragma once
 
 #include <chrono>
@@ -24,11 +26,14 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "base/clock.h"
 #include "kube/client.h"
 #include "kube/error.h"
+#include "kube/watcher_backoff.h"
 
 namespace kmt::kube {
 
@@ -74,6 +79,7 @@ struct WatcherStep {
 
 class Watcher {
  public:
+  // Which state the watcher is in (the index of its state below).
   enum class State { kEmpty, kInitListing, kInitListed, kWatching };
   // Backoffs wait on `clock` (Cancel() cuts them short).
   Watcher(KubeClient& client, WatcherConfig config, base::Clock& clock = base::SystemClock());
@@ -85,35 +91,60 @@ class Watcher {
   void Cancel();
   bool cancelled() const;
 
-  State state() const { return state_; }
-  const std::string& resource_version() const { return resource_version_; }
-  int consecutive_failures() const { return failures_; }
+  // Not thread-safe against Step().
+  State state() const { return static_cast<State>(state_.index()); }
+  // The resourceVersion the watch resumes from; "" before the first list is complete and
+  // while relisting.
+  const std::string& resource_version() const;
+  int consecutive_failures() const { return backoff_.consecutive_failures(); }
   // The delay the next failure will wait.
-  std::chrono::milliseconds NextBackoff() const;
+  std::chrono::milliseconds NextBackoff() const { return backoff_.Next(); }
 
  private:
-  WatcherStep StepList();
-  WatcherStep StepOpenWatch();
-  WatcherStep StepWatch();
-  // Records `error`; the next state is kEmpty on a 410, else `retry_state`.
-  void Fail(WatcherStep& step, KubeError error, State retry_state);
-  void CloseStream();
+  // Nothing listed: the next step says kInit and starts the list.
+  struct Empty {};
+  // Listing page by page; `continue_token` is the next page's ("" = the first).
+  struct InitListing {
+    std::string continue_token;
+  };
+  // The list (or a watch) ended at `resource_version`: the next step opens a watch from it.
+  struct InitListed {
+    std::string resource_version;
+  };
+  // Reading `stream`, opened from `resource_version`, which each event and BOOKMARK
+  // advances. `events_seen`: the stream said something (one that ends without a word
+  // costs a backoff, so a server that closes every watch at once cannot make us spin).
+  struct Watching {
+    std::string resource_version;
+    std::shared_ptr<WatchStream> stream;
+    bool events_seen = false;
+  };
+  using States = std::variant<Empty, InitListing, InitListed, Watching>;
+  static_assert(
+      std::variant_size_v<States> == 4 &&
+      std::is_same_v<std::variant_alternative_t<static_cast<size_t>(State::kWatching), States>,
+                     Watching>);
+
+  WatcherStep StepList(InitListing& listing);
+  WatcherStep StepOpenWatch(InitListed& listed);
+  WatcherStep StepWatch(Watching& watching);
+  // Records `error` and owes a backoff; the next state is Empty on a 410, else `retry`.
+  void Fail(WatcherStep& step, KubeError error, States retry);
+  // Every change of state: under stream_mu_ (Cancel reads the open stream), and a stream
+  // left behind is cancelled.
+  void Become(States next);
   std::string What() const;
 
   KubeClient& client_;
   WatcherConfig config_;
   base::Clock& clock_;
-  State state_ = State::kEmpty;
-  std::string resource_version_;
-  std::string continue_token_;
-  int failures_ = 0;
-  bool backoff_pending_ = false;
-  std::optional<std::chrono::seconds> retry_after_;  // of the failure that set backoff_pending_
-  bool events_on_stream_ = false;
+  WatcherBackoff backoff_;
+  // Changes alternative only in Become, under stream_mu_ (Cancel reads the open stream);
+  // the stepping thread alone reads it otherwise or updates a state's own data.
+  States state_;
 
-  mutable std::mutex stream_mu_;       // guards stream_ and cancelled_ against Cancel()
+  mutable std::mutex stream_mu_;       // guards state_'s changes and cancelled_ against Cancel()
   std::condition_variable cancel_cv_;  // Cancel() ends a backoff
-  std::shared_ptr<WatchStream> stream_;
   bool cancelled_ = false;
 };
 

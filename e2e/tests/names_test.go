@@ -77,6 +77,8 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kStatusFalse":      string(k8sv1.ConditionFalse),
 		"kEventTypeNormal":  k8sv1.EventTypeNormal,
 		"kEventTypeWarning": k8sv1.EventTypeWarning,
+		// The scheduler's reason for a pod no node fits, against Kubernetes' own Go API.
+		"kPodReasonUnschedulable": k8sv1.PodReasonUnschedulable,
 		// KubeVirt's names, against KubeVirt's own Go API.
 		"kLabelApp":                      virtv1.AppLabel,
 		"kLabelMigrationJobUID":          virtv1.MigrationJobLabel,
