@@ -12,7 +12,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <iostream>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -66,10 +65,29 @@ Response DefaultErrorBody(int status, std::string_view message) {
 
 }  // namespace
 
+void LogTo(base::Logger& log, const LogRecord& record,
+           const std::vector<std::pair<std::string, std::string>>& context) {
+  const base::LogLevel level = record.error ? base::LogLevel::kError : base::LogLevel::kInfo;
+  if (context.empty()) {
+    log.Log(level, record.msg, record.fields);
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> fields = context;
+  fields.insert(fields.end(), record.fields.begin(), record.fields.end());
+  log.Log(level, record.msg, fields);
+}
+
+LogSink SinkTo(base::Logger& log, std::vector<std::pair<std::string, std::string>> context) {
+  return [&log, context = std::move(context)](const LogRecord& record) {
+    LogTo(log, record, context);
+  };
+}
+
 void LogToStderr(const LogRecord& record) {
-  std::string line = std::string(record.error ? "error: " : "") + record.msg;
-  for (const auto& [k, v] : record.fields) line += " " + k + "=" + v;
-  std::cerr << line << '\n';
+  // Never destroyed: servers may still log while static objects are torn down.
+  static base::Logger& log =
+      *new base::Logger(base::SystemClock(), base::LogLevel::kInfo, base::LogFormat::kText);
+  LogTo(log, record);
 }
 
 // The part of a connection the server can reach from outside its strand.

@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/log.h"
 #include "http/connection_table.h"
 
 namespace kmt::http {
@@ -112,13 +113,26 @@ class ServerObserver {
                                std::chrono::duration<double> /*elapsed*/) {}
 };
 
+// One record of a server's log, as data (tests and callers read it), rendered into a
+// base::Logger by LogTo below and nowhere else.
 struct LogRecord {
   bool error = false;
   std::string msg;
   std::vector<std::pair<std::string, std::string>> fields;
 };
 
-// One line on standard error: "[error: ]msg k=v ..." (the default log of the servers).
+using LogSink = std::function<void(const LogRecord&)>;
+
+// The one place a server's record becomes a log line: its message at error level when
+// `record.error`, else info; `context`'s fields (e.g. component=webhook) first, then its own.
+void LogTo(base::Logger& log, const LogRecord& record,
+           const std::vector<std::pair<std::string, std::string>>& context = {});
+
+// A sink that renders every record into `log` with LogTo; `log` outlives the sink's users.
+LogSink SinkTo(base::Logger& log, std::vector<std::pair<std::string, std::string>> context = {});
+
+// The log of a server no one gave one: LogTo a text logger on standard error (info level,
+// the system clock).
 void LogToStderr(const LogRecord& record);
 
 struct ServerConfig {
@@ -140,8 +154,8 @@ struct ServerConfig {
   std::function<bool(SSL_CTX*)> configure_tls;
   // The body of the server's own error answers (404, 405, 413, 431, 500, 503).
   std::function<Response(int status, std::string_view message)> error_body;
-  std::function<void(const LogRecord&)> log;  // default: standard error
-  ServerObserver* observer = nullptr;         // not owned; outlives the server
+  LogSink log;                         // default: LogToStderr
+  ServerObserver* observer = nullptr;  // not owned; outlives the server
 };
 
 class Server {

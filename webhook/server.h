@@ -90,9 +90,9 @@ struct ServerOptions {
   // Request and connection counts (the operator's /metrics); not owned, may be null.
   http::ServerObserver* observer = nullptr;
 
-  // Each log record, as data (the operator renders it with its own logger); default: one
-  // plain line on standard error.
-  std::function<void(const ServerLogEntry&)> log;
+  // Each log record, as data (the operator renders it into its logger with http::SinkTo);
+  // default: http::LogToStderr.
+  http::LogSink log;
 };
 
 struct Route {

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "cmd/operator/component_logs.h"
 #include "cmd/operator/metrics_auth.h"
 #include "cmd/operator/probes.h"
 #include "cmd/operator/webhook_metrics.h"
@@ -228,11 +229,14 @@ struct Operator::Impl {
     std::string host;
     int port;
     if (ParseBindAddress(flags.health_probe_bind_address, &host, &port)) {
+      ProbeServerOptions ho;
+      ho.log = ServerLog(log, "probes");
       health = std::make_unique<ProbeServer>(
           host, port,
           std::vector<ProbeServer::Route>{
               {"/healthz", [](bool v) { return AnswerChecks({}, v); }},
-              {"/readyz", [this](bool v) { return AnswerChecks(ReadinessChecks(), v); }}});
+              {"/readyz", [this](bool v) { return AnswerChecks(ReadinessChecks(), v); }}},
+          std::move(ho));
     }
   }
 
@@ -243,6 +247,7 @@ struct Operator::Impl {
     if (ParseBindAddress(flags.metrics_bind_address, &host, &port)) {
       ProbeServerOptions mo;
       if (flags.metrics_secure) mo = SecureMetrics();
+      mo.log = ServerLog(log, "metrics");
       metrics_server = std::make_unique<ProbeServer>(
           host, port,
           std::vector<ProbeServer::Route>{{"/metrics", [this](bool) { return Metrics(); }}},
@@ -303,11 +308,7 @@ struct Operator::Impl {
         registry, std::vector<std::string>{std::string(webhook::kValidateVmimPath),
                                            std::string(webhook::kMutatePodPath)});
     wo.observer = webhook_metrics.get();
-    wo.log = [this](const webhook::ServerLogEntry& e) {
-      std::vector<std::pair<std::string, std::string>> fields{{"component", "webhook"}};
-      fields.insert(fields.end(), e.fields.begin(), e.fields.end());
-      log.Log(e.error ? base::LogLevel::kError : base::LogLevel::kInfo, e.msg, fields);
-    };
+    wo.log = ServerLog(log, "webhook");
     webhook = std::make_unique<webhook::AdmissionServer>(
         wo, webhook::AdmissionRoutes(
                 *access_cache, *cluster,
@@ -333,9 +334,7 @@ struct Operator::Impl {
         std::make_unique<controller::KubeEventRecorder>(clients.events, clock, log, identity.id);
     async_events = std::make_unique<controller::AsyncEventRecorder>(*events, clock, log);
     controller::InformerViewOptions vo;
-    vo.on_error = [this](const kube::KubeError& e) {
-      log.Error("Failed to watch", {{"error", e.what()}});
-    };
+    vo.on_error = WatchErrorLog(log);
     view = std::make_unique<controller::InformerView>(clients.controller, clock, vo);
     // The webhook's placement warnings read the node cache instead of listing nodes.
     if (cluster) {
@@ -411,10 +410,7 @@ struct Operator::Impl {
       lc.on_new_leader = [this](const std::string& holder) {
         if (holder != identity.id) log.Info("Observed new leader", {{"holder", holder}});
       };
-      lc.on_error = [this](const std::string& what, const std::string& error) {
-        log.Warn("Leader election: failed to " + what,
-                 {{"lease", flags.leader_election_id}, {"error", error}});
-      };
+      lc.on_error = LeaseErrorLog(log, flags.leader_election_id);
       elector = std::make_unique<controller::LeaderElector>(clients.election, election_clock, lc);
       log.Info("Started leader election",
                {{"lease", ns + "/" + flags.leader_election_id}, {"identity", identity.id}});

@@ -99,8 +99,7 @@ void ProbeServer::Start() {
   c.handler_threads = kProbeHandlerThreads;
   c.handler_queue = 64;
   c.configure_tls = options_.configure_tls;
-  c.log = [](const http::LogRecord&) {
-  };  // connection-level noise only; answers are logged by no one
+  c.log = options_.log;  // answers are logged by no one
   std::vector<http::Route> routes;
   for (const auto& [path, answer] : routes_) {
     routes.push_back({"GET", path,

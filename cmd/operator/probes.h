@@ -25,6 +25,7 @@
 
 namespace kmt::http {
 class Server;
+struct LogRecord;
 }  // namespace kmt::http
 
 namespace kmt::cmd {
@@ -62,6 +63,9 @@ struct ProbeServerOptions {
   std::function<std::optional<HttpAnswer>(std::string_view method, std::string_view path,
                                           std::string_view authorization)>
       gate;
+  // The server's records (a handler that threw, an accept that failed), as data: the operator
+  // renders them into its logger with http::SinkTo; default: http::LogToStderr.
+  std::function<void(const http::LogRecord&)> log;
 };
 
 class ProbeServer {
