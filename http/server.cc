@@ -28,7 +28,6 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using Id = ConnectionTable::Id;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -106,11 +105,12 @@ class Server::Impl {
   std::atomic<size_t> held_body{0};  // bytes of request bodies reserved by all connections
   std::atomic<bool> trim_due{false};
   std::atomic<size_t> closes_since_trim{0};
-  SteadyClock::time_point last_trim{};  // the sweep's only
+  base::SteadyTime last_trim{};  // the sweep's only
   // First member, so destroyed last: handlers still queued when the server stops (and the
   // connections they own) are destroyed while everything they point to is still alive.
   asio::io_context ioc;
   ServerConfig cfg;
+  base::Clock& clock;  // cfg.clock, or the system clock
   std::vector<Route> routes;
   std::optional<asio::ssl::context> ssl;
   tcp::acceptor acceptor{asio::make_strand(ioc)};
@@ -137,7 +137,10 @@ class Server::Impl {
   size_t largest_body = 0;  // of every route's cap: the parser's limit until a route is known
 
   Impl(ServerConfig c, std::vector<Route> r)
-      : cfg(std::move(c)), routes(std::move(r)), table(cfg.limits) {
+      : cfg(std::move(c)),
+        clock(cfg.clock ? *cfg.clock : base::SystemClock()),
+        routes(std::move(r)),
+        table(cfg.limits) {
     if (!cfg.error_body) cfg.error_body = DefaultErrorBody;
     for (const Route& route : routes) largest_body = std::max(largest_body, BodyCap(&route));
   }
@@ -203,7 +206,7 @@ class Server::Impl {
                                   const std::shared_ptr<SessionBase>& s,
                                   std::shared_ptr<SessionBase>* victim) {
     std::lock_guard<std::mutex> lock(mu);
-    ConnectionTable::Admission a = table.Open(first, SteadyClock::now(), source);
+    ConnectionTable::Admission a = table.Open(first, clock.Now(), source);
     if (a.evicted) *victim = TakeLocked(*a.evicted, CloseReason::kEvicted);
     if (cfg.observer) cfg.observer->ConnectionOpened();
     if (a.admitted) {
@@ -216,12 +219,12 @@ class Server::Impl {
 
   bool Enter(Id id, Phase phase) {
     std::lock_guard<std::mutex> lock(mu);
-    return table.Enter(id, phase, SteadyClock::now());
+    return table.Enter(id, phase, clock.Now());
   }
 
   void Touch(Id id) {
     std::lock_guard<std::mutex> lock(mu);
-    table.Touch(id, SteadyClock::now());
+    table.Touch(id, clock.Now());
   }
 
   // The connection leaves the table (once); false when it had already left.
@@ -245,7 +248,7 @@ class Server::Impl {
     std::vector<std::shared_ptr<SessionBase>> victims;
     {
       std::lock_guard<std::mutex> lock(mu);
-      for (const auto& [id, reason] : table.Expire(SteadyClock::now())) {
+      for (const auto& [id, reason] : table.Expire(clock.Now())) {
         victims.push_back(TakeLocked(id, reason));
       }
       if (table.size() == 0) drained.notify_all();
@@ -254,7 +257,7 @@ class Server::Impl {
   }
 
   void MaybeTrim() {
-    const auto now = SteadyClock::now();
+    const auto now = clock.Now();
     if (now - last_trim < kTrimInterval) return;
     if (!trim_due.load() && closes_since_trim.load() < kTrimAfterCloses) return;
     trim_due = false;
@@ -453,7 +456,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (phase_ == Phase::kHeaders && parser_->is_header_done()) {
       phase_ = Phase::kBody;
       server_.Enter(id_, Phase::kBody);
-      headers_done_ = SteadyClock::now();
+      headers_done_ = server_.clock.Now();
       LocateRoute();
       if (route_ && !route_->metric_label.empty() && server_.cfg.observer) {
         observed_ = true;
@@ -516,8 +519,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     std::string_view path = target.substr(0, target.find('?'));
     std::string_view method(msg.method_string().data(), msg.method_string().size());
     route_ = server_.FindRoute(path, method, &path_known_);
-    if (!observed_ && headers_done_ == SteadyClock::time_point{})
-      headers_done_ = SteadyClock::now();
+    if (!observed_ && headers_done_ == base::SteadyTime{}) headers_done_ = server_.clock.Now();
   }
 
   void Dispatch() {
@@ -659,7 +661,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     if (observed_ && server_.cfg.observer) {
       observed_ = false;
       server_.cfg.observer->RequestFinished(route_->metric_label, status_,
-                                            SteadyClock::now() - headers_done_);
+                                            server_.clock.Now() - headers_done_);
     }
     headers_done_ = {};
     res_.reset();
@@ -734,7 +736,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   bool linger_ = false;
   bool closed_ = false;
   int status_ = 0;
-  SteadyClock::time_point headers_done_{};
+  base::SteadyTime headers_done_{};
   std::optional<asio::steady_timer> linger_timer_;
   std::vector<char> discard_;
 };
@@ -851,7 +853,7 @@ void Server::Stop() {
   {
     // Requests in flight are answered (with Connection: close), then their connections go.
     std::unique_lock<std::mutex> lock(s.mu);
-    s.drained.wait_for(lock, s.cfg.stop_grace, [&s] { return s.table.size() == 0; });
+    s.clock.WaitFor(s.cfg.stop_grace, s.drained, lock, [&s] { return s.table.size() == 0; });
   }
   s.work.reset();
   s.ioc.stop();

@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "http/connection_table.h"
 
@@ -149,6 +150,9 @@ struct ServerConfig {
   size_t handler_queue = 1024;
   std::chrono::milliseconds sweep_interval{100};
   std::chrono::milliseconds stop_grace{5000};
+  // Tells the connections' deadlines (the table's time; the sweep itself runs on an Asio timer
+  // every sweep_interval) and waits out stop_grace; not owned. Null: base::SystemClock().
+  base::Clock* clock = nullptr;
   // TLS when set: called once on the server's SSL_CTX (versions, ciphers, certificate);
   // returns false when it cannot be set up (Start() then throws). Plain HTTP when empty.
   std::function<bool(SSL_CTX*)> configure_tls;

@@ -21,7 +21,10 @@ std::string ObjectKey(const Json& object) {
 
 InformerCore::InformerCore(KubeClient& client, InformerOptions options, Projection projection,
                            base::Clock& clock)
-    : client_(client), options_(std::move(options)), projection_(std::move(projection)) {
+    : client_(client),
+      clock_(clock),
+      options_(std::move(options)),
+      projection_(std::move(projection)) {
   watcher_ = std::make_unique<Watcher>(client_, options_.watch, clock);
 }
 
@@ -51,8 +54,12 @@ void InformerCore::Start() {
 
 void InformerCore::Stop() {
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    std::unique_lock<std::mutex> lock(stop_mu_);
     stopping_ = true;
+    // A timer that could not be cancelled is firing: its callback still reads this object,
+    // until it resets resync_timer_.
+    if (resync_timer_ && clock_.Cancel(*resync_timer_)) resync_timer_.reset();
+    stop_cv_.wait(lock, [this] { return !resync_timer_; });
   }
   stop_cv_.notify_all();
   watcher_->Cancel();
@@ -64,14 +71,29 @@ void InformerCore::RunWatch() {
   while (!watcher_->cancelled()) Apply(watcher_->Step());
 }
 
+// The timer only marks the resync due (its callback must not block the clock's thread); this
+// thread runs it, then schedules the next.
 void InformerCore::RunResync() {
   std::unique_lock<std::mutex> lock(stop_mu_);
-  while (!stopping_) {
-    if (stop_cv_.wait_for(lock, options_.resync_period, [this] { return stopping_; })) break;
+  if (!stopping_) ScheduleResyncLocked();
+  while (true) {
+    stop_cv_.wait(lock, [this] { return stopping_ || resync_due_; });
+    if (stopping_) break;
+    resync_due_ = false;
     lock.unlock();
     Resync();
     lock.lock();
+    if (!stopping_) ScheduleResyncLocked();
   }
+}
+
+void InformerCore::ScheduleResyncLocked() {
+  resync_timer_ = clock_.RunAfter(options_.resync_period, [this] {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    resync_timer_.reset();
+    resync_due_ = true;
+    stop_cv_.notify_all();
+  });
 }
 
 void InformerCore::StepForTest() { Apply(watcher_->Step()); }

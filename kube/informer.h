@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -36,7 +37,7 @@ namespace kmt::kube {
 
 struct InformerOptions {
   WatcherConfig watch;                         // resource, namespace, selectors, paging, backoff
-  std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync
+  std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync; timed on the clock
   // Called (on the informer thread) with every error the watcher handled.
   std::function<void(const KubeError&)> on_error;
   // After each complete (re)list, hand the heap pages the list's pages were parsed into
@@ -61,7 +62,8 @@ class InformerCore {
         on_update;
     std::function<void(const std::string& key, const Erased& old_obj)> on_delete;
   };
-  // The watcher's backoffs wait on `clock`; Stop() interrupts them.
+  // The watcher's backoffs wait on `clock`, and the periodic resync is a timer on it (a
+  // FakeClock's Advance makes it due); Stop() interrupts both.
   InformerCore(KubeClient& client, InformerOptions options, Projection projection,
                base::Clock& clock = base::SystemClock());
   ~InformerCore();
@@ -114,8 +116,10 @@ class InformerCore {
   void Deliver(const std::vector<Delivery>& deliveries);
   void RunWatch();
   void RunResync();
+  void ScheduleResyncLocked();  // stop_mu_ held
 
   KubeClient& client_;
+  base::Clock& clock_;
   InformerOptions options_;
   Projection projection_;
   std::unique_ptr<Watcher> watcher_;
@@ -138,6 +142,8 @@ class InformerCore {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
+  bool resync_due_ = false;                    // the timer fired; the resync thread has not run it
+  std::optional<base::TimerId> resync_timer_;  // pending, or firing until its callback resets it
   std::thread watch_thread_;
   std::thread resync_thread_;
 };

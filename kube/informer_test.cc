@@ -259,6 +259,49 @@ TEST_CASE("Periodic resync re-delivers updates on its own thread") {
   inf.Stop();  // idempotent
 }
 
+TEST_CASE("Periodic resync is a timer on the informer's clock; Stop cancels it") {
+  FakeClient c;
+  base::FakeClock clock;
+  InformerOptions o = Options();
+  o.resync_period = std::chrono::minutes(1);
+  Informer<PodView> inf(c, o, Project, clock);
+  std::mutex mu;
+  std::condition_variable cv;
+  int resyncs = 0;
+  inf.AddHandlers({nullptr,
+                   [&](const std::string&, const auto& old_obj, const auto& new_obj) {
+                     std::lock_guard<std::mutex> l(mu);
+                     if (old_obj == new_obj) ++resyncs;
+                     cv.notify_all();
+                   },
+                   nullptr});
+  c.Create(kPods, "ns", Pod("a"));
+  inf.Start();
+  REQUIRE(inf.WaitForSync(std::chrono::seconds(10)));
+  // The resync thread schedules its timer as it starts.
+  for (int i = 0; i < 1000 && clock.PendingTimers() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(clock.PendingTimers() == 1);
+  CHECK(clock.NextTimerIn() == std::chrono::minutes(1));
+  for (int round = 1; round <= 2; ++round) {
+    CAPTURE(round);
+    clock.Advance(std::chrono::minutes(1));
+    std::unique_lock<std::mutex> l(mu);
+    REQUIRE(cv.wait_for(l, std::chrono::seconds(10), [&] { return resyncs == round; }));
+    l.unlock();
+    // The next one is scheduled after the resync ran.
+    for (int i = 0; i < 1000 && clock.PendingTimers() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(clock.PendingTimers() == 1);
+  }
+  inf.Stop();
+  CHECK(clock.PendingTimers() == 0);
+  std::lock_guard<std::mutex> l(mu);
+  CHECK(resyncs == 2);
+}
+
 TEST_CASE("ObjectKey") {
   CHECK(ObjectKey({{"metadata", {{"name", "n"}, {"namespace", "ns"}}}}) == "ns/n");
   CHECK(ObjectKey({{"metadata", {{"name", "node-1"}}}}) == "node-1");

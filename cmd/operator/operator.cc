@@ -485,8 +485,8 @@ int Operator::Run() {
     s.log.Info("Draining before stopping",
                {{"delay", fmt::format("{}ms", s.flags.shutdown_delay_ms)}});
     std::unique_lock<std::mutex> lock(s.mu);
-    s.cv.wait_for(lock, std::chrono::milliseconds(s.flags.shutdown_delay_ms),
-                  [&s] { return s.leadership_lost; });
+    s.clock.WaitFor(std::chrono::milliseconds(s.flags.shutdown_delay_ms), s.cv, lock,
+                    [&s] { return s.leadership_lost; });
   }
   s.log.Info(lost ? "Stopping after losing the lease" : "Stopping");
   s.Shutdown();
