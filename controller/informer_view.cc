@@ -304,7 +304,9 @@ std::vector<std::shared_ptr<const api::MigrationInfo>> InformerView::MigrationLi
 }
 
 InformerView::Sizes InformerView::sizes() const {
-  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size()};
+  size_t cut = 0;
+  for (const auto& p : bound_.List()) cut += p->labels_dropped > 0 ? 1 : 0;
+  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size(), cut};
 }
 
 }  // namespace kmt::controller

@@ -99,6 +99,7 @@ class InformerView : public CacheView {
   // Cache sizes, for logs and the memory benchmark.
   struct Sizes {
     size_t vmims, target_pods, nodes, bound_pods;
+    size_t bound_pods_labels_cut;  // bound pods whose labels the cache cut
   };
   Sizes sizes() const;
 
