@@ -351,6 +351,9 @@ struct Operator::Impl {
     vo.on_error = [this](const kube::KubeError& e) {
       log.Error("Failed to watch", {{"error", e.what()}});
     };
+    // Standbys keep no bound pods (every running pod of the cluster, for the explainer: the
+    // largest cache); the leader lists them when it takes the Lease.
+    vo.bound_pods_on_demand = flags.leader_elect;
     view = std::make_unique<controller::InformerView>(clients.controller, clock, vo);
     // The webhook's placement warnings read the node cache instead of listing nodes.
     if (cluster) {
@@ -413,6 +416,7 @@ struct Operator::Impl {
         waiting.SetLeading(true);
         log.Info("Acquired lease",
                  {{"lease", flags.leader_election_id}, {"identity", identity.id}});
+        view->StartBoundPods();
         StartWorkersWhenSynced();
       };
       lc.on_stopped_leading = [this] {
