@@ -15,4 +15,16 @@ void TrimHeap() {
 #endif
 }
 
+bool TuneHeap(int arenas) {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  bool ok = mallopt(M_ARENA_MAX, arenas) == 1;
+  ok = mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1 && ok;
+  ok = mallopt(M_TRIM_THRESHOLD, 1024 * 1024) == 1 && ok;
+  return ok;
+#else
+  (void)arenas;
+  return false;
+#endif
+}
+
 }  // namespace kmt::base

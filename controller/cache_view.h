@@ -30,6 +30,10 @@ class CacheView {
   // explainer's inputs. Only asked for when a target pod needs explaining.
   virtual std::vector<api::NodeInfo> Nodes() = 0;
   virtual std::vector<api::BoundPod> BoundPods() = 0;
+  // Whether BoundPods() is complete (a cache that has synced, or a live read). False on a
+  // replica that caches bound pods only while it leads and has not listed them yet: a plan
+  // that needs them waits.
+  virtual bool BoundPodsReady() { return true; }
   // Every namespace (a LIST, not cached): only asked for when a pod (anti-)affinity term
   // has a namespaceSelector (api::WantsNamespaces).
   virtual std::vector<api::NamespaceInfo> Namespaces() = 0;

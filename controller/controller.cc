@@ -11,6 +11,11 @@
 
 namespace kmt::controller {
 
+namespace {
+// How soon a plan that waits for the bound-pod cache (a new leader's) tries again.
+constexpr base::Duration kBoundPodsPoll = std::chrono::milliseconds(500);
+}  // namespace
+
 std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
 bool SplitKey(const std::string& key, std::string* ns, std::string* name) {
@@ -181,6 +186,10 @@ Controller::KeyOutcome Controller::ReconcileKey(const std::string& key,
   try {
     Observation observation;
     if (!Observe(ns, name, observation)) return KeyOutcome::Done();  // deleted: nothing to do
+    if (observation.waits_for_bound_pods) {
+      log.Debug("Waiting for the bound-pod cache to sync");
+      return KeyOutcome::After(kBoundPodsPoll);
+    }
     const Plan plan = Reconcile(observation.observed, clock_.WallNow());
     return ApplyPlan(key, observation.observed, plan, log);
   } catch (const kube::KubeError& e) {
@@ -206,6 +215,10 @@ bool Controller::Observe(const std::string& ns, const std::string& name, Observa
   // The explainer's inputs are large: read only when the plan needs them.
   observed.nodes_loaded = NeedsNodes(observed);
   if (!observed.nodes_loaded) return true;
+  if (!view_.BoundPodsReady()) {
+    into.waits_for_bound_pods = true;
+    return true;
+  }
   into.nodes = view_.Nodes();
   into.bound_pods = view_.BoundPods();
   if (std::any_of(

@@ -112,6 +112,9 @@ class Controller {
     std::vector<api::NodeInfo> nodes;
     std::vector<api::BoundPod> bound_pods;
     std::vector<api::NamespaceInfo> namespaces;
+    // The plan needs the explainer's inputs and the bound-pod cache has not synced yet
+    // (CacheView::BoundPodsReady): nothing else was read; try again shortly.
+    bool waits_for_bound_pods = false;
     // Held under a policy's limit (from before the inbound is read until the plan is
     // applied): such keys are planned and applied one at a time.
     std::unique_lock<std::mutex> limited;

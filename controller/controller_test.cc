@@ -22,6 +22,13 @@ using std::chrono::seconds;
 
 const std::string kKey = std::string(kNs) + "/" + kVmimName;
 
+// The API view, with the bound-pod cache's readiness of a replica that just took the Lease.
+struct View : ApiView {
+  using ApiView::ApiView;
+  bool bound_pods_ready = true;
+  bool BoundPodsReady() override { return bound_pods_ready; }
+};
+
 struct World {
   base::FakeClock clock;
   kube::FakeClient client{kube::FakeClient::Options{10000, &clock}};
@@ -31,7 +38,7 @@ struct World {
   base::Registry registry;
   OperatorMetrics metrics{registry, "vmim"};
   KubeEventRecorder events{client, clock, log, "operator-0"};
-  ApiView view{client};
+  View view{client};
   Controller controller{view, client, clock, log, metrics, events, ControllerOptions{2, {}}};
   std::string vmim_uid;
 
@@ -107,6 +114,39 @@ TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff r
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
   CHECK(w.Metric(
       "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue_after\"} 2"));
+}
+
+TEST_CASE("A plan that needs the explainer waits for the bound-pod cache; a gate does not") {
+  World w;
+  w.SeedNodes();
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({.gated = false,
+             .affinity =
+                 json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                 {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"),
+             .scheduled_reason = "Unschedulable",
+             .scheduled_message = "0/2 nodes are available."});
+  w.view.bound_pods_ready = false;
+  w.controller.Enqueue(kKey);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  CHECK(w.Conditions().empty());  // nothing planned from a partial cache
+  w.clock.Advance(milliseconds(499));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(milliseconds(1));
+  w.view.bound_pods_ready = true;
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  REQUIRE(w.Conditions().size() == 2);
+  CHECK(w.Conditions()[1]["type"] == "targetPodUnschedulable");
+
+  // A gated pod is released whatever the bound-pod cache: the release needs none of it.
+  World g;
+  g.SeedVmim({NodeTerm("node-3")});
+  g.SeedPod({});
+  g.view.bound_pods_ready = false;
+  g.controller.Enqueue(kKey);
+  REQUIRE(g.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(g.GetPod()));
 }
 
 TEST_CASE("Unschedulable: a pod affinity namespaceSelector is judged with the namespaces' labels") {

@@ -75,7 +75,8 @@ InformerView::InformerView(kube::KubeClient& client, const base::Clock& clock,
                Projected<api::TargetPod>),
       nodes_(client, Options(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
              Projected<api::NodeInfo>),
-      bound_(client, BoundPodOptions(options), Projected<api::BoundPod>) {
+      bound_(client, BoundPodOptions(options), Projected<api::BoundPod>),
+      bound_on_demand_(options.bound_pods_on_demand) {
   nodes_.AddHandlers({[this](const std::string&, const kube::Informer<api::NodeInfo>::Ptr&) {
                         node_generation_.fetch_add(1);
                       },
@@ -162,8 +163,14 @@ void InformerView::Start() {
   vmims_.Start();
   targets_.Start();
   nodes_.Start();
-  bound_.Start();
+  if (!bound_on_demand_) StartBoundPods();
 }
+
+void InformerView::StartBoundPods() {
+  std::call_once(bound_started_, [this] { bound_.Start(); });
+}
+
+bool InformerView::BoundPodsReady() { return bound_.HasSynced(); }
 
 void InformerView::Stop() {
   vmims_.Stop();
@@ -173,7 +180,8 @@ void InformerView::Stop() {
 }
 
 bool InformerView::HasSynced() const {
-  return vmims_.HasSynced() && targets_.HasSynced() && nodes_.HasSynced() && bound_.HasSynced();
+  return vmims_.HasSynced() && targets_.HasSynced() && nodes_.HasSynced() &&
+         (bound_on_demand_ || bound_.HasSynced());
 }
 
 bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
@@ -184,7 +192,7 @@ bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
                     std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.Now()));
   };
   return vmims_.WaitForSync(left()) && targets_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
-         bound_.WaitForSync(left());
+         (bound_on_demand_ || bound_.WaitForSync(left()));
 }
 
 void InformerView::OnPolicyMigration(std::function<void(const std::string& policy)> fn) {
@@ -304,7 +312,9 @@ std::vector<std::shared_ptr<const api::MigrationInfo>> InformerView::MigrationLi
 }
 
 InformerView::Sizes InformerView::sizes() const {
-  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size()};
+  size_t cut = 0;
+  for (const auto& p : bound_.List()) cut += p->labels_dropped > 0 ? 1 : 0;
+  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size(), cut};
 }
 
 }  // namespace kmt::controller

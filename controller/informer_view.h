@@ -48,6 +48,10 @@ struct InformerViewOptions {
   // transient memory; 250 measured 83 MiB peak / 78 MiB settled against 95 / 81 at 500
   // (bench/memory_benchmark, 25,000 objects) for 4 more requests per 1,000 objects.
   int64_t page_size = 250;
+  // Start() leaves the bound-pod cache out; StartBoundPods() starts it (the operator's
+  // standbys: only the leader explains, and every running pod of the cluster is the largest
+  // cache). HasSynced() then means the other three; BoundPodsReady() says when it is there.
+  bool bound_pods_on_demand = false;
   std::function<void(const kube::KubeError&)> on_error;
 };
 
@@ -66,6 +70,8 @@ class InformerView : public CacheView {
   // The cached VMIMs that name a MigrationTargetPolicy.
   std::vector<api::MigrationInfo> PolicyMigrations() const;
   void Start();
+  // Starts the bound-pod cache if Start() left it out (idempotent, thread-safe).
+  void StartBoundPods();
   void Stop();
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
@@ -77,6 +83,7 @@ class InformerView : public CacheView {
                                          const std::string& vmim_uid) override;
   std::vector<api::NodeInfo> Nodes() override;
   std::vector<api::BoundPod> BoundPods() override;
+  bool BoundPodsReady() override;
   // Not cached: a LIST each call (rare: only for namespaceSelectors).
   std::vector<api::NamespaceInfo> Namespaces() override;
   std::optional<base::SteadyTime> TargetPodSeenAt(const std::string& pod_uid) override;
@@ -99,6 +106,7 @@ class InformerView : public CacheView {
   // Cache sizes, for logs and the memory benchmark.
   struct Sizes {
     size_t vmims, target_pods, nodes, bound_pods;
+    size_t bound_pods_labels_cut;  // bound pods whose labels the cache cut
   };
   Sizes sizes() const;
 
@@ -115,6 +123,8 @@ class InformerView : public CacheView {
   kube::Informer<api::TargetPod> targets_;
   kube::Informer<api::NodeInfo> nodes_;
   kube::Informer<api::BoundPod> bound_;
+  const bool bound_on_demand_;
+  std::once_flag bound_started_;
   std::atomic<uint64_t> node_generation_{0};  // bumped by node changes that matter
   std::mutex snapshot_mu_;
   NodeSnapshot snapshot_;

@@ -191,6 +191,31 @@ TEST_CASE("Bound pods keep their labels within the budget a tenant cannot raise"
   view.Stop();
 }
 
+TEST_CASE("Bound pods on demand: Start leaves them out until StartBoundPods") {
+  base::FakeClock clock;
+  kube::FakeClient client;
+  client.Create(kube::kNodes, "", Node({"node-a"}));
+  client.Create(kube::kPods, kNs,
+                {{"metadata", {{"name", "running"}}},
+                 {"spec", {{"nodeName", "node-a"}, {"containers", nlohmann::json::array()}}},
+                 {"status", {{"phase", "Running"}}}});
+  InformerViewOptions options;
+  options.bound_pods_on_demand = true;
+  InformerView view(client, clock, options);
+  view.Start();
+  REQUIRE(view.WaitForSync(std::chrono::seconds(20)));
+  CHECK(view.HasSynced());  // the standby's caches: ready without bound pods
+  CHECK(view.sizes().nodes == 1);
+  CHECK(view.sizes().bound_pods == 0);
+  CHECK_FALSE(view.BoundPodsReady());
+  view.StartBoundPods();
+  view.StartBoundPods();  // once
+  REQUIRE(Eventually([&] { return view.BoundPodsReady(); }));
+  CHECK(view.sizes().bound_pods == 1);
+  CHECK(view.BoundPods().at(0).name == "running");
+  view.Stop();
+}
+
 TEST_CASE("Only node changes that matter to scheduling count") {
   api::NodeInfo base = api::NodeInfo::FromJson(Node({"node-1", {{"zone", "a"}}}));
   struct Row {

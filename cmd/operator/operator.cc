@@ -66,6 +66,15 @@ struct Operator::Impl {
   base::Registry registry;
   controller::OperatorMetrics metrics{registry, "vmim"};
   controller::WaitingMetrics waiting{registry, flags.leader_election_id};
+  // Objects in each cache, and bound pods whose labels the cache cut (api/names.h's
+  // kBoundPodLabelBytes): what the replica's memory grows with.
+  base::GaugeFamily& cached = registry.AddGauge(
+      "kmt_cached_objects", "Objects in the operator's caches, by kind.", {"kind"});
+  base::Gauge& cut_label_pods =
+      registry
+          .AddGauge("kmt_cached_bound_pods_labels_cut",
+                    "Cached bound pods carrying more labels than the cache keeps per pod.")
+          .WithLabels({});
   std::unique_ptr<controller::KubeEventRecorder> events;
   std::unique_ptr<controller::AsyncEventRecorder>
       async_events;  // what the controller records through
@@ -139,6 +148,12 @@ struct Operator::Impl {
     if (view) {
       waiting.SetWaiting(controller::SummarizeWaiting(
           view->GatedTargetPodsSeenAt(), view->MigrationList(), clock.Now(), clock.WallNow()));
+      const controller::InformerView::Sizes sizes = view->sizes();
+      cached.WithLabels({"vmims"}).Set(static_cast<double>(sizes.vmims));
+      cached.WithLabels({"targetPods"}).Set(static_cast<double>(sizes.target_pods));
+      cached.WithLabels({"nodes"}).Set(static_cast<double>(sizes.nodes));
+      cached.WithLabels({"boundPods"}).Set(static_cast<double>(sizes.bound_pods));
+      cut_label_pods.Set(static_cast<double>(sizes.bound_pods_labels_cut));
     }
     return AnswerMetrics(registry);
   }
@@ -335,6 +350,9 @@ struct Operator::Impl {
     async_events = std::make_unique<controller::AsyncEventRecorder>(*events, clock, log);
     controller::InformerViewOptions vo;
     vo.on_error = WatchErrorLog(log);
+    // Standbys keep no bound pods (every running pod of the cluster, for the explainer: the
+    // largest cache); the leader lists them when it takes the Lease.
+    vo.bound_pods_on_demand = flags.leader_elect;
     view = std::make_unique<controller::InformerView>(clients.controller, clock, vo);
     // The webhook's placement warnings read the node cache instead of listing nodes.
     if (cluster) {
@@ -397,6 +415,7 @@ struct Operator::Impl {
         waiting.SetLeading(true);
         log.Info("Acquired lease",
                  {{"lease", flags.leader_election_id}, {"identity", identity.id}});
+        view->StartBoundPods();
         StartWorkersWhenSynced();
       };
       lc.on_stopped_leading = [this] {

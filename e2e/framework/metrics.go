@@ -75,6 +75,10 @@ func MetricsURL(t testing.TB, index int) string {
 func Scrape(t testing.TB, url, token string) (status int, body string) {
 	t.Helper()
 	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: WebhookTLS(t)}}
+	// A client per scrape: close its connection when done, or every scrape leaves an idle
+	// keep-alive TLS connection open on the operator until its idle timeout (hundreds of
+	// them in a polling loop: 10-18 MiB of the operator's resident set for ~2 minutes).
+	defer c.CloseIdleConnections()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
