@@ -21,6 +21,11 @@ inline constexpr std::string_view kAddedTermAnnotation =
 inline constexpr std::string_view kSchedulingGate =
     "migration-target.kubevirt.io/added-node-selector-term";
 
+// The final phases of a VMIM (KubeVirt's MigrationSucceeded / MigrationFailed), spelled as a
+// pod's (PodSucceeded / PodFailed).
+inline constexpr std::string_view kPhaseSucceeded = "Succeeded";
+inline constexpr std::string_view kPhaseFailed = "Failed";
+
 // Condition statuses and Event types, as the API spells them.
 inline constexpr std::string_view kStatusTrue = "True";
 inline constexpr std::string_view kStatusFalse = "False";

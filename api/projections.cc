@@ -102,7 +102,9 @@ const json& Condition(const json& status, std::string_view type) {
 
 }  // namespace
 
-bool IsTerminalPhase(std::string_view phase) { return phase == "Succeeded" || phase == "Failed"; }
+bool IsTerminalPhase(std::string_view phase) {
+  return phase == kPhaseSucceeded || phase == kPhaseFailed;
+}
 
 int64_t Resources::Scalar(const std::string* name) const {
   for (const auto& [n, v] : scalar) {

@@ -278,7 +278,7 @@ std::optional<EscapedAfterTheFact> FindEscapedAfterTheFact(
   // Where the VMI went: KubeVirt's record, else the escaped pod's node once it was handed over
   // (a Succeeded migration ran on its target pod).
   std::string node = vmim.target_node;
-  if (node.empty() && vmim.phase == "Succeeded") node = pod->node_name;
+  if (node.empty() && vmim.phase == api::kPhaseSucceeded) node = pod->node_name;
   return EscapedAfterTheFact{pod, std::move(node)};
 }
 
@@ -415,7 +415,7 @@ bool LacksFinalReport(const api::MigrationInfo& vmim) {
   if (IsScheduledReport(FindCondition(vmim.conditions, kUnschedulableType))) return false;
   // The gate held the pod until the term was in, so a Succeeded migration's
   // pod was bound; a Failed one's only if KubeVirt handed the VMI over to it.
-  return vmim.phase == "Succeeded" || !vmim.target_node.empty();
+  return vmim.phase == api::kPhaseSucceeded || !vmim.target_node.empty();
 }
 
 bool NeedsNodes(const Observed& in) {

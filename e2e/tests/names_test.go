@@ -74,6 +74,8 @@ func TestNamesMatchTheOperatorHeaders(t *testing.T) {
 		"kMaxInboundAnnotation":            framework.MaxInboundAnnotation,
 		// Condition statuses and Event types, against Kubernetes' own Go API.
 		"kStatusTrue":       string(k8sv1.ConditionTrue),
+		"kPhaseSucceeded":   string(virtv1.MigrationSucceeded),
+		"kPhaseFailed":      string(virtv1.MigrationFailed),
 		"kStatusFalse":      string(k8sv1.ConditionFalse),
 		"kEventTypeNormal":  k8sv1.EventTypeNormal,
 		"kEventTypeWarning": k8sv1.EventTypeWarning,
