@@ -62,14 +62,16 @@ struct CompiledSelector {
               (r.op == kOpIn || r.op == kOpNotIn || r.op == kOpExists || r.op == kOpDoesNotExist);
     }
   }
-  // Some requirement names a key `labels` lacks: on a pod whose cache left labels out
-  // (BoundPod::labels_dropped), the match may differ from the pod's real labels'.
-  bool NamesAbsentKey(const Labels& labels) const {
+  // Whether the match against bound pod `b` may differ from one against its real labels:
+  // the cache left some of them out (BoundPod::labels_dropped) and a requirement names a
+  // key among those it lacks.
+  bool MayMissLabels(const BoundPod& b) const {
+    if (b.labels_dropped == 0 || !valid) return false;
     for (const auto& [k, v] : match_labels) {
-      if (labels.FindId(k) == kNoIntern) return true;
+      if (b.labels.FindId(k) == kNoIntern) return true;
     }
     for (const auto& e : exprs) {
-      if (labels.FindId(e.key) == kNoIntern) return true;
+      if (b.labels.FindId(e.key) == kNoIntern) return true;
     }
     return false;
   }
@@ -138,11 +140,9 @@ struct CompiledPodTerm {
                bool unknown_as_unlabelled = false) const {
     return MatchesNamespace(ns, ns_labels, unknown_as_unlabelled) && selector.Matches(labels);
   }
-  // Whether the match against bound pod `b` may be wrong because the cache left some of its
-  // labels out and the selector names a key among those it lacks.
+  // CompiledSelector::MayMissLabels, for a pod of a namespace the term selects.
   bool MayMissLabels(const BoundPod& b, const Labels* ns_labels) const {
-    return b.labels_dropped > 0 && selector.valid && MatchesNamespace(b.ns, ns_labels) &&
-           selector.NamesAbsentKey(b.labels);
+    return selector.MayMissLabels(b) && MatchesNamespace(b.ns, ns_labels);
   }
 };
 

@@ -385,8 +385,9 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     for (size_t bi = 0; bi < bound.size(); ++bi) {
       const BoundPod& b = bound[bi];
       if (b.terminal || b.node_name.empty()) continue;
-      if (compiled.MayMissLabels(b, ns_index.Find(b.ns))) cut.push_back(bi);
-      if (!compiled.Matches(b.ns, b.labels, ns_index.Find(b.ns))) continue;
+      const Labels* ns_labels = ns_index.Find(b.ns);
+      if (compiled.MayMissLabels(b, ns_labels)) cut.push_back(bi);
+      if (!compiled.Matches(b.ns, b.labels, ns_labels)) continue;
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
       const InternId domain = nodes[it->second].labels.FindId(a.topology_key);

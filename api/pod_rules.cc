@@ -9,8 +9,7 @@
 namespace kmt::api {
 namespace {
 
-template <typename T>
-void SortUnique(std::vector<T>& v) {
+void SortUnique(std::vector<std::pair<InternId, InternId>>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
@@ -75,8 +74,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
       const BoundPod& b = bound[bi];
       const NodeInfo* node = node_of(b);
       if (node == nullptr) continue;
-      if (b.labels_dropped > 0 &&
-          std::any_of(affinity_.begin(), affinity_.end(), [&](const CompiledPodTerm& t) {
+      if (std::any_of(affinity_.begin(), affinity_.end(), [&](const CompiledPodTerm& t) {
             return t.MayMissLabels(b, ns_index.Find(b.ns));
           })) {
         cut_label_pods_.push_back(bi);
@@ -107,10 +105,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
     }
     spread_.back().self_match = sel.Matches(pod.labels);
   }
-  if (spread_.empty()) {
-    SortUnique(cut_label_pods_);
-    return;
-  }
+  if (spread_.empty()) return;
   const size_t n_constraints = spread_.size();
   // Per node and constraint: counted (eligible) or not.
   std::vector<char> eligible(nodes.size() * n_constraints, 0);
@@ -147,9 +142,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
     const size_t i = static_cast<size_t>(node - nodes.data());
     for (size_t c = 0; c < n_constraints; ++c) {
       if (!eligible[i * n_constraints + c] || selectors[c].Empty()) continue;
-      if (b.labels_dropped > 0 && selectors[c].valid && selectors[c].NamesAbsentKey(b.labels)) {
-        cut_label_pods_.push_back(bi);
-      }
+      if (selectors[c].MayMissLabels(b)) cut_label_pods_.push_back(bi);
       if (!selectors[c].Matches(b.labels)) continue;
       ++per_domain[c][node->labels.FindId(spread_[c].key)];
     }
@@ -173,7 +166,6 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
       spread_counts_[i * n_constraints + c] = it == per_domain[c].end() ? 0 : it->second;
     }
   }
-  SortUnique(cut_label_pods_);
 }
 
 bool PodRules::AffinityTermHasPod(const CompiledPodTerm& t, InternId value) const {

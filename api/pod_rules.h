@@ -67,7 +67,7 @@ class PodRules {
   std::vector<std::string> TopologySpreadTexts(size_t i) const;
   // Indices in `bound` of pods whose cached labels were cut (BoundPod::labels_dropped) where
   // the pod's own pod affinity or a spread constraint's selector names a key they lack: the
-  // counts above took those labels as absent. Sorted, unique.
+  // counts above took those labels as absent. In the order found; a pod may repeat.
   const std::vector<size_t>& CutLabelPods() const { return cut_label_pods_; }
 
  private:
