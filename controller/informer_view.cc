@@ -1,6 +1,8 @@
 // controller/informer_view.cc
 #include "controller/informer_view.h"
 
+#include <algorithm>
+
 #include "api/names.h"
 #include "base/json.h"
 #include "controller/reconcile.h"
@@ -312,9 +314,13 @@ std::vector<std::shared_ptr<const api::MigrationInfo>> InformerView::MigrationLi
 }
 
 InformerView::Sizes InformerView::sizes() const {
-  size_t cut = 0;
-  for (const auto& p : bound_.List()) cut += p->labels_dropped > 0 ? 1 : 0;
-  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size(), cut};
+  return {vmims_.Size(), targets_.Size(), nodes_.Size(), bound_.Size()};
+}
+
+size_t InformerView::BoundPodsLabelsCut() const {
+  const auto pods = bound_.List();
+  return static_cast<size_t>(
+      std::count_if(pods.begin(), pods.end(), [](const auto& p) { return p->labels_dropped > 0; }));
 }
 
 }  // namespace kmt::controller

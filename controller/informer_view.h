@@ -106,9 +106,10 @@ class InformerView : public CacheView {
   // Cache sizes, for logs and the memory benchmark.
   struct Sizes {
     size_t vmims, target_pods, nodes, bound_pods;
-    size_t bound_pods_labels_cut;  // bound pods whose labels the cache cut
   };
   Sizes sizes() const;
+  // Cached bound pods whose labels the cache cut (a scan of the cache: for /metrics).
+  size_t BoundPodsLabelsCut() const;
 
   // Target pods handed to the controller because a node changed, since construction (the
   // work node events cost; for tests).

@@ -188,6 +188,7 @@ TEST_CASE("Bound pods keep their labels within the budget a tenant cannot raise"
   }
   CHECK(by_name.at("plain").labels.size() == 2);
   CHECK(by_name.at("plain").labels_dropped == 0);
+  CHECK(view.BoundPodsLabelsCut() == 2);
   view.Stop();
 }
 

@@ -153,7 +153,7 @@ struct Operator::Impl {
       cached.WithLabels({"targetPods"}).Set(static_cast<double>(sizes.target_pods));
       cached.WithLabels({"nodes"}).Set(static_cast<double>(sizes.nodes));
       cached.WithLabels({"boundPods"}).Set(static_cast<double>(sizes.bound_pods));
-      cut_label_pods.Set(static_cast<double>(sizes.bound_pods_labels_cut));
+      cut_label_pods.Set(static_cast<double>(view->BoundPodsLabelsCut()));
     }
     return AnswerMetrics(registry);
   }
@@ -165,10 +165,11 @@ struct Operator::Impl {
     starter = std::thread([this] {
       while (!stopping.load()) {
         if (view->WaitForSync(std::chrono::milliseconds(500))) {
-          log.Info("Synced caches", {{"vmims", std::to_string(view->sizes().vmims)},
-                                     {"targetPods", std::to_string(view->sizes().target_pods)},
-                                     {"nodes", std::to_string(view->sizes().nodes)},
-                                     {"boundPods", std::to_string(view->sizes().bound_pods)}});
+          const controller::InformerView::Sizes sizes = view->sizes();
+          log.Info("Synced caches", {{"vmims", std::to_string(sizes.vmims)},
+                                     {"targetPods", std::to_string(sizes.target_pods)},
+                                     {"nodes", std::to_string(sizes.nodes)},
+                                     {"boundPods", std::to_string(sizes.bound_pods)}});
           if (!stopping.load()) {
             controller->Start();
             policy_status->Start();
