@@ -61,6 +61,16 @@ struct World {
       client.Create(kube::kNodes, "", Node(n));
     }
   }
+  // The target pod ungated, with the term ANDed in, and the scheduler's Unschedulable.
+  void SeedUnschedulablePod() {
+    SeedPod({.gated = false,
+             .affinity =
+                 json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                 {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"),
+             .scheduled_reason = "Unschedulable",
+             .scheduled_message = "0/2 nodes are available."});
+  }
   json GetPod() { return client.Get(kPods, kNs, kPodName); }
   json Conditions() {
     return client.Get(kVirtualMachineInstanceMigrations, kNs, kVmimName)["status"].value(
@@ -93,13 +103,7 @@ TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff r
   World w;
   w.SeedNodes();
   w.SeedVmim({NodeTerm("node-3")});
-  w.SeedPod({.gated = false,
-             .affinity =
-                 json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                 {"nodeSelectorTerms": [{"matchFields": [
-                   {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"),
-             .scheduled_reason = "Unschedulable",
-             .scheduled_message = "0/2 nodes are available."});
+  w.SeedUnschedulablePod();
   w.controller.Enqueue(kKey);
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
   json cond = w.Conditions()[1];
@@ -120,13 +124,7 @@ TEST_CASE("A plan that needs the explainer waits for the bound-pod cache; a gate
   World w;
   w.SeedNodes();
   w.SeedVmim({NodeTerm("node-3")});
-  w.SeedPod({.gated = false,
-             .affinity =
-                 json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                 {"nodeSelectorTerms": [{"matchFields": [
-                   {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"),
-             .scheduled_reason = "Unschedulable",
-             .scheduled_message = "0/2 nodes are available."});
+  w.SeedUnschedulablePod();
   w.view.bound_pods_ready = false;
   w.controller.Enqueue(kKey);
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);

@@ -235,25 +235,32 @@ TEST_CASE("On its own thread the cache converges after 1,000 creates, updates an
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
 }
 
+// Counts resyncs (updates whose old and new object are one), for the resync tests.
+struct ResyncCounter {
+  explicit ResyncCounter(Informer<PodView>& inf) {
+    inf.AddHandlers({nullptr,
+                     [this](const std::string&, const auto& old_obj, const auto& new_obj) {
+                       std::lock_guard<std::mutex> l(mu);
+                       if (old_obj == new_obj) ++resyncs;
+                       cv.notify_all();
+                     },
+                     nullptr});
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int resyncs = 0;
+};
+
 TEST_CASE("Periodic resync re-delivers updates on its own thread") {
   FakeClient c;
   InformerOptions o = Options();
   o.resync_period = std::chrono::milliseconds(1);
   Informer<PodView> inf(c, o, Project);
-  std::mutex mu;
-  std::condition_variable cv;
-  int resyncs = 0;
-  inf.AddHandlers({nullptr,
-                   [&](const std::string&, const auto& old_obj, const auto& new_obj) {
-                     std::lock_guard<std::mutex> l(mu);
-                     if (old_obj == new_obj) ++resyncs;
-                     cv.notify_all();
-                   },
-                   nullptr});
+  ResyncCounter r(inf);
   c.Create(kPods, "ns", Pod("a"));
   inf.Start();
-  std::unique_lock<std::mutex> l(mu);
-  CHECK(cv.wait_for(l, std::chrono::seconds(10), [&] { return resyncs >= 3; }));
+  std::unique_lock<std::mutex> l(r.mu);
+  CHECK(r.cv.wait_for(l, std::chrono::seconds(10), [&] { return r.resyncs >= 3; }));
   l.unlock();
   inf.Stop();
   inf.Stop();  // idempotent
@@ -265,41 +272,32 @@ TEST_CASE("Periodic resync is a timer on the informer's clock; Stop cancels it")
   InformerOptions o = Options();
   o.resync_period = std::chrono::minutes(1);
   Informer<PodView> inf(c, o, Project, clock);
-  std::mutex mu;
-  std::condition_variable cv;
-  int resyncs = 0;
-  inf.AddHandlers({nullptr,
-                   [&](const std::string&, const auto& old_obj, const auto& new_obj) {
-                     std::lock_guard<std::mutex> l(mu);
-                     if (old_obj == new_obj) ++resyncs;
-                     cv.notify_all();
-                   },
-                   nullptr});
+  ResyncCounter r(inf);
   c.Create(kPods, "ns", Pod("a"));
   inf.Start();
   REQUIRE(inf.WaitForSync(std::chrono::seconds(10)));
-  // The resync thread schedules its timer as it starts.
-  for (int i = 0; i < 1000 && clock.PendingTimers() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The resync thread schedules its timer as it starts, and the next one after each resync.
+  auto wait_for_timer = [&] {
+    for (int i = 0; i < 1000 && clock.PendingTimers() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  wait_for_timer();
   REQUIRE(clock.PendingTimers() == 1);
   CHECK(clock.NextTimerIn() == std::chrono::minutes(1));
   for (int round = 1; round <= 2; ++round) {
     CAPTURE(round);
     clock.Advance(std::chrono::minutes(1));
-    std::unique_lock<std::mutex> l(mu);
-    REQUIRE(cv.wait_for(l, std::chrono::seconds(10), [&] { return resyncs == round; }));
+    std::unique_lock<std::mutex> l(r.mu);
+    REQUIRE(r.cv.wait_for(l, std::chrono::seconds(10), [&] { return r.resyncs == round; }));
     l.unlock();
-    // The next one is scheduled after the resync ran.
-    for (int i = 0; i < 1000 && clock.PendingTimers() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    wait_for_timer();
     REQUIRE(clock.PendingTimers() == 1);
   }
   inf.Stop();
   CHECK(clock.PendingTimers() == 0);
-  std::lock_guard<std::mutex> l(mu);
-  CHECK(resyncs == 2);
+  std::lock_guard<std::mutex> l(r.mu);
+  CHECK(r.resyncs == 2);
 }
 
 TEST_CASE("ObjectKey") {

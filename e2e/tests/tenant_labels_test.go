@@ -1,14 +1,15 @@
 package tests
 
-// A tenant's labels cannot grow the operator (issue 38 §3). Every replica caches every
-// bound pod of the cluster for the explainer, and how many labels a pod carries is the
-// tenant's choice. Against the real operator process (replica "0") and the real API
+// A tenant's labels cannot grow the operator (issue 38 §3). The leader caches every bound
+// pod of the cluster for the explainer, and how many labels a pod carries is the tenant's
+// choice. Against the real operator process (replica "0", the leader) and the real API
 // server: 100 pods, each bound to a node and carrying ~1.4 MB of labels (11,000 labels, as
 // much as etcd takes for one object), are created in a tenant's namespace. Once the
 // operator's gauge kmt_cached_bound_pods_labels_cut counts all 100 (the cache holds them,
-// cut to 8 KiB of labels each), its resident set must be (within a minute) less than 8 MiB
-// above where it started; it would hold ~150 MB with the labels whole. The figures are printed with t.Logf. The test
-// does not call t.Parallel: nothing else runs while the resident set is read.
+// cut to 8 KiB of labels each), its resident set must be (within a minute) less than
+// 8 MiB above where it started; it would hold ~150 MB with the labels whole. The figures
+// are printed with t.Logf. The test does not call t.Parallel: nothing else runs while the
+// resident set is read.
 
 import (
 	"fmt"
