@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/blocking.h"
 #include "base/heap.h"
 #include "http/handler_pool.h"
 
@@ -128,6 +129,8 @@ class Server::Impl {
   std::unordered_map<Id, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
   std::string last_accept_error;                                // accept strand only
 
+  std::atomic<size_t> answered_inline{0};   // Route::try_inline_max_body: on the I/O thread
+  std::atomic<size_t> deferred_to_pool{0};  // ... and handed to the pool (it would wait)
   std::atomic<bool> stopping{false};
   std::atomic<bool> draining{false};  // Drain(): answers close their connections
   std::atomic<int> port{0};
@@ -546,6 +549,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     req.body = std::move(msg.body());
     const Route* route = route_;
     if (route->inline_handler) return Respond(Invoke(*route, req));
+    if (route->try_inline_max_body > 0 && req.body.size() <= route->try_inline_max_body) {
+      if (std::optional<Response> answer = TryInline(*route, req)) {
+        return Respond(std::move(*answer));
+      }
+    }
     // The handler thread starts the answer itself instead of posting it back to the I/O
     // thread (one cross-thread wake-up less on every request). That is safe because while a
     // connection is kHandling nothing else touches it: no operation of its own is pending,
@@ -563,9 +571,34 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     }
   }
 
+  // The handler on the I/O thread, unless it would wait (then nullopt: the pool's turn).
+  std::optional<Response> TryInline(const Route& route, const Request& req) {
+    Response r;
+    try {
+      base::NonBlockingScope no_waiting;
+      r = route.handle(req);
+    } catch (const base::WouldBlock&) {
+      server_.deferred_to_pool.fetch_add(1, std::memory_order_relaxed);
+      return std::nullopt;
+    } catch (...) {
+      r = HandlerFailed(req);
+    }
+    server_.answered_inline.fetch_add(1, std::memory_order_relaxed);
+    return r;
+  }
+
   Response Invoke(const Route& route, const Request& req) {
     try {
       return route.handle(req);
+    } catch (...) {
+      return HandlerFailed(req);
+    }
+  }
+
+  // The answer to a handler that threw: called inside its catch block.
+  Response HandlerFailed(const Request& req) {
+    try {
+      throw;
     } catch (const std::exception& e) {
       server_.Log(true, "Failed to handle request", {{"path", req.path}, {"error", e.what()}});
     } catch (...) {
@@ -876,5 +909,9 @@ size_t Server::open_connections() const {
 size_t Server::held_body_bytes() const { return impl_->held_body.load(); }
 
 bool Server::running() const { return impl_->started && !impl_->stopped; }
+
+size_t Server::answered_inline() const { return impl_->answered_inline.load(); }
+
+size_t Server::deferred_to_pool() const { return impl_->deferred_to_pool.load(); }
 
 }  // namespace kmt::http

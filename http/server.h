@@ -97,6 +97,13 @@ struct Route {
   // The largest body this route reads; unset: none for GET, ServerConfig::max_body_bytes
   // for other methods.
   std::optional<size_t> max_body_bytes;
+  // A request whose body is at most this many bytes is first handled on the I/O thread that
+  // read it, inside a base::NonBlockingScope: when the handler returns, its answer is written
+  // at once, with no hand-off to another thread; when it reaches a call that would wait
+  // (base::WouldBlock, base/blocking.h), the attempt is dropped and the request goes to the
+  // handler pool, where the handler runs again from the start. 0: never (the pool always).
+  // Bounded so that a large body's parse never holds up the I/O thread's other connections.
+  size_t try_inline_max_body = 0;
 };
 
 // Hooks for metrics. Called from I/O and handler threads: implementations are thread-safe
@@ -182,6 +189,10 @@ class Server {
   // Bytes of request bodies reserved now, by all connections (see the banner).
   size_t held_body_bytes() const;
   bool running() const;
+  // Requests for routes with try_inline_max_body answered on the I/O thread, and those whose
+  // inline attempt would have waited and were handed to the pool, since Start().
+  size_t answered_inline() const;
+  size_t deferred_to_pool() const;
 
   class Impl;
 

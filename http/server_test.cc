@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/blocking.h"
 #include "http/testing/test_tls.h"
 
 namespace kmt::http {
@@ -830,6 +831,66 @@ TEST_CASE("Several I/O threads serve many keep-alive clients at once") {
   for (auto& f : clients) CHECK(f.get() == 50);
   CHECK(Eventually([&] { return obs.Finished("/echo 200") == 400; }));
   CHECK(obs.in_flight == 0);
+}
+
+TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait") {
+  // One handler thread, held by a request that had to wait: what needs no wait is still
+  // answered (on the I/O thread); what would wait, or is over the inline body bound, waits
+  // for the pool and runs there with waiting allowed.
+  CountingObserver obs;
+  ServerConfig c = Config(&obs);
+  c.handler_threads = 1;
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> waited{0};
+  std::mutex mu;
+  std::map<std::string, bool> blocking_allowed;  // body → BlockingAllowed() when answered
+  Route route{"POST", "/decide",
+              [&](const Request& r) -> Response {
+                if (r.body == "throw") throw std::runtime_error("boom");
+                if (r.body == "wait") {
+                  base::MayBlock();  // throws WouldBlock on the I/O thread
+                  ++waited;
+                  gate.wait();
+                }
+                std::lock_guard<std::mutex> lock(mu);
+                blocking_allowed[r.body.substr(0, 8)] = base::BlockingAllowed();
+                return Text("answered " + r.body.substr(0, 8));
+              },
+              false, "/decide"};
+  route.try_inline_max_body = 64;
+  Server server(c, {route});
+  server.Start();
+  auto post = [&](std::string body) {
+    return std::async(std::launch::async, [&server, body] {
+      httplib::Client cli("127.0.0.1", server.port());
+      auto r = cli.Post("/decide", body, "text/plain");
+      return r ? std::to_string(r->status) + " " + r->body : std::string("no answer");
+    });
+  };
+  auto waiting = post("wait");
+  REQUIRE(Eventually([&] { return waited == 1; }));  // the one handler thread is taken
+  CHECK(server.deferred_to_pool() == 1);
+
+  auto t0 = Clock::now();
+  CHECK(post("fast").get() == "200 answered fast");
+  CHECK(Clock::now() - t0 < milliseconds(2000));
+  CHECK(post("throw").get().rfind("500 ", 0) == 0);  // a handler's failure inline: a 500
+  CHECK(server.answered_inline() == 2);
+
+  // Over the inline bound: straight to the pool, so it waits behind "wait".
+  auto large = post(std::string(65, 'L'));
+  REQUIRE(Eventually([&] { return obs.in_flight == 2; }));
+  CHECK(large.wait_for(milliseconds(200)) == std::future_status::timeout);
+  release.set_value();
+  CHECK(waiting.get() == "200 answered wait");
+  CHECK(large.get() == "200 answered LLLLLLLL");
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK_FALSE(blocking_allowed["fast"]);
+  CHECK(blocking_allowed["wait"]);
+  CHECK(blocking_allowed["LLLLLLLL"]);
+  CHECK(server.answered_inline() == 2);
+  CHECK(server.deferred_to_pool() == 1);
 }
 
 }  // namespace

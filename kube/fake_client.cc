@@ -9,6 +9,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "base/blocking.h"
 #include "kube/internal/fake_support.h"
 #include "kube/paths.h"
 #include "kube/selector.h"
@@ -71,6 +72,7 @@ FakeClient::FakeClient(Options options) : options_(std::move(options)) {}
 FakeClient::~FakeClient() { CloseWatches(); }
 
 void FakeClient::Before(const FakeCall& call) {
+  base::MayBlock();  // as the real client: every call is a round trip to the API server
   std::function<void(const FakeCall&)> hook;
   std::optional<KubeError> error;
   const Verb verb = call.verb;

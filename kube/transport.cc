@@ -16,6 +16,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "base/blocking.h"
+
 namespace kmt::kube {
 namespace {
 
@@ -236,6 +238,7 @@ std::unique_ptr<httplib::ClientImpl> Transport::Connect(const Credential& cred,
 
 std::unique_ptr<httplib::ClientImpl> Transport::NewConnection(
     std::chrono::milliseconds read_timeout) {
+  base::MayBlock();
   return Connect(credentials_.Get(), read_timeout);
 }
 
@@ -287,6 +290,7 @@ void Transport::Release(std::unique_ptr<httplib::ClientImpl> c, const Credential
 HttpResponse Transport::Do(const std::string& method, const std::string& path_and_query,
                            const std::string& body, const std::string& content_type,
                            const std::string& what) {
+  base::MayBlock();  // the rate limiter, a connection and the answer are all waits
   bool retried_stale = false;
   for (int attempt = 0;; ++attempt) {
     if (!retried_stale || attempt == 0) limiter_.Wait();

@@ -1,5 +1,6 @@
 #include "webhook/kube_cluster_view.h"
 
+#include "base/blocking.h"
 #include "base/json.h"
 #include "kube/error.h"
 #include "kube/paging.h"
@@ -28,6 +29,7 @@ NodeList KubeClusterView::ListNodes() {
   if (node_list_ttl_.count() <= 0) return ListNodesNow();
   std::unique_lock lock(nodes_mu_);
   // Before the first list: wait for another review's attempt instead of starting a second.
+  if (nodes_ == nullptr && refreshing_) base::MayBlock();
   nodes_cv_.wait(lock, [this] { return nodes_ != nullptr || !refreshing_; });
   const auto now = clock_.Now();
   if (nodes_ != nullptr && (now - nodes_fetched_ < node_list_ttl_ || refreshing_)) {

@@ -93,6 +93,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
                   },
                   /*inline_handler=*/false,
                   /*metric_label=*/route.path});
+    hr.back().try_inline_max_body = options_.inline_max_body_bytes;
   }
   http_ = std::make_unique<http::Server>(std::move(c), std::move(hr));
 }
@@ -209,5 +210,9 @@ bool AdmissionServer::Ready() const {
 int AdmissionServer::port() const { return http_->port(); }
 
 size_t AdmissionServer::open_connections() const { return http_->open_connections(); }
+
+size_t AdmissionServer::answered_inline() const { return http_->answered_inline(); }
+
+size_t AdmissionServer::deferred_to_workers() const { return http_->deferred_to_pool(); }
 
 }  // namespace kmt::webhook

@@ -24,7 +24,11 @@
 #include <vector>
 
 #include "base/fake_clock.h"
+#include "base/json.h"
 #include "http/testing/test_tls.h"
+#include "kube/fake_client.h"
+#include "kube/resources.h"
+#include "webhook/access_review.h"
 
 namespace kmt::webhook {
 namespace {
@@ -510,6 +514,61 @@ TEST_CASE("A stalled client delays no one, and is closed at its header deadline"
   SSL_free(ssl);
   close(fd);
   SSL_CTX_free(ctx);
+}
+
+// A review by `user`, asking nothing else of the admitter.
+std::string ReviewBy(const std::string& uid, const std::string& user) {
+  Json review = Json::parse(Review(uid));
+  review["request"]["userInfo"] = {{"username", user}};
+  return review.dump();
+}
+
+TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss waits on a worker") {
+  // The operator's stack: the answer cache in front of SubjectAccessReviews sent through a
+  // client (the fake API server). One worker, held by a review whose SubjectAccessReview
+  // hangs: reviews the cache answers keep being answered meanwhile.
+  kube::FakeClient api;
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> asked{0};
+  api.SetCreateHandler(kube::kSubjectAccessReviews, [&](const Json& review) {
+    ++asked;
+    if (base::StringAt(review, {"spec", "user"}) == "slow") gate.wait();
+    Json answer = review;
+    answer["status"] = {{"allowed", true}};
+    return answer;
+  });
+  SubjectAccessReviewer reviewer(api);
+  CachingAccessReviewer cache(reviewer);
+  Admitter admit = [&](const AdmissionRequest& req) {
+    AccessDecision d = cache.Review({req.user_info, req.ns, "use", "g", "r", ""});
+    return d.allowed ? Allowed() : Denied(403, "Forbidden", "no");
+  };
+  Fixture f({{"/validate", admit}}, true, [](ServerOptions& o) { o.workers = 1; });
+  auto cli = f.Client();
+  auto allowed = [](const httplib::Result& r) {
+    return r && r->status == 200 && Json::parse(r->body)["response"]["allowed"] == true;
+  };
+
+  CHECK(allowed(cli->Post("/validate", ReviewBy("u1", "admin"), "application/json")));
+  CHECK(asked == 1);  // a miss: decided on the worker
+  CHECK(f.server->deferred_to_workers() == 1);
+  CHECK(f.server->answered_inline() == 0);
+
+  auto slow = std::async(std::launch::async, [&] {
+    auto c = f.Client();
+    return allowed(c->Post("/validate", ReviewBy("u2", "slow"), "application/json"));
+  });
+  REQUIRE(Eventually([&] { return asked == 2; }));  // the one worker waits on it
+
+  for (int i = 0; i < 3; ++i) {
+    CHECK(allowed(cli->Post("/validate", ReviewBy("u3", "admin"), "application/json")));
+  }
+  CHECK(asked == 2);
+  CHECK(f.server->answered_inline() == 3);
+  CHECK(f.server->deferred_to_workers() == 2);
+  release.set_value();
+  CHECK(slow.get());
 }
 
 TEST_CASE("Stop is idempotent and the port is released") {

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <exception>
 
+#include "base/blocking.h"
+
 namespace kmt::webhook {
 
 std::string StatusJson(int code, std::string_view reason, std::string_view message) {
@@ -47,6 +49,8 @@ ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
   } else {
     try {
       response = admit(*decoded.request);
+    } catch (const base::WouldBlock&) {
+      throw;  // not a failure: the server decides this review again where it may wait
     } catch (const std::exception& e) {
       response = Errored(500, fmt::format("internal error: {}", e.what()));
     } catch (...) {

@@ -20,6 +20,7 @@
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
 #include "kube/rest_client.h"
+#include "webhook/server.h"
 
 namespace {
 
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
   // One client per kind of traffic, each with its own --kube-api-qps/--kube-api-burst
   // bucket and connections (see OperatorClients).
   std::unique_ptr<kmt::kube::RestClient> controller_client, webhook_client, events_client,
-      election_client, metrics_client;
+      election_client, metrics_client, access_client;
   try {
     kmt::kube::ClientConfig config = LoadConfig(flags);
     log.Info("Loaded API server configuration",
@@ -96,6 +97,12 @@ int main(int argc, char** argv) {
     webhook_client = std::make_unique<kmt::kube::RestClient>(config, transport);
     events_client = std::make_unique<kmt::kube::RestClient>(config, transport);
     election_client = std::make_unique<kmt::kube::RestClient>(config, transport);
+    // Admission reviews' SubjectAccessReviews: no client-side limit (see OperatorClients), and
+    // a connection for each webhook worker, so none waits for another's.
+    kmt::kube::TransportOptions access_transport = transport;
+    access_transport.qps = 0;
+    access_transport.max_connections = kmt::webhook::ServerOptions{}.workers;
+    access_client = std::make_unique<kmt::kube::RestClient>(config, access_transport);
     // Scrapers' reviews: a small bucket of their own, so requests with made-up tokens on the
     // metrics port (each a TokenReview) can neither delay admission reviews nor load the API
     // server; a scraper costs one review per cache TTL.
@@ -110,10 +117,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  kmt::cmd::Operator op(
-      flags,
-      {*controller_client, *webhook_client, *events_client, *election_client, *metrics_client}, log,
-      kmt::cmd::DefaultIdentity());
+  kmt::cmd::Operator op(flags,
+                        {*controller_client, *webhook_client, *events_client, *election_client,
+                         *metrics_client, *access_client},
+                        log, kmt::cmd::DefaultIdentity());
   std::thread signal_thread([&] {
     int received = 0;
     for (;;) {

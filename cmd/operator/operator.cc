@@ -307,7 +307,7 @@ struct Operator::Impl {
 
   // The webhook side, on every replica: access reviews, the cluster view, the server.
   void BuildWebhook() {
-    access = std::make_unique<webhook::SubjectAccessReviewer>(clients.webhook);
+    access = std::make_unique<webhook::SubjectAccessReviewer>(clients.access);
     webhook::AccessCacheOptions cache_options;
     cache_options.allowed_ttl =
         std::chrono::milliseconds(flags.authorization_cache_authorized_ttl_ms);

@@ -38,16 +38,21 @@ struct OperatorIdentity {
 // "<hostname>_<16 random hex digits>", as client-go's leader election ids.
 OperatorIdentity DefaultIdentity();
 
-// The API clients, one per kind of traffic. main() gives each its own client-side rate
-// limiter (as controller-runtime builds separate clients for leader election and events),
-// so a burst of reconciles never delays an admission review's SubjectAccessReview or a
-// lease renewal. Tests may pass one client for all four.
+// The API clients, one per kind of traffic. main() gives each its own connections and
+// client-side rate limiter (as controller-runtime builds separate clients for leader election
+// and events), so a burst of reconciles never delays an admission review or a lease renewal.
+// The admission reviews' SubjectAccessReviews have no client-side limit at all: each answers
+// a request the API server itself is waiting on (kube-apiserver's API Priority and Fairness
+// already decided to admit that request, and protects itself from the reviews in turn), at
+// most one per webhook worker is in flight, and a token bucket would only turn a burst of
+// admissions into queueing inside the webhook's timeout. Tests may pass one client for all.
 struct OperatorClients {
   kube::KubeClient& controller;  // informers, pod patches and deletions, VMIM status
-  kube::KubeClient& webhook;     // SubjectAccessReviews, VMIM and node reads, certificates
+  kube::KubeClient& webhook;     // the webhook's reads (VMIMs, VMIs, policies), certificates
   kube::KubeClient& events;      // Events
   kube::KubeClient& election;    // the Lease
   kube::KubeClient& metrics;     // TokenReviews and SubjectAccessReviews of scrapers
+  kube::KubeClient& access;      // SubjectAccessReviews of admission reviews (no QPS limit)
 };
 
 class Operator {
@@ -56,7 +61,7 @@ class Operator {
            OperatorIdentity identity);
   Operator(const OperatorFlags& flags, kube::KubeClient& client, base::Logger& log,
            OperatorIdentity identity)
-      : Operator(flags, OperatorClients{client, client, client, client, client}, log,
+      : Operator(flags, OperatorClients{client, client, client, client, client, client}, log,
                  std::move(identity)) {}
   ~Operator();
 
