@@ -35,7 +35,10 @@ LoadResult RunOpenLoop(const LoadOptions& o, const std::function<LoadRequest(uin
   // handshakes the steady state does not have.
   std::vector<std::unique_ptr<httplib::SSLClient>> clients;
   for (int c = 0; c < o.connections; ++c) {
-    auto cli = std::make_unique<httplib::SSLClient>(o.host, o.port);
+    auto cli = o.client_cert_file.empty()
+                   ? std::make_unique<httplib::SSLClient>(o.host, o.port)
+                   : std::make_unique<httplib::SSLClient>(o.host, o.port, o.client_cert_file,
+                                                          o.client_key_file);
     cli->set_ca_cert_path(o.ca_file.c_str());
     cli->enable_server_certificate_verification(true);
     cli->set_keep_alive(true);
@@ -73,7 +76,7 @@ LoadResult RunOpenLoop(const LoadOptions& o, const std::function<LoadRequest(uin
         if (first_error.empty()) first_error = "transport: " + httplib::to_string(res.error());
         continue;
       }
-      if (res->status != 200 || !ok(res->body)) {
+      if (res->status != o.ok_status || !ok(res->body)) {
         ++errors;
         if (first_error.empty()) {
           first_error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);

@@ -19,9 +19,13 @@ struct LoadOptions {
   std::string host = "127.0.0.1";
   int port = 0;
   std::string ca_file;  // PEM the server's certificate verifies against
-  double rate = 1000;   // requests per second
+  // PEM files of a client certificate to present (e.g. to kube-apiserver); "" = none.
+  std::string client_cert_file;
+  std::string client_key_file;
+  double rate = 1000;  // requests per second
   std::chrono::milliseconds duration{5000};
   int connections = 4;
+  int ok_status = 200;  // the answer's status that counts as success (201 for a create)
 };
 
 struct LoadRequest {
@@ -36,9 +40,9 @@ struct LoadResult {
   // (service time plus waiting for a free connection).
   std::vector<double> response_seconds;
   uint64_t sent = 0;
-  // Transport failures, non-200 answers, `ok` refusing the body, and requests dropped
-  // because they were still waiting for a connection a full duration (at least 2 s) after
-  // the run should have ended (that bounds the run's time).
+  // Transport failures, answers with another status than ok_status, `ok` refusing the body, and
+  // requests dropped because they were still waiting for a connection a full duration (at least 2
+  // s) after the run should have ended (that bounds the run's time).
   uint64_t errors = 0;
   std::string first_error;
   double elapsed_seconds = 0;  // first due instant to the last answer

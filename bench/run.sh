@@ -6,16 +6,19 @@
 # (bench/check_tables.py; budgets are reported, not asserted). hack/test.sh runs --quick.
 #
 #   full:    explainer, webhook at 1,000/3,000/5,000 req/s for 5 s each, gate release with
-#            N = 1, 50, 200, memory with 5,000 nodes, 10,000 VMIMs, 10,000 target pods
-#            (about 10-15 minutes on 2 cores);
+#            N = 1, 50, 200, memory with 5,000 nodes, 10,000 VMIMs, 10,000 target pods,
+#            admission against the live API server at 50/200/400/800 req/s for 10 s each
+#            (about 13-18 minutes on 2 cores);
 #   --quick: the same benchmarks, smaller: webhook 1 s per rate, gate release N = 1, 50,
-#            memory 500 nodes, 1,000 VMIMs, 1,000 pods (2.5-3 minutes on 2 cores at load
-#            8-20, starting the control plane included; what hack/test.sh runs).
+#            memory 500 nodes, 1,000 VMIMs, 1,000 pods, live admission at 50/200 req/s for
+#            2 s each (3-3.5 minutes on 2 cores at load 8-20, starting the control plane
+#            included; what hack/test.sh runs).
 #
 # The cluster benchmarks start their own control plane with e2e/cluster.sh (run dir
 # $KMT_E2E_DIR, default /tmp/kmt-bench-e2e; ports from $KMT_E2E_PORT_BASE, default 30000,
 # so it does not collide with an e2e run (26000); the operator under test listens on
-# base+780/781 and base+790/791) and stop it on exit. Every port must lie below the kernel's
+# base+780/781 (gate release), base+782..784 (live admission: webhook, metrics, health) and
+# base+790/791 (memory)) and stop it on exit. Every port must lie below the kernel's
 # ephemeral range (32768-60999 by default), where client sockets take ports at random.
 # Bazel output base: $KMT_BENCH_OUTPUT_BASE (default ~/.cache/bazel-ob/bench; set and empty:
 # Bazel's own for this checkout, as hack/test.sh does to reuse its build); disk cache
@@ -60,11 +63,11 @@ python3 bench/check_tables.py --self-test >/dev/null ||
   { log "bench/check_tables.py --self-test failed"; exit 1; }
 
 "${BAZEL[@]}" build "${BUILD_FLAGS[@]}" //bench/... //bench:gate_release_benchmark \
-  //bench:memory_benchmark //cmd/operator:operator || { log "build failed"; exit 1; }
+  //bench:memory_benchmark //bench:admission_live_benchmark //cmd/operator:operator || { log "build failed"; exit 1; }
 BIN=$("${BAZEL[@]}" info bazel-bin 2>/dev/null)
 
 # Each benchmark's exit code ("-": not run), for bench/check_tables.py.
-declare -A RC=([explainer]=- [webhook]=- [gate-release]=- [memory]=-)
+declare -A RC=([explainer]=- [webhook]=- [gate-release]=- [memory]=- [admission-live]=-)
 # run NAME CMD...: runs one benchmark; a failure is recorded in the results, the rest go on.
 run() {
   local name=$1; shift
@@ -88,11 +91,13 @@ if ((QUICK)); then
   run webhook "$BIN/bench/webhook_benchmark" --quick --report="$TABLES"
   GATE_SIZES=1,50
   MEMORY_ARGS=(--nodes=500 --vmims=1000 --pods=1000)
+  LIVE_ARGS=(--quick)
 else
   run explainer "$BIN/bench/explain_benchmark" --report="$TABLES"
   run webhook "$BIN/bench/webhook_benchmark" --report="$TABLES"
   GATE_SIZES=1,50,200
   MEMORY_ARGS=(--nodes=5000 --vmims=10000 --pods=10000)
+  LIVE_ARGS=()
 fi
 
 # start_cluster: the control plane, then what the cluster benchmarks need of it. Every step
@@ -100,11 +105,13 @@ fi
 start_cluster() {
   e2e/cluster.sh up || return 1
   trap 'e2e/cluster.sh down >>"$OUT/cluster.log" 2>&1' EXIT
-  # The operator's own CRD, as manifests/default installs it (its leader lists the policies).
+  # The operator's own CRD, as manifests/default installs it (its leader lists the policies),
+  # and the requester ClusterRole the live admission benchmark binds its user to.
   (
     # shellcheck source=/dev/null
     source <(e2e/cluster.sh env) &&
       kubectl apply -f manifests/default/crd_policy.yaml &&
+      kubectl apply -f manifests/default/admin_rbac.yaml &&
       kubectl wait --for condition=Established --timeout 60s \
         crd/migrationtargetpolicies.migration-target.kubevirt.io
   ) || return 1
@@ -132,6 +139,9 @@ if start_cluster >"$OUT/cluster.log" 2>&1; then
   run memory "$BIN/bench/memory_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
     --operator="$BIN/cmd/operator/operator" "${MEMORY_ARGS[@]}" --log-dir="$OUT" \
     --port-base=$((KMT_E2E_PORT_BASE + 790)) --report="$TABLES"
+  run admission-live "$BIN/bench/admission_live_benchmark" --kubeconfig="$KUBECONFIG_ADMIN" \
+    --operator="$BIN/cmd/operator/operator" "${LIVE_ARGS[@]}" --log-dir="$OUT" \
+    --port-base=$((KMT_E2E_PORT_BASE + 782)) --report="$TABLES"
 else
   STATUS=1
   log "the control plane did not start; see $OUT/cluster.log"
@@ -160,5 +170,6 @@ python3 bench/check_tables.py "$TABLES" \
   "explainer=${RC[explainer]}=Explainer (Google Benchmark)" \
   "webhook=${RC[webhook]}=Webhook latency and server CPU (open loop, TLS keep-alive)" \
   "gate-release=${RC[gate-release]}=Gate release latency (real control plane)" \
-  "memory=${RC[memory]}=Operator memory (real API server)" || STATUS=1
+  "memory=${RC[memory]}=Operator memory (real API server)" \
+  "admission-live=${RC[admission-live]}=Admission, live API server" || STATUS=1
 exit $STATUS

@@ -6,39 +6,12 @@
 #include <chrono>
 #include <mutex>
 
+#include "bench/admission_reviews.h"
 #include "bench/kubevirt_objects.h"
 #include "kube/resources.h"
 #include "webhook/admission.h"
 
 namespace kmt::bench {
-
-namespace {
-
-Json Review(const std::string& uid, Json resource, const std::string& user, Json groups,
-            Json object) {
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind",
-             {{"group", resource["group"]},
-              {"version", resource["version"]},
-              {"kind", object["kind"]}}},
-            {"resource", resource},
-            {"requestKind",
-             {{"group", resource["group"]},
-              {"version", resource["version"]},
-              {"kind", object["kind"]}}},
-            {"requestResource", resource},
-            {"namespace", "vms"},
-            {"operation", "CREATE"},
-            {"userInfo", {{"username", user}, {"uid", "u-" + user}, {"groups", groups}}},
-            {"object", object},
-            {"oldObject", nullptr},
-            {"dryRun", false},
-            {"options", {{"apiVersion", "meta.k8s.io/v1"}, {"kind", "CreateOptions"}}}}}};
-}
-}  // namespace
 
 FakeApi::FakeApi(int vmims, int nodes) {
   client_.SetCreateHandler(kube::kSubjectAccessReviews, [](const Json& sar) {
@@ -59,28 +32,12 @@ FakeApi::FakeApi(int vmims, int nodes) {
 }
 
 std::string VmimCreateReview(int i, const std::string& uid) {
-  Json vmim = Vmim(i, "vms", NodeTerm(NodeName(i % 100)));
-  vmim["metadata"]["uid"] = fmt::format("{:08x}-0000-4000-8000-000000000000", i);
-  vmim["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
-  return Review(uid,
-                {{"group", "kubevirt.io"},
-                 {"version", "v1"},
-                 {"resource", "virtualmachineinstancemigrations"}},
-                "admin", {"system:masters", "system:authenticated"}, vmim)
-      .dump();
+  return VmimCreateReview(i, uid, "vms", NodeTerm(NodeName(i % 100)),
+                          {"admin", {"system:masters", "system:authenticated"}});
 }
 
 std::string TargetPodCreateReview(int i, const Json& vmim, const std::string& uid) {
-  Json pod = TargetPod(i, "vms", vmim["metadata"]["name"], vmim["metadata"]["uid"],
-                       NodeName(i % 100), /*gated=*/false);
-  pod["metadata"].erase("name");
-  pod["metadata"]["generateName"] = fmt::format("virt-launcher-vm-{}-", i);
-  return Review(
-             uid, {{"group", ""}, {"version", "v1"}, {"resource", "pods"}},
-             "system:serviceaccount:kubevirt:kubevirt-controller",
-             {"system:serviceaccounts", "system:serviceaccounts:kubevirt", "system:authenticated"},
-             pod)
-      .dump();
+  return TargetPodCreateReview(i, vmim, uid, "vms", NodeName(i % 100));
 }
 
 MixedLoad::MixedLoad(const FakeApi& api, int count) {
@@ -96,8 +53,6 @@ LoadRequest MixedLoad::operator()(uint64_t k) const {
   if (k % 2 == 0) return {"/validate-vmim", vmim_bodies_[i]};
   return {"/mutate-pod", pod_bodies_[i]};
 }
-
-bool Allows(const std::string& body) { return body.find("\"allowed\":true") != std::string::npos; }
 
 webhook::ServerOptions BenchServerOptions(const std::string& cert_file,
                                           const std::string& key_file) {

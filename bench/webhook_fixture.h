@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/admission_reviews.h"
 #include "bench/kubevirt_objects.h"
 #include "bench/load_generator.h"
 #include "bench/report.h"
@@ -42,7 +43,8 @@ class FakeApi {
   std::vector<Json> vmims_;  // as stored (with uid)
 };
 
-// AdmissionReview bodies as kube-apiserver sends them.
+// AdmissionReview bodies as kube-apiserver sends them (bench/admission_reviews.h), in
+// namespace "vms".
 // VMIM CREATE by "admin" carrying a node term (→ /validate-vmim).
 std::string VmimCreateReview(int i, const std::string& uid);
 // Target pod CREATE by virt-controller for `vmim` (→ /mutate-pod).
@@ -58,9 +60,6 @@ class MixedLoad {
  private:
   std::vector<std::string> vmim_bodies_, pod_bodies_;
 };
-
-// True when an AdmissionReview answer allows the request.
-bool Allows(const std::string& body);
 
 // The operator's AdmissionServer options (only address, port 0 and the certificate set),
 // with logging off.
