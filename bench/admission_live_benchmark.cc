@@ -217,9 +217,9 @@ class LiveMix {
 };
 
 std::string Describe(const char* name, const LoadResult& r) {
-  return fmt::format(
-      "{} {} answered, {} errors{}{}", name, r.service_seconds.size(), r.errors,
-      r.first_error.empty() ? "" : " (first: ", r.first_error.empty() ? "" : r.first_error + ")");
+  return fmt::format("{} {} answered in {:.1f} s, {} errors{}{}", name, r.service_seconds.size(),
+                     r.elapsed_seconds, r.errors, r.first_error.empty() ? "" : " (first: ",
+                     r.first_error.empty() ? "" : r.first_error + ")");
 }
 
 int Main(int argc, char** argv) {

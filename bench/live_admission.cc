@@ -38,6 +38,8 @@ std::string Cpu(std::optional<double> per1k) {
 std::vector<Row> LiveAdmissionRows(const LivePhase& p) {
   const Summary op = Summarize(p.op.service_seconds);
   const Summary floor = Summarize(p.floor.service_seconds);
+  const Summary op_due = Summarize(p.op.response_seconds);
+  const Summary floor_due = Summarize(p.floor.response_seconds);
   const std::string at =
       fmt::format(" (SAR cache {}) at {:.0f} req/s", p.cache_on ? "on" : "off", p.rate);
   const auto p99 = [](const Summary& s) {
@@ -56,6 +58,9 @@ std::vector<Row> LiveAdmissionRows(const LivePhase& p) {
       {"p99" + at, p99(op), p99(floor), answered ? FormatRatio(p99_ratio) : "",
        budget ? fmt::format("≤ {:.1f}× floor", kLiveFloorRatioBudget) : "",
        budget ? std::optional<bool>(answered && p99_ratio <= kLiveFloorRatioBudget) : std::nullopt},
+      {"p99 from due time (incl. waiting for a connection)" + at, p99(op_due), p99(floor_due),
+       op_due.count > 0 && floor_due.count > 0 ? FormatRatio(Ratio(op_due.p99, floor_due.p99)) : "",
+       "", std::nullopt},
       {"errors / sent" + at, errors(p.op), errors(p.floor), "", "0",
        p.op.errors == 0 && p.op.sent > 0},
       {"operator CPU per 1,000 reviews" + at, Cpu(op_cpu), "", "", "", std::nullopt},

@@ -45,7 +45,8 @@ std::vector<Row> LiveIdleRows(const LiveIdle& idle);
 // CPU seconds per 1,000 answered requests; nullopt when none was answered.
 std::optional<double> CpuPer1k(double cpu_seconds, const LoadResult& run);
 
-// p50 and p99 against the floor's (the p99 with the ratio budget where it applies), errors /
+// p50 and p99 against the floor's (the p99 with the ratio budget where it applies), p99 from
+// the instant each request was due (queueing for one of the client's connections), errors /
 // sent (budget 0), the operator's CPU per 1,000 reviews, kube-apiserver's CPU per 1,000
 // reviews against its CPU per 1,000 bare SubjectAccessReviews.
 std::vector<Row> LiveAdmissionRows(const LivePhase& phase);

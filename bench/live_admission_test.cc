@@ -34,7 +34,7 @@ TEST_CASE("Rows: latency against the floor, errors, CPU per 1,000 reviews") {
   p.apiserver_cpu_seconds_op = 0.008;
   p.apiserver_cpu_seconds_floor = 0.004;
   const std::vector<Row> rows = LiveAdmissionRows(p);
-  REQUIRE(rows.size() == 5);
+  REQUIRE(rows.size() == 6);
   CHECK(rows[0].figure == "p50 (SAR cache off) at 200 req/s");
   CHECK(rows[0].value == "2.00 ms");
   CHECK(rows[0].floor == "1.00 ms");
@@ -42,13 +42,16 @@ TEST_CASE("Rows: latency against the floor, errors, CPU per 1,000 reviews") {
   CHECK(rows[1].ratio == "1.33×");
   CHECK(rows[1].budget == "≤ 1.2× floor");
   CHECK(rows[1].pass == false);
-  CHECK(rows[2].value == "1 / 5");
-  CHECK(rows[2].floor == "0 / 4");
-  CHECK(rows[2].pass == false);
-  CHECK(rows[3].value == "1.00 s");  // 4 ms over 4 answered reviews, ×1,000
-  CHECK(rows[4].value == "2.00 s");
-  CHECK(rows[4].floor == "1.00 s");
-  CHECK(rows[4].ratio == "2.00×");
+  CHECK(rows[2].figure ==
+        "p99 from due time (incl. waiting for a connection) (SAR cache off) at 200 req/s");
+  CHECK(rows[2].value == "4.00 ms");
+  CHECK(rows[3].value == "1 / 5");
+  CHECK(rows[3].floor == "0 / 4");
+  CHECK(rows[3].pass == false);
+  CHECK(rows[4].value == "1.00 s");  // 4 ms over 4 answered reviews, ×1,000
+  CHECK(rows[5].value == "2.00 s");
+  CHECK(rows[5].floor == "1.00 s");
+  CHECK(rows[5].ratio == "2.00×");
 }
 
 TEST_CASE("Rows of a run where nothing was answered still hold a value") {
@@ -61,7 +64,7 @@ TEST_CASE("Rows of a run where nothing was answered still hold a value") {
     CHECK_FALSE(r.value.empty());
   }
   CHECK(LiveAdmissionRows(p)[1].budget.empty());  // cache on: no ratio budget
-  CHECK(LiveAdmissionRows(p)[2].pass == false);
+  CHECK(LiveAdmissionRows(p)[3].pass == false);
 }
 
 TEST_CASE("Idle rows: CPU per second of wall time") {
