@@ -252,9 +252,21 @@ bool InformerCore::HasSynced() const {
   return synced_;
 }
 
+// The timeout is a timer on the clock (a FakeClock's Advance ends the wait), not a timed wait
+// on the condition variable.
 bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
-  return synced_cv_.wait_for(lock, timeout, [this] { return synced_; });
+  if (synced_ || timeout <= std::chrono::milliseconds(0)) return synced_;
+  bool timed_out = false;
+  const base::TimerId timer = clock_.RunAfter(timeout, [this, &timed_out] {
+    std::lock_guard<std::mutex> l(mu_);
+    timed_out = true;
+    synced_cv_.notify_all();
+  });
+  synced_cv_.wait(lock, [&] { return synced_ || timed_out; });
+  // A timer that could not be cancelled is firing: its callback still writes timed_out.
+  if (!clock_.Cancel(timer)) synced_cv_.wait(lock, [&] { return timed_out; });
+  return synced_;
 }
 
 InformerCore::Erased InformerCore::Get(const std::string& key) const {

@@ -82,7 +82,8 @@ class InformerCore {
   void StepForTest();
 
   bool HasSynced() const;
-  // Blocks until synced or the timeout passes (real time); true if synced.
+  // Blocks until synced or the timeout passes on the clock (a FakeClock's: when the test
+  // advances it); true if synced.
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 
   Erased Get(const std::string& key) const;

@@ -3,9 +3,11 @@
 
 #include <catch2/catch.hpp>
 #include <condition_variable>
+#include <future>
 #include <thread>
 
 #include "base/fake_clock.h"
+#include "base/poll.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -230,9 +232,9 @@ TEST_CASE("On its own thread the cache converges after 1,000 creates, updates an
   std::sort(want.begin(), want.end());
   CHECK(inf.Keys() == want);
   CHECK(inf.Size() == 350);
-  const auto t0 = std::chrono::steady_clock::now();
+  const base::Stopwatch stopping;
   inf.Stop();
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(stopping.Elapsed() < std::chrono::seconds(2));
 }
 
 // Counts resyncs (updates whose old and new object are one), for the resync tests.
@@ -278,9 +280,8 @@ TEST_CASE("Periodic resync is a timer on the informer's clock; Stop cancels it")
   REQUIRE(inf.WaitForSync(std::chrono::seconds(10)));
   // The resync thread schedules its timer as it starts, and the next one after each resync.
   auto wait_for_timer = [&] {
-    for (int i = 0; i < 1000 && clock.PendingTimers() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    base::PollUntil(base::SystemClock(), std::chrono::seconds(10), std::chrono::milliseconds(10),
+                    [&] { return clock.PendingTimers() > 0; });
   };
   wait_for_timer();
   REQUIRE(clock.PendingTimers() == 1);
@@ -298,6 +299,31 @@ TEST_CASE("Periodic resync is a timer on the informer's clock; Stop cancels it")
   CHECK(clock.PendingTimers() == 0);
   std::lock_guard<std::mutex> l(r.mu);
   CHECK(r.resyncs == 2);
+}
+
+TEST_CASE("WaitForSync times out on the informer's clock, and ends when the cache syncs") {
+  using namespace std::chrono_literals;
+  FakeClient c;
+  c.Create(kPods, "ns", Pod("a"));
+  base::FakeClock clock;
+  Informer<PodView> inf(c, Options(), Project, clock);
+  auto timer_pending = [&] {
+    return base::PollUntil(base::SystemClock(), std::chrono::seconds(10), base::Duration::zero(),
+                           [&] { return clock.PendingTimers() == 1; });
+  };
+  auto unsynced = std::async(std::launch::async, [&] { return inf.WaitForSync(10s); });
+  REQUIRE(timer_pending());
+  CHECK(clock.NextTimerIn() == 10s);
+  clock.Advance(10s);
+  CHECK_FALSE(unsynced.get());
+
+  auto synced = std::async(std::launch::async, [&] { return inf.WaitForSync(10s); });
+  REQUIRE(timer_pending());
+  for (int i = 0; i < 2; ++i) inf.StepForTest();  // Init, one page + done
+  CHECK(synced.get());
+  CHECK(clock.PendingTimers() == 0);  // its timeout was cancelled
+  CHECK(inf.WaitForSync(10s));        // synced: at once, with no timer
+  CHECK(clock.PendingTimers() == 0);
 }
 
 TEST_CASE("ObjectKey") {

@@ -104,8 +104,7 @@ void AdmissionServer::LogRejection(const std::string& path, int status) {
   size_t unlogged = 0;
   {
     std::lock_guard<std::mutex> lock(log_mu_);
-    const base::Clock& clock = options_.clock ? *options_.clock : base::SystemClock();
-    const auto now = clock.Now();
+    const auto now = clock().Now();
     if (now - last_rejection_log_ < std::chrono::seconds(1)) {
       ++rejections_unlogged_;
       return;
@@ -178,15 +177,27 @@ void AdmissionServer::Start() {
        {{"address", options_.address}, {"port", std::to_string(http_->port())}}});
 }
 
+// The wait is a timer on the clock that marks the poll due (its callback must not block the
+// clock's thread); this thread reloads.
 void AdmissionServer::PollCertificate() {
   std::unique_lock<std::mutex> lock(poll_mu_);
   while (!stopping_) {
-    poll_cv_.wait_for(lock, options_.cert_poll_interval, [this] { return stopping_; });
+    poll_due_ = false;
+    poll_timer_ = clock().RunAfter(options_.cert_poll_interval, [this] {
+      std::lock_guard<std::mutex> l(poll_mu_);
+      poll_timer_.reset();
+      poll_due_ = true;
+      poll_cv_.notify_all();
+    });
+    poll_cv_.wait(lock, [this] { return stopping_ || poll_due_; });
     if (stopping_) break;
     lock.unlock();
     ReloadCertificate();
     lock.lock();
   }
+  // A timer that could not be cancelled is firing: its callback still reads this object.
+  if (poll_timer_ && clock().Cancel(*poll_timer_)) poll_timer_.reset();
+  poll_cv_.wait(lock, [this] { return !poll_timer_; });
 }
 
 void AdmissionServer::Drain() { http_->Drain(); }

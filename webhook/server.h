@@ -42,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -67,8 +68,9 @@ struct ServerOptions {
   std::string cert_file = "/tmp/k8s-webhook-server/serving-certs/tls.crt";
   std::string key_file = "/tmp/k8s-webhook-server/serving-certs/tls.key";
   std::chrono::milliseconds cert_poll_interval{1000};
-  // Times the once-a-second limit of the rejection log; null: base::SystemClock().
-  const base::Clock* clock = nullptr;
+  // Times the certificate poll (a timer every cert_poll_interval: a FakeClock's Advance makes
+  // it due) and the once-a-second limit of the rejection log; null: base::SystemClock().
+  base::Clock* clock = nullptr;
   // Mutual TLS: a PEM bundle of the CAs whose client certificates the port accepts (the API
   // server presents one when its admission configuration gives it a kubeconfig for webhooks).
   // "" (default): any client that reaches the port may send reviews. Reloaded as it rotates,
@@ -152,6 +154,7 @@ class AdmissionServer {
   void Log(ServerLogEntry entry) const;
   void ReloadClientCa();
   void PollCertificate();
+  base::Clock& clock() const { return options_.clock ? *options_.clock : base::SystemClock(); }
 
   ServerOptions options_;
   std::vector<Route> routes_;
@@ -171,7 +174,9 @@ class AdmissionServer {
   std::thread poll_thread_;
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;
-  bool stopping_ = false;  // guarded by poll_mu_
+  bool stopping_ = false;                    // guarded by poll_mu_
+  bool poll_due_ = false;                    // guarded by poll_mu_: the poll timer fired
+  std::optional<base::TimerId> poll_timer_;  // guarded by poll_mu_: pending, or firing
   bool started_ = false;
 };
 

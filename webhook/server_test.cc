@@ -25,6 +25,7 @@
 
 #include "base/fake_clock.h"
 #include "base/json.h"
+#include "base/poll.h"
 #include "http/testing/test_tls.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
@@ -53,7 +54,8 @@ std::string Review(const std::string& uid, const std::string& padding = "") {
 
 // A started server with its own certificate directory, CA and client.
 struct Fixture {
-  base::FakeClock clock;  // the rejection log's
+  base::FakeClock clock;  // the certificate poll's and the rejection log's
+  static constexpr std::chrono::milliseconds kPollInterval{10};
   TestAuthority ca;
   std::string dir = http::testing::MakeTempDir();
   std::string cert_file = dir + "/tls.crt";
@@ -73,7 +75,7 @@ struct Fixture {
     opts.port = 0;
     opts.cert_file = cert_file;
     opts.key_file = key_file;
-    opts.cert_poll_interval = std::chrono::milliseconds(10);
+    opts.cert_poll_interval = kPollInterval;
     opts.clock = &clock;
     opts.log = [this](const ServerLogEntry& e) {
       std::lock_guard<std::mutex> lock(logs_mu);
@@ -104,6 +106,28 @@ struct Fixture {
     return cli;
   }
 
+  // Polls `done` until it holds or 10 s pass, moving the server's clock on by one certificate
+  // poll interval each time (the poll is a timer on it).
+  bool Eventually(const std::function<bool()>& done) {
+    return base::PollUntil(base::SystemClock(), std::chrono::seconds(10), base::Duration::zero(),
+                           [&] {
+                             clock.Advance(kPollInterval);
+                             return done();
+                           });
+  }
+
+  // Makes the certificate poll due and waits until the poller has looked (and set its next
+  // timer).
+  void PollOnce() {
+    auto timer_set = [&] {
+      return base::PollUntil(base::SystemClock(), std::chrono::seconds(10), base::Duration::zero(),
+                             [&] { return clock.PendingTimers() == 1; });
+    };
+    REQUIRE(timer_set());
+    clock.Advance(kPollInterval);  // fires it: none is pending until the poller has looked
+    REQUIRE(timer_set());
+  }
+
   std::string ServedSerial() const {
     return http::testing::Probe(server->port(), TLS1_2_VERSION, TLS1_3_VERSION, ca.ca_pem())
         .serial_hex;
@@ -115,17 +139,6 @@ AdmissionResponse AllowAll(const AdmissionRequest& req) {
   r.uid = "not-the-request-uid";  // the shell must overwrite it
   r.warnings = {"saw " + req.ns};
   return r;
-}
-
-// Polls `done` until it holds or 10 s pass.
-template <typename F>
-bool Eventually(F done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::yield();
-  }
-  return done();
 }
 
 TEST_CASE("Server answers AdmissionReviews, health and readiness") {
@@ -287,8 +300,9 @@ TEST_CASE("Server becomes ready when a certificate appears") {
   auto before =
       http::testing::Probe(f.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, f.ca.ca_pem());
   CHECK_FALSE(before.connected);
+  for (int i = 0; i < 3; ++i) f.PollOnce();  // each poll fails again
   f.WriteCert(0x200);
-  REQUIRE(Eventually([&] { return f.server->Ready(); }));
+  REQUIRE(f.Eventually([&] { return f.server->Ready(); }));
   CHECK(f.ServedSerial() == "0200");
   std::lock_guard<std::mutex> lock(f.logs_mu);
   size_t failures = 0;
@@ -307,7 +321,7 @@ TEST_CASE("Mutual TLS: only clients with a certificate of the client CA are serv
     WriteFileAtomically(client_ca_file, clients.ca_pem());
     o.client_ca_file = client_ca_file;
   });
-  REQUIRE(Eventually([&] { return f.server->Ready(); }));
+  REQUIRE(f.Eventually([&] { return f.server->Ready(); }));
   auto write_pair = [&](const std::string& name, const http::testing::PemPair& pair) {
     WriteFileAtomically(f.dir + "/" + name + ".crt", pair.cert);
     WriteFileAtomically(f.dir + "/" + name + ".key", pair.key);
@@ -338,12 +352,12 @@ TEST_CASE("Mutual TLS: only clients with a certificate of the client CA are serv
 
   SECTION("a rotated client CA applies from the next handshake") {
     WriteFileAtomically(client_ca_file, stranger.ca_pem());
-    REQUIRE(Eventually([&] { return post_as("forger") == 200; }));
+    REQUIRE(f.Eventually([&] { return post_as("forger") == 200; }));
     CHECK(post_as("apiserver") == -1);
   }
   SECTION("a client CA file that breaks keeps the last bundle, and says so once") {
     WriteFileAtomically(client_ca_file, "not a certificate");
-    REQUIRE(Eventually([&] {
+    REQUIRE(f.Eventually([&] {
       std::lock_guard<std::mutex> lock(f.logs_mu);
       return std::count(f.logs.begin(), f.logs.end(), "Failed to load client CA") == 1;
     }));
@@ -372,7 +386,7 @@ TEST_CASE("Mutual TLS: no client CA loaded, no handshake and not ready") {
   };
   CHECK(post() == -1);
   WriteFileAtomically(client_ca_file, clients.ca_pem());
-  REQUIRE(Eventually([&] { return f.server->Ready(); }));
+  REQUIRE(f.Eventually([&] { return f.server->Ready(); }));
   CHECK(post() == 200);
 }
 
@@ -450,15 +464,15 @@ TEST_CASE("Certificate rotation while requests run loses no request") {
   // Each loop gets at least 10 more requests through in every phase.
   auto progress = [&] {
     int f0 = fresh_count, k0 = kept_count;
-    return Eventually([&] { return fresh_count >= f0 + 10 && kept_count >= k0 + 10; });
+    return f.Eventually([&] { return fresh_count >= f0 + 10 && kept_count >= k0 + 10; });
   };
 
   CHECK(progress());
   f.WriteCert(0x300);
-  REQUIRE(Eventually([&] { return f.ServedSerial() == "0300"; }));
+  REQUIRE(f.Eventually([&] { return f.ServedSerial() == "0300"; }));
   CHECK(progress());
   f.WriteCert(0x400);
-  REQUIRE(Eventually([&] { return f.ServedSerial() == "0400"; }));
+  REQUIRE(f.Eventually([&] { return f.ServedSerial() == "0400"; }));
   CHECK(progress());
   release.set_value();
   auto held_res = held.get();
@@ -498,9 +512,9 @@ TEST_CASE("A stalled client delays no one, and is closed at its header deadline"
   const std::string partial = "POST /validate HTTP/1.1\r\nHost: x\r\n";
   REQUIRE(SSL_write(ssl, partial.data(), static_cast<int>(partial.size())) > 0);
 
-  auto started = std::chrono::steady_clock::now();
+  const base::Stopwatch started;  // the server's deadlines are real time
   auto res = f.Client()->Post("/validate", Review("uid-after-slow"), "application/json");
-  auto waited = std::chrono::steady_clock::now() - started;
+  auto waited = started.Elapsed();
   REQUIRE(res);
   CHECK(res->status == 200);
   CHECK(waited < std::chrono::milliseconds(250));  // it did not wait for the stalled one
@@ -510,7 +524,7 @@ TEST_CASE("A stalled client delays no one, and is closed at its header deadline"
   for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;)
     answer.append(buf, static_cast<size_t>(n));
   CHECK(answer.empty());
-  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(250));
+  CHECK(started.Elapsed() >= std::chrono::milliseconds(250));
   SSL_free(ssl);
   close(fd);
   SSL_CTX_free(ctx);
