@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "api/added_term.h"
+#include "base/fake_clock.h"
+#include "base/poll.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
 
@@ -28,6 +30,13 @@ void AddVmi(kube::FakeClient& fake, const std::string& ns, const std::string& na
                    {"kind", "VirtualMachineInstance"},
                    {"metadata", {{"name", name}, {"namespace", ns}}},
                    {"spec", json::object()}});
+}
+
+// Until the plugin has created its VMIM and watches it (a real thread: real time).
+void AwaitWatch(kube::FakeClient& fake) {
+  base::PollUntil(base::SystemClock(), std::chrono::hours(1), std::chrono::milliseconds(1), [&] {
+    return fake.Count(kube::kVirtualMachineInstanceMigrations) > 0 && fake.OpenWatchCount() > 0;
+  });
 }
 
 Invocation Migrate(const std::string& vmi) {
@@ -132,9 +141,7 @@ TEST_CASE("--wait follows phases and conditions to success") {
   inv.timeout = std::chrono::seconds(20);
   std::ostringstream out, err;
   std::thread driver([&] {
-    while (fake.Count(kube::kVirtualMachineInstanceMigrations) == 0 || fake.OpenWatchCount() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    AwaitWatch(fake);
     std::string name =
         fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]["metadata"]["name"];
     json applied = {{"type", "addedNodeSelectorTermApplied"},
@@ -173,9 +180,7 @@ TEST_CASE("--wait exits 1 with the reason when the migration fails") {
   inv.wait = true;
   std::ostringstream out, err;
   std::thread driver([&] {
-    while (fake.Count(kube::kVirtualMachineInstanceMigrations) == 0 || fake.OpenWatchCount() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    AwaitWatch(fake);
     std::string name =
         fake.List(kube::kVirtualMachineInstanceMigrations, "prod")["items"][0]["metadata"]["name"];
     json unsched = {{"type", "targetPodUnschedulable"},
@@ -200,9 +205,9 @@ TEST_CASE("--wait times out with the last known state") {
   inv.wait = true;
   inv.timeout = std::chrono::milliseconds(300);
   std::ostringstream out, err;
-  auto start = std::chrono::steady_clock::now();
+  const base::Stopwatch start;  // the deadline's timer cancels a blocked watch: real time
   CHECK(RunMigrate(inv, "prod", NodeTerm("worker-3"), fake, {out, err}) == 1);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(start.Elapsed() < std::chrono::seconds(10));
   CHECK(err.str().rfind("error: timed out after 300ms waiting for migration ", 0) == 0);
 }
 
@@ -242,9 +247,9 @@ TEST_CASE(
   inv.wait = true;
   inv.timeout = std::chrono::seconds(30);
   std::ostringstream out, err;
-  const auto start = std::chrono::steady_clock::now();
+  const base::Stopwatch start;
   CHECK(RunMigrate(inv, "prod", NodeTerm("worker-3"), fake, {out, err}) == 1);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(start.Elapsed() < std::chrono::seconds(10));
   CHECK(fake.watches == 1);
   CAPTURE(err.str());
   CHECK(err.str().find("watch is not allowed") != std::string::npos);
@@ -252,20 +257,21 @@ TEST_CASE(
 
 // A running VMIM "m-1" that virt-controller finishes (phase Succeeded) when the plugin
 // first tries to watch it, whatever that watch then answers. Records the plugin's own
-// calls (verb, time), not those finishing the migration.
+// calls (verb, time on `clock`, the plugin's: its back-offs advance it), not those finishing
+// the migration.
 struct RunningMigration {
-  explicit RunningMigration(kube::FakeClient& fake) {
+  RunningMigration(kube::FakeClient& fake, const base::Clock& clock) {
     json created = fake.Create(kube::kVirtualMachineInstanceMigrations, "prod",
                                json{{"apiVersion", "kubevirt.io/v1"},
                                     {"kind", "VirtualMachineInstanceMigration"},
                                     {"metadata", {{"name", "m-1"}, {"namespace", "prod"}}},
                                     {"spec", {{"vmiName", "db-1"}}}});
     Advance(fake, "prod", "m-1", {json{{"phase", "Running"}}});
-    fake.SetCallHook([this, &fake](const kube::FakeCall& c) {
+    fake.SetCallHook([this, &fake, &clock](const kube::FakeCall& c) {
       if (finishing) return;
       {
         std::lock_guard lock(mu);
-        calls.emplace_back(c.verb, std::chrono::steady_clock::now());
+        calls.emplace_back(c.verb, clock.Now());
       }
       if (c.verb == kube::Verb::kWatch && !finished) {
         finishing = finished = true;
@@ -275,7 +281,7 @@ struct RunningMigration {
     });
   }
   std::mutex mu;
-  std::vector<std::pair<kube::Verb, std::chrono::steady_clock::time_point>> calls;
+  std::vector<std::pair<kube::Verb, base::SteadyTime>> calls;
   bool finishing = false;  // the plugin's client calls all run on the test's thread
   bool finished = false;
 };
@@ -303,10 +309,12 @@ TEST_CASE("--wait settles a failed call by its disposition: retried, re-read or 
   }));
   CAPTURE(row.what);
   kube::FakeClient fake;
-  RunningMigration m(fake);
+  base::FakeClock clock;
+  RunningMigration m(fake, clock);
   fake.FailNextWith(kube::Verb::kWatch, 1, row.error);
   std::ostringstream out, err;
-  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}) == row.rc);
+  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}, clock) ==
+        row.rc);
   CAPTURE(err.str());
   if (row.rc == 0) CHECK(out.str() == "phase: Running\nphase: Succeeded\n");
   if (row.rc == 1) CHECK_FALSE(err.str().empty());
@@ -314,7 +322,8 @@ TEST_CASE("--wait settles a failed call by its disposition: retried, re-read or 
 
 TEST_CASE("--wait retries a 429 no earlier than its Retry-After") {
   kube::FakeClient fake;
-  RunningMigration m(fake);
+  base::FakeClock clock;
+  RunningMigration m(fake, clock);
   fake.FailNextWith(
       kube::Verb::kWatch, 1,
       kube::ErrorFromResponse(429,
@@ -322,7 +331,8 @@ TEST_CASE("--wait retries a 429 no earlier than its Retry-After") {
                               R"("message":"too many requests, please try again later"})",
                               std::chrono::seconds(1), "watch"));
   std::ostringstream out, err;
-  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}) == 0);
+  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}, clock) ==
+        0);
   std::lock_guard lock(m.mu);
   REQUIRE(m.calls.size() == 3);
   CHECK(m.calls[0].first == kube::Verb::kGet);
@@ -333,14 +343,16 @@ TEST_CASE("--wait retries a 429 no earlier than its Retry-After") {
 
 TEST_CASE("--wait does not sleep a Retry-After past its deadline") {
   kube::FakeClient fake;
-  RunningMigration m(fake);
+  base::FakeClock clock;
+  RunningMigration m(fake, clock);
   m.finished = true;  // it never finishes
   fake.FailNextWith(kube::Verb::kWatch, 1,
                     kube::ErrorFromResponse(503, "", std::chrono::seconds(3600), "watch"));
   std::ostringstream out, err;
-  const auto start = std::chrono::steady_clock::now();
-  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::milliseconds(300), fake, {out, err}) == 1);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  const base::Stopwatch start;
+  CHECK(WaitForMigration("prod", "m-1", "", std::chrono::milliseconds(300), fake, {out, err},
+                         clock) == 1);
+  CHECK(start.Elapsed() < std::chrono::seconds(10));
   CHECK(err.str().rfind("error: timed out after 300ms waiting for migration m-1", 0) == 0);
 }
 
