@@ -95,6 +95,11 @@ void AsyncEventRecorder::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool AsyncEventRecorder::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
 void AsyncEventRecorder::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<base::SteadyTime> deadline;

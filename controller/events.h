@@ -77,6 +77,8 @@ class AsyncEventRecorder : public EventRecorder {
   // Blocks until every Event recorded so far has been handed to the sink (tests).
   void Flush();
   uint64_t dropped() const { return dropped_.load(); }
+  // Whether Stop() has begun: Events recorded from then on are dropped.
+  bool stopping() const;
 
  private:
   void Run();
@@ -86,7 +88,7 @@ class AsyncEventRecorder : public EventRecorder {
   base::Logger& log_;
   const size_t capacity_;
   const std::chrono::milliseconds drain_for_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;       // work or stop for the thread
   std::condition_variable idle_cv_;  // the queue emptied (Flush)
   std::deque<std::pair<ObjectRef, EventSpec>> queue_;

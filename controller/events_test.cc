@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/fake_clock.h"
+#include "base/poll.h"
 
 namespace kmt::controller {
 namespace {
@@ -116,8 +117,9 @@ TEST_CASE("Stop gives up on a sink that does not drain in time, counting what it
   w.sink.Hold();
   for (int i = 0; i < 5; ++i) async.Record(w.about, w.Event(i));
   w.sink.WaitEntered(1);
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread releaser([&] {  // once Stop has begun: Event 0 comes back to a stopping queue
+    base::PollUntil(base::SystemClock(), std::chrono::seconds(10), base::Duration::zero(),
+                    [&] { return async.stopping(); });
     w.sink.Release();
   });
   async.Stop();  // the deadline passed while Event 0 was in the sink: 1..4 dropped

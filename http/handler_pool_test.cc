@@ -6,6 +6,8 @@
 #include <future>
 #include <thread>
 
+#include "base/poll.h"
+
 namespace kmt::http {
 namespace {
 
@@ -42,7 +44,9 @@ TEST_CASE("HandlerPool runs jobs concurrently on several threads") {
       int seen = max_inside.load();
       while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      // Up to 20 ms for another job to come in beside this one.
+      base::PollUntil(base::SystemClock(), std::chrono::milliseconds(20),
+                      std::chrono::milliseconds(1), [&] { return max_inside.load() > 1; });
       --inside;
     }));
   }

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "base/fake_clock.h"
+#include "base/poll.h"
 #include "kube/error.h"
 #include "kube/informer.h"
 #include "kube/kubeconfig.h"
@@ -151,7 +152,7 @@ Json TargetPod(const std::string& name, const std::string& label) {
 std::string MakeNamespace(KubeClient& c, const std::string& prefix) {
   const std::string ns =
       prefix + "-" + std::to_string(getpid()) + "-" +
-      std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 100000);
+      std::to_string(base::SystemClock().Now().time_since_epoch().count() % 100000);
   c.Create(kNamespaces, "", {{"metadata", {{"name", ns}}}});
   try {
     c.Create(kServiceAccounts, ns, {{"metadata", {{"name", "default"}}}});
@@ -164,8 +165,8 @@ std::string MakeNamespace(KubeClient& c, const std::string& prefix) {
 // Polls until the cache matches the server (same keys, same resourceVersions).
 bool Converges(KubeClient& c, Informer<TargetPodView>& inf, const std::string& ns,
                const std::string& selector, std::chrono::seconds deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
+  // A real server and the informer's own thread: real time.
+  return base::PollUntil(base::SystemClock(), deadline, std::chrono::milliseconds(100), [&] {
     ListOptions o;
     o.label_selector = selector;
     Json all = ListAll(c, kPods, ns, o);
@@ -175,10 +176,8 @@ bool Converges(KubeClient& c, Informer<TargetPodView>& inf, const std::string& n
       auto v = inf.Get(ns + "/" + p["metadata"]["name"].get<std::string>());
       same = v && v->resource_version == p["metadata"]["resourceVersion"];
     }
-    if (same) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // poll with a deadline
-  }
-  return false;
+    return same;
+  });
 }
 
 InformerOptions PodInformer(const std::string& ns, const std::string& selector) {

@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "base/poll.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -197,10 +199,9 @@ TEST_CASE("Writes on a kept-alive connection are not held back by Nagle's algori
   c.Create(kPods, "ns", pod);  // the connection, then reused
   std::vector<double> ms;
   for (int i = 0; i < 21; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const base::Stopwatch t0;
     c.Create(kPods, "ns", pod);
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(std::chrono::duration<double, std::milli>(t0.Elapsed()).count());
   }
   std::sort(ms.begin(), ms.end());
   CAPTURE(ms);
@@ -434,7 +435,8 @@ void ServeWatch(TestServer& s, std::vector<std::string> pieces, bool hold = fals
             return sink.write(p.data(), p.size());
           }
           if (hold && !s.stop) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));  // server side only
+            base::PollUntil(base::SystemClock(), std::chrono::milliseconds(5),  // server side only
+                            std::chrono::milliseconds(5), [&s] { return s.stop.load(); });
             return sink.is_writable();
           }
           sink.done();
@@ -565,15 +567,15 @@ struct FloodServer {
   }
   // Waits until the server has not written anything for 300 ms (or wrote everything).
   void WaitUntilStalled() {
-    size_t last = written;
+    std::optional<size_t> last;  // none yet: the first look starts the count
     int quiet = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (quiet < 3 && next < kCount && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const size_t now = written;
-      quiet = now == last ? quiet + 1 : 0;
-      last = now;
-    }
+    base::PollUntil(base::SystemClock(), std::chrono::seconds(30), std::chrono::milliseconds(100),
+                    [&] {
+                      const size_t now = written;
+                      quiet = now == last ? quiet + 1 : 0;
+                      last = now;
+                      return quiet >= 3 || next >= kCount;
+                    });
   }
   TestServer s;
   std::atomic<size_t> next{0};
@@ -612,11 +614,11 @@ TEST_CASE("Cancel releases a watch reader waiting for room in its queue") {
   RestClient c(f.s.Config(), o);
   auto w = c.Watch(kPods, "ns", From5());
   f.WaitUntilStalled();
-  const auto t0 = std::chrono::steady_clock::now();
+  const base::Stopwatch t0;
   w->Cancel();
   CHECK_FALSE(w->Next().has_value());
   w.reset();  // joins the reader thread
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(t0.Elapsed() < std::chrono::seconds(5));
 }
 
 TEST_CASE("A 429 on a watch request keeps its Retry-After") {
@@ -645,11 +647,11 @@ TEST_CASE("Cancel unblocks a watch waiting on a silent server") {
   auto w = c.Watch(kPods, "ns", From5());
   CHECK(w->Next()->type == "ADDED");
   std::thread t([&] { w->Cancel(); });
-  const auto t0 = std::chrono::steady_clock::now();
+  const base::Stopwatch t0;
   CHECK_FALSE(w->Next().has_value());
   t.join();
   w.reset();  // joins the reader thread
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(t0.Elapsed() < std::chrono::seconds(5));
 }
 
 TEST_CASE("A server URL with an odd host or port is a config error, not an exception") {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/poll.h"
 #include "controller/testing/objects.h"
 #include "http/testing/test_tls.h"
 #include "kube/error.h"
@@ -126,7 +127,7 @@ TEST_CASE("With a shutdown delay the replica drains first: not ready, still lead
   CHECK(before->body.find("[+]not-shutting-down ok\n") != std::string::npos);
 
   op.RequestStop();
-  const auto stop_requested = std::chrono::steady_clock::now();
+  const base::Stopwatch stop_requested(clock);
   auto run = std::async(std::launch::async, [&] { return op.Run(); });
   // Draining: /readyz fails, the Lease is still held.
   REQUIRE(Eventually([&] {
@@ -138,7 +139,7 @@ TEST_CASE("With a shutdown delay the replica drains first: not ready, still lead
   CHECK(client.Get(kube::kLeases, "kmt-system",
                    "migration-target-operator")["spec"]["holderIdentity"] == "replica-a");
   CHECK(run.get() == 0);
-  CHECK(std::chrono::steady_clock::now() - stop_requested >= std::chrono::milliseconds(1500));
+  CHECK(stop_requested.Elapsed() >= std::chrono::milliseconds(1500));
   CHECK(client.Get(kube::kLeases, "kmt-system",
                    "migration-target-operator")["spec"]["holderIdentity"] == "");
   std::lock_guard<std::mutex> lock(mu);

@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "base/poll.h"
 
 namespace kmt::controller::testing {
 
@@ -156,12 +157,7 @@ inline json Stripped(json obj) {
 // Polls `f` until it is true or `timeout` passes (for tests with real threads).
 template <typename F>
 bool Eventually(F&& f, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::yield();
-  }
-  return f();
+  return base::PollUntil(base::SystemClock(), timeout, base::Duration::zero(), f);
 }
 
 }  // namespace kmt::controller::testing

@@ -41,7 +41,7 @@ json WebhookConfig(const char* kind, std::vector<std::string> names) {
 struct Fixture {
   kube::FakeClient fake;
   std::filesystem::path dir;
-  base::FakeClock clock{system_clock::now()};  // wall time starts at the real time
+  base::FakeClock clock{base::SystemClock().WallNow()};  // wall time starts at the real time
   Fixture() {
     dir = std::filesystem::temp_directory_path() /
           ("kmt-certs-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));

@@ -2,13 +2,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/clock.h"
+
 namespace kmt::webhook::certs {
 namespace {
 
 using namespace std::chrono;
 
+// Certificates are dated by the real wall time: verification checks them against it.
+
 TEST_CASE("a CA signs serving certificates with DNS and IP SANs") {
-  auto now = system_clock::now();
+  auto now = base::SystemClock().WallNow();
   KeyPair ca = MakeCa("test-ca", now, hours(24 * 365 * 10));
   auto ca_info = Inspect(ca.cert_pem);
   REQUIRE(ca_info);
@@ -25,7 +29,7 @@ TEST_CASE("a CA signs serving certificates with DNS and IP SANs") {
 }
 
 TEST_CASE("verification fails for another CA or another key") {
-  auto now = system_clock::now();
+  auto now = base::SystemClock().WallNow();
   KeyPair ca1 = MakeCa("one", now, hours(48));
   KeyPair ca2 = MakeCa("two", now, hours(48));
   KeyPair s1 = MakeServing(ca1, {"a"}, now, hours(24));
@@ -39,10 +43,10 @@ TEST_CASE("bad input is reported, not crashed on") {
   CHECK_FALSE(Inspect("").has_value());
   CHECK_FALSE(Inspect("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"));
   KeyPair junk{"nope", "nope"};
-  CHECK_THROWS_WITH(MakeServing(junk, {"a"}, system_clock::now(), hours(1)),
+  CHECK_THROWS_WITH(MakeServing(junk, {"a"}, base::SystemClock().WallNow(), hours(1)),
                     "certificate authority does not parse");
-  KeyPair ca = MakeCa("ca", system_clock::now(), hours(1));
-  CHECK_THROWS_WITH(MakeServing(ca, {}, system_clock::now(), hours(1)),
+  KeyPair ca = MakeCa("ca", base::SystemClock().WallNow(), hours(1));
+  CHECK_THROWS_WITH(MakeServing(ca, {}, base::SystemClock().WallNow(), hours(1)),
                     "a serving certificate needs at least one host");
 }
 
