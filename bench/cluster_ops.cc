@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/poll.h"
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
 #include "kube/paging.h"
@@ -39,18 +40,18 @@ void EnsureNamespace(kube::KubeClient& client, const std::string& ns) {
   } catch (const kube::KubeError& e) {
     if (e.kind() != kube::ErrorKind::kConflict) throw;  // 409 AlreadyExists
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    try {
-      client.Get(kServiceAccounts, ns, "default");
-      return;
-    } catch (const kube::KubeError& e) {
-      if (e.kind() != kube::ErrorKind::kNotFound) throw;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw std::runtime_error("namespace " + ns + " has no default ServiceAccount after 60 s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bool has_account = base::PollUntil(base::SystemClock(), std::chrono::seconds(60),
+                                           std::chrono::milliseconds(100), [&] {
+                                             try {
+                                               client.Get(kServiceAccounts, ns, "default");
+                                               return true;
+                                             } catch (const kube::KubeError& e) {
+                                               if (e.kind() != kube::ErrorKind::kNotFound) throw;
+                                               return false;
+                                             }
+                                           });
+  if (!has_account) {
+    throw std::runtime_error("namespace " + ns + " has no default ServiceAccount after 60 s");
   }
 }
 
@@ -77,27 +78,27 @@ void DeleteNamespace(kube::KubeClient& client, const std::string& ns) {
 }
 
 void WaitNoMigrations(kube::KubeClient& client, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   kube::ListOptions one_vmim;
   one_vmim.limit = 1;
   kube::ListOptions one_pod = one_vmim;
   one_pod.label_selector = "kubevirt.io=virt-launcher";
-  for (;;) {
-    kube::Json left = client.List(kube::kVirtualMachineInstanceMigrations, "", one_vmim)["items"];
-    std::string kind = "VMIM";
-    if (left.empty()) {
-      left = client.List(kube::kPods, "", one_pod)["items"];
-      kind = "virt-launcher pod";
-    }
-    if (left.empty()) return;
-    if (std::chrono::steady_clock::now() > deadline) {
-      const kube::Json& meta = left[0]["metadata"];
-      throw std::runtime_error(kind + " " + meta.value("namespace", "") + "/" +
-                               meta.value("name", "") + " of an earlier run still exists after " +
-                               std::to_string(timeout.count()) + " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kube::Json left;
+  std::string kind;
+  if (base::PollUntil(base::SystemClock(), timeout, std::chrono::milliseconds(500), [&] {
+        left = client.List(kube::kVirtualMachineInstanceMigrations, "", one_vmim)["items"];
+        kind = "VMIM";
+        if (left.empty()) {
+          left = client.List(kube::kPods, "", one_pod)["items"];
+          kind = "virt-launcher pod";
+        }
+        return left.empty();
+      })) {
+    return;
   }
+  const kube::Json& meta = left[0]["metadata"];
+  throw std::runtime_error(kind + " " + meta.value("namespace", "") + "/" + meta.value("name", "") +
+                           " of an earlier run still exists after " +
+                           std::to_string(timeout.count()) + " s");
 }
 
 void EnsureLogDir(const std::string& dir) {

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/poll.h"
 #include "bench/cluster_ops.h"
 #include "bench/kubevirt_objects.h"
 #include "bench/memory_rows.h"
@@ -52,10 +53,12 @@ uint64_t MeasureOperator(const std::string& bin, const std::string& kubeconfig,
   // Let the allocator settle after the initial LIST pages are freed; keep the largest of
   // a few samples (what a memory limit has to allow).
   uint64_t rss = 0;
-  for (int i = 0; i < 6; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    rss = std::max<uint64_t>(rss, op.RssBytes().value_or(0));
-  }
+  int looks = 0;  // the first, at once, is not a sample: six follow, 500 ms apart
+  base::PollUntil(base::SystemClock(), std::chrono::seconds(3), std::chrono::milliseconds(500),
+                  [&] {
+                    if (looks++ > 0) rss = std::max<uint64_t>(rss, op.RssBytes().value_or(0));
+                    return looks > 6;
+                  });
   return rss;
 }
 
@@ -92,8 +95,8 @@ int Main(int argc, char** argv) {
                   {"spec",
                    {{"holderIdentity", "kmt-bench-holder"},
                     {"leaseDurationSeconds", 3600},
-                    {"acquireTime", base::FormatMicroTime(std::chrono::system_clock::now())},
-                    {"renewTime", base::FormatMicroTime(std::chrono::system_clock::now())}}}});
+                    {"acquireTime", base::FormatMicroTime(base::SystemClock().WallNow())},
+                    {"renewTime", base::FormatMicroTime(base::SystemClock().WallNow())}}}});
   const std::string log = log_dir + "/memory-operator.log";
   MemoryFigures f;
   f.counts = {nodes, vmims, pods};
@@ -108,7 +111,7 @@ int Main(int argc, char** argv) {
     for (size_t s : sizes) total += static_cast<double>(s);
     return n == 0 ? 0.0 : total / static_cast<double>(n);
   };
-  auto t0 = std::chrono::steady_clock::now();
+  const base::Stopwatch t0;
   f.json_bytes[0] = load(nodes, [&](size_t i) {
     return client->Create(kube::kNodes, "", KwokNode(static_cast<int>(i)));
   });
@@ -135,7 +138,7 @@ int Main(int argc, char** argv) {
                   NodeName(static_cast<int>(i % std::max<size_t>(nodes, 1))),
                   /*gated=*/true));
   });
-  f.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  f.load_seconds = t0.ElapsedSeconds();
   f.rss_after[2] = MeasureOperator(operator_bin, kubeconfig, log, port_base);
   std::fprintf(stderr, "+pods: %s\n", FormatBytes(static_cast<double>(f.rss_after[2])).c_str());
 

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/poll.h"
+
 extern char** environ;
 
 namespace kmt::bench {
@@ -48,21 +50,22 @@ OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<st
 OperatorProcess::~OperatorProcess() { Stop(); }
 
 bool OperatorProcess::WaitReady(int health_port, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   httplib::Client cli("127.0.0.1", health_port);
   cli.set_connection_timeout(1, 0);
   cli.set_read_timeout(2, 0);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    auto res = cli.Get("/readyz");
-    if (res && res->status == 200) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
+  bool exited = false;
+  const bool done =
+      base::PollUntil(base::SystemClock(), timeout, std::chrono::milliseconds(100), [&] {
+        int status = 0;
+        if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          exited = true;
+          return true;
+        }
+        auto res = cli.Get("/readyz");
+        return res && res->status == 200;
+      });
+  return done && !exited;
 }
 
 std::optional<uint64_t> ParseVmRss(const std::string& text) {
@@ -91,14 +94,11 @@ std::optional<uint64_t> OperatorProcess::RssBytes() const {
 void OperatorProcess::Stop() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (base::PollUntil(base::SystemClock(), std::chrono::seconds(10), std::chrono::milliseconds(50),
+                      [&] { return waitpid(pid_, &status, WNOHANG) == pid_; })) {
+    pid_ = -1;
+    return;
   }
   kill(pid_, SIGKILL);
   waitpid(pid_, &status, 0);

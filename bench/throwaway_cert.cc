@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/clock.h"
 #include "webhook/certs/self_signed.h"
 
 namespace kmt::bench {
@@ -20,7 +21,7 @@ void Write(const std::string& path, const std::string& content) {
 }  // namespace
 
 CertFiles WriteThrowawayCertificate(const std::string& dir) {
-  const auto now = std::chrono::system_clock::now() - std::chrono::minutes(1);
+  const auto now = base::SystemClock().WallNow() - std::chrono::minutes(1);
   const webhook::certs::KeyPair ca =
       webhook::certs::MakeCa("kmt-bench-ca", now, std::chrono::hours(24));
   const webhook::certs::KeyPair serving =

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "base/poll.h"
 #include "bench/admission_reviews.h"
 #include "bench/kubevirt_objects.h"
 #include "kube/resources.h"
@@ -80,10 +81,9 @@ std::shared_ptr<AdmitTimer::State> AdmitTimer::MakeState() { return std::make_sh
 std::vector<webhook::Route> AdmitTimer::Wrap(std::vector<webhook::Route> routes) {
   for (webhook::Route& r : routes) {
     r.admit = [state = state_, inner = std::move(r.admit)](const webhook::AdmissionRequest& req) {
-      const auto start = std::chrono::steady_clock::now();
+      const base::Stopwatch start;
       webhook::AdmissionResponse resp = inner(req);
-      const double d =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double d = start.ElapsedSeconds();
       std::lock_guard<std::mutex> lock(state->mu);
       state->durations.push_back(d);
       return resp;

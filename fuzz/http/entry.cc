@@ -29,13 +29,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/poll.h"
 #include "http/server.h"
 
 namespace kmt::fuzz {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 http::Server& TheServer() {
   static http::Server* server = [] {
@@ -69,14 +69,10 @@ http::Server& TheServer() {
   return *server;
 }
 
+// The server runs on its own threads: real time.
 template <typename F>
 bool Eventually(F done, milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return done();
+  return base::PollUntil(base::SystemClock(), limit, milliseconds(1), done);
 }
 
 }  // namespace
@@ -124,8 +120,8 @@ std::string CheckTarget(std::string_view input) {
     closed = drain(0);
   }
   shutdown(fd, SHUT_WR);
-  auto deadline = Clock::now() + milliseconds(3000);
-  while (!closed && Clock::now() < deadline) closed = drain(50);
+  closed = closed || base::PollUntil(base::SystemClock(), milliseconds(3000),
+                                     base::Duration::zero(), [&] { return drain(50); });
   close(fd);
   if (!closed) return "the server kept the connection open 3 s after the client half-closed";
 
