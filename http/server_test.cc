@@ -22,13 +22,15 @@
 #include <vector>
 
 #include "base/blocking.h"
+#include "base/clock.h"
 #include "http/testing/test_tls.h"
 
 namespace kmt::http {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
+// These tests run a real server on real sockets: their time is the system clock's.
+base::SteadyTime Now() { return base::SystemClock().Now(); }
 
 class CountingObserver : public ServerObserver {
  public:
@@ -62,10 +64,10 @@ class CountingObserver : public ServerObserver {
 
 template <typename F>
 bool Eventually(F done, milliseconds limit = milliseconds(10000)) {
-  auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
+  auto deadline = Now() + limit;
+  while (Now() < deadline) {
     if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
+    base::SystemClock().Sleep(milliseconds(5));
   }
   return done();
 }
@@ -147,11 +149,10 @@ std::string fmt_hex(size_t n) {
 // Reads until the peer closes or `limit` passes; returns what arrived and whether it closed.
 std::pair<std::string, bool> ReadUntilClosed(int fd, milliseconds limit) {
   std::string out;
-  auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
+  auto deadline = Now() + limit;
+  while (Now() < deadline) {
     pollfd p{fd, POLLIN, 0};
-    int left =
-        static_cast<int>(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
+    int left = static_cast<int>(std::chrono::duration_cast<milliseconds>(deadline - Now()).count());
     if (poll(&p, 1, std::max(left, 1)) <= 0) continue;
     char buf[4096];
     ssize_t n = recv(fd, buf, sizeof(buf), 0);
@@ -208,12 +209,12 @@ TEST_CASE("Server answers 413 from Content-Length before reading the body, and f
   SECTION("Content-Length over the cap: 413 at once, nothing of the body sent") {
     int fd = Connect(server.port());
     REQUIRE(fd >= 0);
-    auto t0 = Clock::now();
+    auto t0 = Now();
     SendAll(fd,
             "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             "Content-Length: 67108864\r\n\r\n");
     auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
-    CHECK(Clock::now() - t0 < milliseconds(1000));
+    CHECK(Now() - t0 < milliseconds(1000));
     CHECK(answer.rfind("HTTP/1.1 413", 0) == 0);
     CHECK(answer.find("Connection: close") != std::string::npos);
     CHECK(closed);
@@ -493,9 +494,9 @@ TEST_CASE("Every deadline closes the connection that misses it") {
 
   SECTION("silent before the first request (header deadline, plain HTTP)") {
     int fd = Connect(server.port());
-    auto t0 = Clock::now();
+    auto t0 = Now();
     auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
-    auto took = Clock::now() - t0;
+    auto took = Now() - t0;
     CHECK(closed);
     CHECK(answer.empty());
     CHECK(took >= milliseconds(350));
@@ -505,7 +506,7 @@ TEST_CASE("Every deadline closes the connection that misses it") {
   }
   SECTION("headers trickled a byte at a time") {
     int fd = Connect(server.port());
-    auto t0 = Clock::now();
+    auto t0 = Now();
     const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
     bool closed = false;
     for (size_t i = 0; i < head.size() && !closed; ++i) {
@@ -518,16 +519,16 @@ TEST_CASE("Every deadline closes the connection that misses it") {
     }
     if (!closed) closed = ReadUntilClosed(fd, milliseconds(2000)).second;
     CHECK(closed);
-    CHECK(Clock::now() - t0 < milliseconds(1500));
+    CHECK(Now() - t0 < milliseconds(1500));
     close(fd);
     CHECK(Eventually([&] { return obs.Closed("header_timeout") == 1; }));
   }
   SECTION("a body trickled a byte at a time (request deadline)") {
     int fd = Connect(server.port());
     SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
-    auto t0 = Clock::now();
+    auto t0 = Now();
     bool closed = false;
-    while (!closed && Clock::now() - t0 < milliseconds(3000)) {
+    while (!closed && Now() - t0 < milliseconds(3000)) {
       SendAll(fd, "a");
       pollfd p{fd, POLLIN, 0};
       if (poll(&p, 1, 30) > 0) {
@@ -536,18 +537,18 @@ TEST_CASE("Every deadline closes the connection that misses it") {
       }
     }
     CHECK(closed);
-    CHECK(Clock::now() - t0 < milliseconds(1500));
+    CHECK(Now() - t0 < milliseconds(1500));
     close(fd);
     CHECK(Eventually([&] { return obs.Closed("request_timeout") == 1; }));
   }
   SECTION("keep-alive idle") {
     int fd = Connect(server.port());
     SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    auto t0 = Clock::now();
+    auto t0 = Now();
     auto [answer, closed] = ReadUntilClosed(fd, milliseconds(3000));
     CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
     CHECK(closed);
-    CHECK(Clock::now() - t0 >= milliseconds(450));
+    CHECK(Now() - t0 >= milliseconds(450));
     close(fd);
     CHECK(Eventually([&] { return obs.Closed("idle_timeout") == 1; }));
   }
@@ -580,11 +581,11 @@ TEST_CASE("A stalled client does not delay anyone else, even with one handler th
     stalled.push_back(fd);
   }
   httplib::Client cli("127.0.0.1", server.port());
-  auto t0 = Clock::now();
+  auto t0 = Now();
   auto res = cli.Post("/echo", "through", "text/plain");
   REQUIRE(res);
   CHECK(res->body == "through");
-  CHECK(Clock::now() - t0 < milliseconds(200));
+  CHECK(Now() - t0 < milliseconds(200));
   for (int fd : stalled) CHECK(ReadUntilClosed(fd, milliseconds(3000)).second);
   for (int fd : stalled) close(fd);
 }
@@ -612,13 +613,13 @@ TEST_CASE("A client that sends requests and never reads the answers holds no han
   std::thread sender([&] { SendAll(fd, burst); });
   // Answers pile up unread until the window closes and one write waits on the client.
   CHECK(Eventually([&] { return obs.Finished("/echo 200") >= 2; }));
-  std::this_thread::sleep_for(milliseconds(100));
+  base::SystemClock().Sleep(milliseconds(100));
   httplib::Client cli("127.0.0.1", server.port());
-  auto t0 = Clock::now();
+  auto t0 = Now();
   auto res = cli.Post("/echo", "through", "text/plain");
   CHECK(res);
   if (res) CHECK(res->body == "through");
-  CHECK(Clock::now() - t0 < milliseconds(300));
+  CHECK(Now() - t0 < milliseconds(300));
   CHECK(Eventually([&] { return obs.Closed("write_timeout") == 1; }, milliseconds(5000)));
   shutdown(fd, SHUT_RDWR);
   sender.join();
@@ -716,7 +717,7 @@ TEST_CASE("Stop answers the request in flight, then closes") {
   REQUIRE(Eventually([&] { return entered == 1; }));
   auto stopper = std::async(std::launch::async, [&] { server.Stop(); });
   CHECK(ReadUntilClosed(idle, milliseconds(2000)).second);  // idle ones go at once
-  std::this_thread::sleep_for(milliseconds(50));
+  base::SystemClock().Sleep(milliseconds(50));
   release.set_value();
   CHECK(inflight.get() == "done");
   stopper.get();
@@ -790,9 +791,9 @@ TEST_CASE("TLS: a handshake deadline, TLS 1.2+ only, and HTTPS requests") {
 
   // A TCP connection that never starts the handshake is closed at the handshake deadline.
   int fd = Connect(server.port());
-  auto t0 = Clock::now();
+  auto t0 = Now();
   CHECK(ReadUntilClosed(fd, milliseconds(3000)).second);
-  CHECK(Clock::now() - t0 < milliseconds(1000));
+  CHECK(Now() - t0 < milliseconds(1000));
   close(fd);
   CHECK(Eventually([&] { return obs.Closed("handshake_timeout") >= 1; }));
 
@@ -872,9 +873,9 @@ TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait"
   REQUIRE(Eventually([&] { return waited == 1; }));  // the one handler thread is taken
   CHECK(server.deferred_to_pool() == 1);
 
-  auto t0 = Clock::now();
+  auto t0 = Now();
   CHECK(post("fast").get() == "200 answered fast");
-  CHECK(Clock::now() - t0 < milliseconds(2000));
+  CHECK(Now() - t0 < milliseconds(2000));
   CHECK(post("throw").get().rfind("500 ", 0) == 0);  // a handler's failure inline: a 500
   CHECK(server.answered_inline() == 2);
 

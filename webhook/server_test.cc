@@ -573,7 +573,7 @@ TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss w
     auto c = f.Client();
     return allowed(c->Post("/validate", ReviewBy("u2", "slow"), "application/json"));
   });
-  REQUIRE(Eventually([&] { return asked == 2; }));  // the one worker waits on it
+  REQUIRE(f.Eventually([&] { return asked == 2; }));  // the one worker waits on it
 
   for (int i = 0; i < 3; ++i) {
     CHECK(allowed(cli->Post("/validate", ReviewBy("u3", "admin"), "application/json")));
