@@ -3,7 +3,8 @@
 // measured in the same run.
 //
 //   value: //cmd/operator:operator out of cluster (--leader-elect=false, its webhook on a
-//          throwaway certificate, its default client QPS), reached over keep-alive TLS by an
+//          throwaway certificate, its default flags: SubjectAccessReviews on a client with no QPS
+//          limit, reads on the webhook's own), reached over keep-alive TLS by an
 //          open-loop load generator (this process) sending the webhook benchmark's 50/50 mix:
 //          VMIM CREATE with a term by a user RBAC allows `use` on addednodeselectorterms
 //          (→ /validate-vmim: a SubjectAccessReview, cached or not) and virt-launcher target
@@ -37,6 +38,8 @@
 #include <fstream>
 #include <thread>
 
+#include "base/clock.h"
+#include "base/poll.h"
 #include "bench/admission_reviews.h"
 #include "bench/cluster_ops.h"
 #include "bench/kubevirt_objects.h"
@@ -181,16 +184,16 @@ std::string RequesterSar(const std::string& ns) {
 // through its informers, a moment after the create).
 void WaitAllowed(kube::KubeClient& client, const std::string& ns) {
   const Json sar = Json::parse(RequesterSar(ns));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    const Json answer = client.Create(kube::kSubjectAccessReviews, "", sar);
-    if (answer.contains("status") && answer["status"].value("allowed", false)) return;
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw std::runtime_error(fmt::format(
-          "user {} is still not allowed `use` on addednodeselectorterms 30 s after binding {}: {}",
-          Requester().username, kRequesterRole, answer.value("status", Json::object()).dump()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Json answer;
+  const bool allowed = base::PollUntil(
+      base::SystemClock(), std::chrono::seconds(30), std::chrono::milliseconds(200), [&] {
+        answer = client.Create(kube::kSubjectAccessReviews, "", sar);
+        return answer.contains("status") && answer["status"].value("allowed", false);
+      });
+  if (!allowed) {
+    throw std::runtime_error(fmt::format(
+        "user {} is still not allowed `use` on addednodeselectorterms 30 s after binding {}: {}",
+        Requester().username, kRequesterRole, answer.value("status", Json::object()).dump()));
   }
 }
 
@@ -367,7 +370,7 @@ int Main(int argc, char** argv) {
     idle.cache_on = cache_on;
     idle.seconds = idle_ms / 1000.0;
     const double idle_api0 = ProcessCpuSeconds(*api_pid), idle_op0 = ProcessCpuSeconds(op.pid());
-    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+    base::SystemClock().Sleep(std::chrono::milliseconds(idle_ms));
     idle.apiserver_cpu_seconds = ProcessCpuSeconds(*api_pid) - idle_api0;
     idle.op_cpu_seconds = ProcessCpuSeconds(op.pid()) - idle_op0;
     for (Row& r : LiveIdleRows(idle)) rows.push_back(std::move(r));
@@ -403,7 +406,9 @@ int Main(int argc, char** argv) {
            "{} s per rate per run, {} client connections (keep-alive TLS, open loop), on "
            "127.0.0.1 against the control plane of e2e/cluster.sh. value: "
            "//cmd/operator:operator out of cluster, --leader-elect=false, its webhook on a "
-           "throwaway certificate, its default client QPS and burst; a 50/50 mix of VMIM CREATE "
+           "throwaway certificate, its default flags (SubjectAccessReviews on a client of their "
+           "own "
+           "with no client-side QPS limit); a 50/50 mix of VMIM CREATE "
            "with a term matching two nodes (→ /validate-vmim: one SubjectAccessReview for user "
            "{} whom a ClusterRoleBinding grants {}, nodes from the informer, no other API "
            "call) and virt-launcher target pod CREATE naming one of {} VMIMs the operator's "
