@@ -87,7 +87,14 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
     const std::string path = route.path;
     hr.push_back({"POST", route.path,
                   [this, admit, path](const http::Request& req) {
-                    ShellAnswer answer = ServeAdmission(req.content_type, req.body, *admit);
+                    // Read once: a review whose attempt on the I/O thread would have waited
+                    // is decided again on a worker from what that attempt read.
+                    if (!req.carry) {
+                      req.carry = std::make_shared<const ReadReviewResult>(
+                          ReadReview(req.content_type, req.body));
+                    }
+                    ShellAnswer answer = Decide(
+                        *std::static_pointer_cast<const ReadReviewResult>(req.carry), *admit);
                     if (answer.http_status != 200) LogRejection(path, answer.http_status);
                     return JsonAnswer(answer.http_status, std::move(answer.body));
                   },

@@ -554,7 +554,13 @@ TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss w
   });
   SubjectAccessReviewer reviewer(api);
   CachingAccessReviewer cache(reviewer);
+  std::mutex seen_mu;
+  std::vector<const AdmissionRequest*> seen_u1;  // each admitter run on review u1
   Admitter admit = [&](const AdmissionRequest& req) {
+    if (req.uid == "u1") {
+      std::lock_guard<std::mutex> lock(seen_mu);
+      seen_u1.push_back(&req);
+    }
     AccessDecision d = cache.Review({req.user_info, req.ns, "use", "g", "r", ""});
     return d.allowed ? Allowed() : Denied(403, "Forbidden", "no");
   };
@@ -568,6 +574,13 @@ TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss w
   CHECK(asked == 1);  // a miss: decided on the worker
   CHECK(f.server->deferred_to_workers() == 1);
   CHECK(f.server->answered_inline() == 0);
+  {
+    // Tried on the I/O thread, then decided on the worker from the same decoded review: the
+    // body was read once.
+    std::lock_guard<std::mutex> lock(seen_mu);
+    REQUIRE(seen_u1.size() == 2);
+    CHECK(seen_u1[0] == seen_u1[1]);
+  }
 
   auto slow = std::async(std::launch::async, [&] {
     auto c = f.Client();

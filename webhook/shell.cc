@@ -30,36 +30,53 @@ std::string MediaType(std::string_view content_type) {
   return out;
 }
 
-ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
-                           const Admitter& admit) {
+namespace {
+
+std::string EncodeAnswer(const AdmissionResponse& response) {
+  return EncodeAdmissionReview(response).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+ReadReviewResult ReadReview(std::string_view content_type, std::string_view body) {
   if (body.empty()) {
-    return {400, StatusJson(400, "BadRequest", "request body is empty")};
+    return {ShellAnswer{400, StatusJson(400, "BadRequest", "request body is empty")}, {}};
   }
   if (MediaType(content_type) != "application/json") {
-    return {415,
-            StatusJson(415, "UnsupportedMediaType",
-                       fmt::format("contentType=\"{}\", expected application/json", content_type))};
+    return {ShellAnswer{415, StatusJson(415, "UnsupportedMediaType",
+                                        fmt::format("contentType=\"{}\", expected application/json",
+                                                    content_type))},
+            {}};
   }
   DecodeResult decoded = DecodeAdmissionReview(body);
-  AdmissionResponse response;
-  if (!decoded.request) {
-    if (decoded.uid.empty()) return {400, StatusJson(400, "BadRequest", decoded.error)};
-    response = Errored(400, decoded.error);
-    response.uid = decoded.uid;
-  } else {
-    try {
-      response = admit(*decoded.request);
-    } catch (const base::WouldBlock&) {
-      throw;  // not a failure: the server decides this review again where it may wait
-    } catch (const std::exception& e) {
-      response = Errored(500, fmt::format("internal error: {}", e.what()));
-    } catch (...) {
-      response = Errored(500, "internal error: unknown exception");
-    }
-    response.uid = decoded.request->uid;
+  if (decoded.request) return {std::nullopt, std::move(*decoded.request)};
+  if (decoded.uid.empty()) {
+    return {ShellAnswer{400, StatusJson(400, "BadRequest", decoded.error)}, {}};
   }
-  return {200,
-          EncodeAdmissionReview(response).dump(-1, ' ', false, Json::error_handler_t::replace)};
+  AdmissionResponse response = Errored(400, decoded.error);
+  response.uid = decoded.uid;
+  return {ShellAnswer{200, EncodeAnswer(response)}, {}};
+}
+
+ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit) {
+  if (review.answer) return *review.answer;
+  AdmissionResponse response;
+  try {
+    response = admit(review.request);
+  } catch (const base::WouldBlock&) {
+    throw;  // not a failure: the server decides this review again where it may wait
+  } catch (const std::exception& e) {
+    response = Errored(500, fmt::format("internal error: {}", e.what()));
+  } catch (...) {
+    response = Errored(500, "internal error: unknown exception");
+  }
+  response.uid = review.request.uid;
+  return {200, EncodeAnswer(response)};
+}
+
+ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
+                           const Admitter& admit) {
+  return Decide(ReadReview(content_type, body), admit);
 }
 
 }  // namespace kmt::webhook
