@@ -98,13 +98,25 @@ void InformerView::Connect(Controller& controller) {
   using VmimPtr = kube::Informer<api::MigrationInfo>::Ptr;
   using PodPtr = kube::Informer<api::TargetPod>::Ptr;
   using NodePtr = kube::Informer<api::NodeInfo>::Ptr;
-  vmims_.AddHandlers({[&controller](const std::string&, const VmimPtr& v) {
-                        if (WantsReconcile(*v)) controller.OnMigration(*v);
+  // The initial lists' adds are collected (each VMIM's key once, whether its own add, its
+  // pods' or both named it) and handed over when all three lists are in; listed nodes change
+  // no verdict (the pods that wait are among the pods listed).
+  auto initial_done = [this, &controller] { InitialListDone(controller); };
+  vmims_.AddHandlers({[this, &controller](const std::string&, const VmimPtr& v) {
+                        if (!WantsReconcile(*v)) return;
+                        keys_handed_over_.fetch_add(1);
+                        controller.OnMigration(*v);
                       },
-                      [&controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
-                        if (WantsReconcile(*v)) controller.OnMigration(*v);
+                      [this, &controller](const std::string&, const VmimPtr&, const VmimPtr& v) {
+                        if (!WantsReconcile(*v)) return;
+                        keys_handed_over_.fetch_add(1);
+                        controller.OnMigration(*v);
                       },
-                      nullptr});
+                      nullptr,
+                      [this](const std::string&, const VmimPtr& v) {
+                        if (WantsReconcile(*v)) AddInitialKey(KeyOf(v->ns, v->name));
+                      },
+                      initial_done});
   // A policy's migration reaching a final phase, or going, may free a node for its waiters.
   OnPolicyMigration(
       [&controller](const std::string& policy) { controller.OnPolicyMigration(policy); });
@@ -115,11 +127,11 @@ void InformerView::Connect(Controller& controller) {
            seen_.emplace(p->uid, clock_.Now());
          }
          TrackWaiting(key, p);
-         controller.OnTargetPod(*p);
+         HandOver(controller, *p);
        },
        [this, &controller](const std::string& key, const PodPtr&, const PodPtr& p) {
          TrackWaiting(key, p);
-         controller.OnTargetPod(*p);
+         HandOver(controller, *p);
        },
        [this, &controller](const std::string& key, const PodPtr& p) {
          {
@@ -127,8 +139,17 @@ void InformerView::Connect(Controller& controller) {
            seen_.erase(p->uid);
          }
          TrackWaiting(key, nullptr);
-         controller.OnTargetPod(*p);
-       }});
+         HandOver(controller, *p);
+       },
+       [this](const std::string& key, const PodPtr& p) {
+         {
+           std::lock_guard<std::mutex> lock(seen_mu_);
+           seen_.emplace(p->uid, clock_.Now());
+         }
+         TrackWaiting(key, p);
+         if (!p->migration_job_name.empty()) AddInitialKey(KeyOf(p->ns, p->migration_job_name));
+       },
+       initial_done});
   // Only the target pods that wait unschedulable can change verdict with a node: hand
   // those over, not the whole target-pod list (5,000 copies of it for the initial list
   // of 5,000 nodes).
@@ -141,12 +162,30 @@ void InformerView::Connect(Controller& controller) {
     }
     if (!waiting.empty()) controller.OnNodeChange(waiting);
     node_rechecks_.fetch_add(waiting.size());
+    keys_handed_over_.fetch_add(waiting.size());
   };
   nodes_.AddHandlers({[recheck](const std::string&, const NodePtr&) { recheck(); },
                       [recheck](const std::string&, const NodePtr& old_node, const NodePtr& node) {
                         if (old_node != node && NodeChangeMatters(*old_node, *node)) recheck();
                       },
-                      [recheck](const std::string&, const NodePtr&) { recheck(); }});
+                      [recheck](const std::string&, const NodePtr&) { recheck(); },
+                      [](const std::string&, const NodePtr&) {}, initial_done});
+}
+
+void InformerView::AddInitialKey(std::string key) {
+  std::lock_guard<std::mutex> lock(initial_mu_);
+  initial_keys_.insert(std::move(key));
+}
+
+void InformerView::InitialListDone(Controller& controller) {
+  std::set<std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(initial_mu_);
+    if (--initial_lists_left_ > 0) return;
+    keys.swap(initial_keys_);
+  }
+  keys_handed_over_.fetch_add(keys.size());
+  for (const std::string& key : keys) controller.Enqueue(key);
 }
 
 void InformerView::TrackWaiting(const std::string& key,
@@ -160,6 +199,13 @@ void InformerView::TrackWaiting(const std::string& key,
 }
 
 uint64_t InformerView::node_rechecks() const { return node_rechecks_.load(); }
+
+uint64_t InformerView::keys_handed_over() const { return keys_handed_over_.load(); }
+
+void InformerView::HandOver(Controller& controller, const api::TargetPod& pod) {
+  if (!pod.migration_job_name.empty()) keys_handed_over_.fetch_add(1);
+  controller.OnTargetPod(pod);
+}
 
 void InformerView::Start() {
   vmims_.Start();

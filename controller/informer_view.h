@@ -23,12 +23,18 @@
 // index of their own (kept by the target pod handlers), so a node event costs
 // the pods that wait, not a copy of every target pod. Bound pods have no
 // handlers: the unschedulable report refreshes on its own timer.
+//
+// The initial lists are the caches filling, not changes (controller-runtime's
+// isInInitialList): their VMIM and target-pod adds name keys that are handed to
+// the controller once each, when all three lists are in; their node adds
+// re-explain nothing (every pod that waits was listed, so its key is among them).
 #pragma once
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -114,9 +120,17 @@ class InformerView : public CacheView {
   // Target pods handed to the controller because a node changed, since construction (the
   // work node events cost; for tests).
   uint64_t node_rechecks() const;
+  // VMIM keys the handlers handed to the controller (repeats included), since construction:
+  // the work cache events cost the queue (for tests).
+  uint64_t keys_handed_over() const;
 
  private:
   void TrackWaiting(const std::string& key, const kube::Informer<api::TargetPod>::Ptr& pod);
+  // controller.OnTargetPod, counted.
+  void HandOver(Controller& controller, const api::TargetPod& pod);
+  // A key named by an initial list's add; the last of the three lists hands them over.
+  void AddInitialKey(std::string key);
+  void InitialListDone(Controller& controller);
 
   kube::KubeClient& client_;
   const base::Clock& clock_;
@@ -136,6 +150,10 @@ class InformerView : public CacheView {
   // Target pods that WaitsUnschedulable, by informer key.
   std::map<std::string, kube::Informer<api::TargetPod>::Ptr> waiting_;
   std::atomic<uint64_t> node_rechecks_{0};
+  std::atomic<uint64_t> keys_handed_over_{0};
+  std::mutex initial_mu_;
+  std::set<std::string> initial_keys_;  // named by the initial lists' adds so far
+  int initial_lists_left_ = 3;          // VMIMs, target pods, nodes
 };
 
 // The values of the target-pod index: the pod's kubevirt.io/migrationJobUID label. Any

@@ -360,6 +360,76 @@ TEST_CASE("A node event costs the target pods that wait unschedulable, not every
   controller.Stop();
 }
 
+TEST_CASE("The initial lists hand each VMIM's key to the controller once, not once per event") {
+  base::FakeClock clock;
+  kube::FakeClient client;
+  base::Logger log{clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {}};
+  base::Registry registry;
+  OperatorMetrics metrics{registry, "vmim"};
+  KubeEventRecorder events{client, clock, log, "operator-0"};
+  // Three placed migrations, each with a gated target pod and one that waits unschedulable;
+  // a plain migration (nothing to place) with one target pod; 50 nodes. Before: 3 VMIM adds,
+  // 7 pod adds and, for each node listed after the pods, the 3 waiting pods again.
+  constexpr int kPlaced = 3;
+  constexpr int kNodes = 50;
+  std::set<std::string> keys;
+  for (int i = 0; i <= kPlaced; ++i) {
+    const bool placed = i < kPlaced;
+    json v = Stripped(Vmim(placed ? VmimSpec{{NodeTerm("node-3")}} : VmimSpec{}));
+    v["metadata"]["name"] = "mig-" + std::to_string(i);
+    const std::string uid =
+        client.Create(kube::kVirtualMachineInstanceMigrations, kNs, v)["metadata"]["uid"];
+    keys.insert(std::string(kNs) + "/mig-" + std::to_string(i));
+    for (int k = 0; k < (placed ? 2 : 1); ++k) {
+      const bool waiting = k == 1;
+      json pod =
+          Stripped(Pod({.name = "virt-launcher-" + std::to_string(i) + "-" + std::to_string(k),
+                        .job_uid = uid,
+                        .gated = !waiting,
+                        .scheduled_reason = waiting ? "Unschedulable" : "",
+                        .scheduled_message = waiting ? "0/50 nodes are available" : ""}));
+      pod["metadata"]["annotations"]["kubevirt.io/migrationJobName"] = "mig-" + std::to_string(i);
+      json stored = client.Create(kube::kPods, kNs, pod);
+      if (waiting) {
+        stored["status"] = pod["status"];
+        client.Update(kube::kPods, kNs, stored, "status");
+      }
+    }
+  }
+  for (int i = 0; i < kNodes; ++i) {
+    client.Create(kube::kNodes, "", Node({"node-" + std::to_string(i), {{"zone", "a"}}}));
+  }
+
+  InformerView view(client, clock);
+  Controller controller(view, client, clock, log, metrics, events);
+  view.Connect(controller);
+  view.Start();
+  REQUIRE(view.WaitForSync(std::chrono::seconds(20)));
+  REQUIRE(Eventually([&] { return controller.queue().Len() == keys.size(); }));
+  CHECK(view.keys_handed_over() == keys.size());
+  CHECK(view.node_rechecks() == 0);  // listed nodes are no change to re-explain
+  std::set<std::string> queued;
+  while (auto key = controller.queue().TryGet()) {
+    queued.insert(*key);
+    controller.queue().Done(*key);
+  }
+  CHECK(queued == keys);
+
+  // After the initial lists, events hand over as before: a node change that matters, the
+  // three waiting pods; a pod's update, its VMIM.
+  json n = client.Get(kube::kNodes, "", "node-7");
+  n["metadata"]["labels"]["zone"] = "b";
+  client.Update(kube::kNodes, "", n);
+  CHECK(Eventually([&] { return view.node_rechecks() == uint64_t{kPlaced}; }));
+  json p = client.Get(kube::kPods, kNs, "virt-launcher-0-0");
+  p["metadata"]["labels"]["extra"] = "x";
+  client.Update(kube::kPods, kNs, p);
+  CHECK(Eventually([&] { return view.keys_handed_over() == keys.size() + kPlaced + 1; }));
+  view.Stop();
+  controller.Stop();
+}
+
 TEST_CASE("The target-pod index reads any JSON without undefined behaviour or exceptions") {
   struct Row {
     const char* json;

@@ -182,8 +182,15 @@ void InformerCore::Apply(WatcherStep step) {
         }
         std::sort(gone.begin(), gone.end());
         for (const std::string& key : gone) Remove(key, deliveries);
+        const size_t first = deliveries.size();
         for (auto& [key, entry] : relist_) Upsert(key, std::move(entry), deliveries);
         relist_.clear();
+        if (!synced_) {  // the first list: the cache fills
+          for (size_t i = first; i < deliveries.size(); ++i) {
+            if (deliveries[i].kind == Delivery::kAdd) deliveries[i].kind = Delivery::kInitialAdd;
+          }
+          deliveries.push_back({Delivery::kInitialListDone, "", nullptr, nullptr});
+        }
         synced_ = true;
         synced_cv_.notify_all();
         trim_after_step = options_.trim_heap_after_list;
@@ -229,6 +236,16 @@ void InformerCore::Deliver(const std::vector<Delivery>& deliveries) {
           break;
         case Delivery::kDelete:
           if (h.on_delete) h.on_delete(d.key, d.old_obj);
+          break;
+        case Delivery::kInitialAdd:
+          if (h.on_initial_add) {
+            h.on_initial_add(d.key, d.new_obj);
+          } else if (h.on_add) {
+            h.on_add(d.key, d.new_obj);
+          }
+          break;
+        case Delivery::kInitialListDone:
+          if (h.on_initial_list_done) h.on_initial_list_done();
           break;
       }
     }

@@ -9,6 +9,11 @@
 // the first list is complete, and re-delivers update events for every object
 // on Resync() (periodically when resync_period > 0).
 //
+// The adds of the first list are the cache filling, not changes: a handler may take them
+// apart (on_initial_add, client-go's isInInitialList) and learn when they are all delivered
+// (on_initial_list_done), to act once on the whole list instead of once per object. Later
+// lists (after a watch expired) deliver as the watch does.
+//
 // A projection returning nullptr means "not interesting": the object is
 // treated as absent. Reads are thread-safe; handlers run on the informer's
 // threads, one at a time, with no cache lock held (they may read the cache).
@@ -61,6 +66,10 @@ class InformerCore {
     std::function<void(const std::string& key, const Erased& old_obj, const Erased& new_obj)>
         on_update;
     std::function<void(const std::string& key, const Erased& old_obj)> on_delete;
+    // The first list's adds go here instead of on_add when set.
+    std::function<void(const std::string& key, const Erased& obj)> on_initial_add = nullptr;
+    // Once, after the first list's adds have been delivered.
+    std::function<void()> on_initial_list_done = nullptr;
   };
   // The watcher's backoffs wait on `clock`, and the periodic resync is a timer on it (a
   // FakeClock's Advance makes it due); Stop() interrupts both.
@@ -103,7 +112,7 @@ class InformerCore {
     std::vector<std::vector<std::string>> index_values;
   };
   struct Delivery {
-    enum { kAdd, kUpdate, kDelete } kind;
+    enum { kAdd, kUpdate, kDelete, kInitialAdd, kInitialListDone } kind;
     std::string key;
     Erased old_obj;
     Erased new_obj;
@@ -159,6 +168,8 @@ class Informer {
     std::function<void(const std::string& key, const Ptr& obj)> on_add;
     std::function<void(const std::string& key, const Ptr& old_obj, const Ptr& new_obj)> on_update;
     std::function<void(const std::string& key, const Ptr& old_obj)> on_delete;
+    std::function<void(const std::string& key, const Ptr& obj)> on_initial_add = nullptr;
+    std::function<void()> on_initial_list_done = nullptr;
   };
 
   Informer(KubeClient& client, InformerOptions options, Projection projection,
@@ -186,6 +197,13 @@ class Informer {
         f(k, Cast(o));
       };
     }
+    if (h.on_initial_add) {
+      erased.on_initial_add = [f = h.on_initial_add](const std::string& k,
+                                                     const InformerCore::Erased& o) {
+        f(k, Cast(o));
+      };
+    }
+    erased.on_initial_list_done = std::move(h.on_initial_list_done);
     core_.AddHandlers(std::move(erased));
   }
   void AddIndex(const std::string& name, InformerCore::IndexFunc f) {

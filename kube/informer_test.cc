@@ -1,6 +1,7 @@
 // kube/informer_test.cc
 #include "kube/informer.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <future>
@@ -166,6 +167,66 @@ TEST_CASE("A relist after 410 reconciles the cache: deletions seen while away ar
   CHECK(inf.Keys() == V{"ns/b", "ns/c"});
   CHECK(inf.KeysByIndex("job", "j") == V{"ns/b", "ns/c"});
   CHECK(inf.HasSynced());
+}
+
+TEST_CASE(
+    "The first list's adds go to on_initial_add, then on_initial_list_done; a relist's do not") {
+  FakeClient::Options fo;
+  fo.watch_history = 1;
+  FakeClient c(fo);
+  base::FakeClock clock;
+  Informer<PodView> inf(c, Options(), Project, clock);
+  Recorder rec;
+  Hook(inf, rec);  // on_add only: it sees the first list's adds as before
+  inf.AddHandlers({
+      [&](const std::string& k, const std::shared_ptr<const PodView>&) { rec.Add("2:add " + k); },
+      nullptr,
+      nullptr,
+      [&](const std::string& k, const std::shared_ptr<const PodView>&) {
+        rec.Add("2:initial " + k);
+      },
+      [&] { rec.Add("2:initial list done"); },
+  });
+  c.Create(kPods, "ns", Pod("a"));
+  c.Create(kPods, "ns", Pod("b"));
+  c.Create(kPods, "ns", Pod("c"));
+  inf.StepForTest();  // Init
+  inf.StepForTest();  // page 1: a, b
+  CHECK(rec.Take().empty());
+  inf.StepForTest();  // page 2: c + done
+  CHECK(rec.Take() == V{"add ns/a ", "2:initial ns/a", "add ns/b ", "2:initial ns/b", "add ns/c ",
+                        "2:initial ns/c", "2:initial list done"});
+  inf.StepForTest();  // watching
+  c.Create(kPods, "ns", Pod("d"));
+  inf.StepForTest();
+  CHECK(rec.Take() == V{"add ns/d ", "2:add ns/d"});
+
+  // A relist after 410: its adds are changes, delivered as the watch's; no second "done".
+  c.CloseWatches();
+  inf.StepForTest();  // ended
+  c.Create(kPods, "ns", Pod("e"));
+  c.Create(kPods, "ns", Pod("f"));
+  inf.StepForTest();                              // reopen from an rv that is now compacted
+  inf.StepForTest();                              // ERROR 410 -> Empty
+  for (int i = 0; i < 4; ++i) inf.StepForTest();  // Init, three pages + done
+  const V relisted = rec.Take();
+  CHECK(std::count(relisted.begin(), relisted.end(), "2:add ns/e") == 1);
+  CHECK(std::count(relisted.begin(), relisted.end(), "2:add ns/f") == 1);
+  for (const std::string& line : relisted) {
+    CHECK(line.rfind("2:initial", 0) == std::string::npos);
+  }
+}
+
+TEST_CASE("An empty first list still reports its end") {
+  FakeClient c;
+  base::FakeClock clock;
+  Informer<PodView> inf(c, Options(), Project, clock);
+  Recorder rec;
+  inf.AddHandlers({nullptr, nullptr, nullptr, nullptr, [&] { rec.Add("done"); }});
+  inf.StepForTest();  // Init
+  inf.StepForTest();  // the empty page + done
+  CHECK(inf.HasSynced());
+  CHECK(rec.Take() == V{"done"});
 }
 
 TEST_CASE("A throwing projection is reported, never fatal") {
