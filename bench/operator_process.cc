@@ -38,6 +38,7 @@ OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<st
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  since_spawn_.Restart();
   const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(log_fd);
@@ -49,22 +50,22 @@ OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<st
 
 OperatorProcess::~OperatorProcess() { Stop(); }
 
-bool OperatorProcess::WaitReady(int health_port, std::chrono::seconds timeout) {
+bool OperatorProcess::WaitReady(int health_port, std::chrono::seconds timeout,
+                                std::chrono::milliseconds poll) {
   httplib::Client cli("127.0.0.1", health_port);
   cli.set_connection_timeout(1, 0);
   cli.set_read_timeout(2, 0);
   bool exited = false;
-  const bool done =
-      base::PollUntil(base::SystemClock(), timeout, std::chrono::milliseconds(100), [&] {
-        int status = 0;
-        if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          exited = true;
-          return true;
-        }
-        auto res = cli.Get("/readyz");
-        return res && res->status == 200;
-      });
+  const bool done = base::PollUntil(base::SystemClock(), timeout, poll, [&] {
+    int status = 0;
+    if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      exited = true;
+      return true;
+    }
+    auto res = cli.Get("/readyz");
+    return res && res->status == 200;
+  });
   return done && !exited;
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/poll.h"
+
 namespace kmt::bench {
 
 class OperatorProcess {
@@ -24,16 +26,20 @@ class OperatorProcess {
   OperatorProcess(const OperatorProcess&) = delete;
   OperatorProcess& operator=(const OperatorProcess&) = delete;
 
-  // Polls http://127.0.0.1:<health_port>/readyz until it answers 200. False when the
-  // timeout passes or the process exits first.
-  bool WaitReady(int health_port, std::chrono::seconds timeout);
+  // Polls http://127.0.0.1:<health_port>/readyz every `poll` until it answers 200. False
+  // when the timeout passes or the process exits first.
+  bool WaitReady(int health_port, std::chrono::seconds timeout,
+                 std::chrono::milliseconds poll = std::chrono::milliseconds(100));
   // VmRSS of the process in bytes; nullopt when it is gone.
   std::optional<uint64_t> RssBytes() const;
+  // Seconds since the constructor spawned the process (timed from just before posix_spawn).
+  double SecondsSinceSpawn() const { return since_spawn_.ElapsedSeconds(); }
   void Stop();
   pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
+  base::Stopwatch since_spawn_;
 };
 
 // VmRSS (kB) parsed from the text of /proc/<pid>/status, in bytes; nullopt when absent.

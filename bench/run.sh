@@ -6,9 +6,9 @@
 # (bench/check_tables.py; budgets are reported, not asserted). hack/test.sh runs --quick.
 #
 #   full:    explainer, webhook at 1,000/3,000/5,000 req/s for 5 s each, gate release with
-#            N = 1, 50, 200, memory with 5,000 nodes, 10,000 VMIMs, 10,000 target pods,
-#            admission against the live API server at 50/200/400/800 req/s for 10 s each
-#            (about 13-18 minutes on 2 cores);
+#            N = 1, 50, 200, memory and cold start with 5,000 nodes, 10,000 VMIMs, 10,000
+#            target pods, admission against the live API server at 50/200/400/800 req/s for
+#            10 s each (about 13-18 minutes on 2 cores);
 #   --quick: the same benchmarks, smaller: webhook 1 s per rate, gate release N = 1, 50,
 #            memory 500 nodes, 1,000 VMIMs, 1,000 pods, live admission at 50/200 req/s for
 #            2 s each (3-3.5 minutes on 2 cores at load 8-20, starting the control plane
@@ -171,5 +171,6 @@ python3 bench/check_tables.py "$TABLES" \
   "webhook=${RC[webhook]}=Webhook latency and server CPU (open loop, TLS keep-alive)" \
   "gate-release=${RC[gate-release]}=Gate release latency (real control plane)" \
   "memory=${RC[memory]}=Operator memory (real API server)" \
+  "cold-start=${RC[memory]}=Operator cold start (real API server)" \
   "admission-live=${RC[admission-live]}=Admission, live API server" || STATUS=1
 exit $STATUS
