@@ -183,7 +183,8 @@ Json FakeClient::Get(const Resource& r, std::string_view ns, std::string_view na
 }
 
 Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions& opts) {
-  Before({Verb::kList, GroupResourceName(r), std::string(ns), "", "", false, nullptr});
+  Before({Verb::kList, GroupResourceName(r), std::string(ns), "", "", false, nullptr,
+          opts.label_selector, opts.field_selector});
   const std::string what = DescribeCall("list", r, ns);
   const std::string gr = GroupResourceName(r);
   LabelSelector labels;

@@ -62,6 +62,9 @@ struct FakeCall {
   std::string subresource;
   bool dry_run = false;
   Json body;  // create/update: the object; patch: the patch; otherwise null
+  // list/watch: the selectors asked for
+  std::string label_selector = {};
+  std::string field_selector = {};
 };
 
 class FakeClient : public KubeClient {

@@ -80,7 +80,8 @@ void FakeClient::Publish(const HistoryEntry& e) {
 
 std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_view ns,
                                                const WatchOptions& opts) {
-  Before({Verb::kWatch, GroupResourceName(r), std::string(ns), "", "", false, nullptr});
+  Before({Verb::kWatch, GroupResourceName(r), std::string(ns), "", "", false, nullptr,
+          opts.label_selector, opts.field_selector});
   const std::string what = DescribeCall("watch", r, ns);
   auto s = std::make_shared<Stream>();
   s->resource = GroupResourceName(r);

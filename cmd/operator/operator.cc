@@ -165,6 +165,9 @@ struct Operator::Impl {
     starter = std::thread([this] {
       while (!stopping.load()) {
         if (view->WaitForSync(std::chrono::milliseconds(500))) {
+          // Readiness first: the largest cache, the explainer's, only once the others are in
+          // (until it has synced, plans that need it wait; gates are released at once).
+          if (!stopping.load()) view->StartBoundPods();
           const controller::InformerView::Sizes sizes = view->sizes();
           log.Info("Synced caches", {{"vmims", std::to_string(sizes.vmims)},
                                      {"targetPods", std::to_string(sizes.target_pods)},
@@ -352,8 +355,9 @@ struct Operator::Impl {
     controller::InformerViewOptions vo;
     vo.on_error = WatchErrorLog(log);
     // Standbys keep no bound pods (every running pod of the cluster, for the explainer: the
-    // largest cache); the leader lists them when it takes the Lease.
-    vo.bound_pods_on_demand = flags.leader_elect;
+    // largest cache), and readiness never waits for them: the leader (every replica with
+    // --leader-elect=false) lists them once it leads and its other caches have synced.
+    vo.bound_pods_on_demand = true;
     view = std::make_unique<controller::InformerView>(clients.controller, clock, vo);
     // The webhook's placement warnings read the node cache instead of listing nodes.
     if (cluster) {
@@ -416,7 +420,6 @@ struct Operator::Impl {
         waiting.SetLeading(true);
         log.Info("Acquired lease",
                  {{"lease", flags.leader_election_id}, {"identity", identity.id}});
-        view->StartBoundPods();
         StartWorkersWhenSynced();
       };
       lc.on_stopped_leading = [this] {

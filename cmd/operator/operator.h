@@ -10,8 +10,10 @@
 //                  own: its API calls never delay a Lease renewal);
 //   the leader:    the reconcile workers (--leader-elect; without it, at once).
 //
-// /readyz is ready when the caches are synced (if the controller runs) and
-// the webhook has a certificate loaded (if it runs).
+// /readyz is ready when the VMIM, target-pod and node caches are synced (if the
+// controller runs) and the webhook has a certificate loaded (if it runs). The
+// bound-pod cache (every running pod, the explainer's) is the leader's alone and
+// no part of readiness: it is listed once the leader's other caches have synced.
 //
 // Stop (SIGTERM): workers drain, the lease is released, the webhook and
 // servers stop; exit code 0. Losing leadership ends the process with exit

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/clock.h"
@@ -240,6 +241,135 @@ TEST_CASE("A second replica waits as a warm standby, ready but not leading") {
   CHECK(b.Run() == 0);
   a.RequestStop();
   CHECK(a.Run() == 0);
+}
+
+// The caches a replica listed and watched, by what they are: "nodes", "vmims", "target pods",
+// "bound pods", "policies", or the resource's name for anything else.
+std::set<std::string> ListedAndWatched(const kube::FakeClient& client) {
+  std::set<std::string> out;
+  for (const kube::FakeCall& c : client.Calls()) {
+    if (c.verb != kube::Verb::kList && c.verb != kube::Verb::kWatch) continue;
+    if (c.resource == "pods") {
+      out.insert(!c.field_selector.empty() ? "bound pods"
+                 : c.label_selector.find("kubevirt.io/migrationJobUID") != std::string::npos
+                     ? "target pods"
+                     : "pods");
+    } else if (c.resource == "nodes") {
+      out.insert("nodes");
+    } else if (c.resource == "virtualmachineinstancemigrations.kubevirt.io") {
+      out.insert("vmims");
+    } else if (c.resource == "migrationtargetpolicies.migration-target.kubevirt.io") {
+      out.insert("policies");
+    } else {
+      out.insert(c.resource);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("A webhook-only replica lists and watches nothing") {
+  kube::FakeClient client;
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path dir =
+      std::filesystem::path(tmp != nullptr ? tmp : "/tmp") / "webhook-only-certs";
+  std::filesystem::remove_all(dir);
+  OperatorFlags flags;
+  flags.disable_controller = true;
+  flags.webhook_port = 0;
+  flags.webhook_cert_mode = "self";
+  flags.webhook_cert_dir = dir.string();
+  flags.webhook_cert_hosts = {"127.0.0.1"};
+  flags.health_probe_bind_address = "0";
+  flags.metrics_bind_address = "0";
+  Operator op(flags, client, log, {"replica-a", "kmt-system"});
+  op.Start();
+  REQUIRE(Eventually([&] { return op.Ready(); }));  // its certificate written and loaded
+  CHECK(ListedAndWatched(client).empty());
+  op.RequestStop();
+  CHECK(op.Run() == 0);
+}
+
+TEST_CASE("A follower keeps the standby caches: no bound pods, no policies") {
+  kube::FakeClient client;
+  const std::string now = base::FormatMicroTime(base::SystemClock().WallNow());
+  client.Create(kube::kLeases, "kmt-system",
+                {{"apiVersion", "coordination.k8s.io/v1"},
+                 {"kind", "Lease"},
+                 {"metadata", {{"name", "migration-target-operator"}, {"namespace", "kmt-system"}}},
+                 {"spec",
+                  {{"holderIdentity", "another-replica"},
+                   {"leaseDurationSeconds", 3600},
+                   {"acquireTime", now},
+                   {"renewTime", now}}}});
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
+  OperatorFlags flags;
+  flags.disable_webhook = true;
+  flags.leader_election_namespace = "kmt-system";
+  flags.health_probe_bind_address = "0";
+  flags.metrics_bind_address = "0";
+  Operator op(flags, client, log, {"replica-b", ""});
+  op.Start();
+  REQUIRE(Eventually([&] { return op.Ready(); }));
+  CHECK_FALSE(op.Leading());
+  CHECK(ListedAndWatched(client) == std::set<std::string>{"nodes", "target pods", "vmims"});
+  op.RequestStop();
+  CHECK(op.Run() == 0);
+}
+
+// Holds back every LIST of bound pods until Open().
+class BoundPodListGate {
+ public:
+  ~BoundPodListGate() { Open(); }
+  void Hook(const kube::FakeCall& c) {
+    if (c.resource != "pods" || c.verb != kube::Verb::kList || c.field_selector.empty()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    ++held_;
+    cv_.wait_for(lock, std::chrono::seconds(30), [this] { return open_; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  int Held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int held_ = 0;
+};
+
+TEST_CASE("Without leader election the replica is ready before its bound pods are listed") {
+  BoundPodListGate gate;
+  kube::FakeClient client;
+  client.SetCallHook([&gate](const kube::FakeCall& c) { gate.Hook(c); });
+  base::RealClock clock;
+  base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
+                   [](const std::string&) {});
+  OperatorFlags flags;
+  flags.disable_webhook = true;
+  flags.leader_elect = false;
+  flags.health_probe_bind_address = "0";
+  flags.metrics_bind_address = "0";
+  Operator op(flags, client, log, {"replica-a", ""});
+  op.Start();
+  // Ready on the VMIM, target-pod and node caches, while the bound pods' LIST is held back;
+  // the leader lists them once those have synced.
+  REQUIRE(Eventually([&] { return op.Ready() && op.Leading(); }));
+  CHECK(Eventually([&] { return gate.Held() == 1; }));
+  CHECK(op.Ready());
+  gate.Open();
+  op.RequestStop();
+  CHECK(op.Run() == 0);
 }
 
 TEST_CASE("Leader election outside a pod needs a namespace") {
