@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -105,10 +107,31 @@ struct DecodeResult {
   std::string uid;  // request.uid whenever it could be read (also on failure)
 };
 
+// The members of request.object and request.oldObject an admitter reads, as paths of member
+// names ({"metadata", "labels"}). Decoded with one, a review's object holds only those: a
+// member whose path is listed is kept whole; one whose path is a proper prefix of a listed
+// path is kept as an object of just its listed members (or whole, when it is not an object);
+// every other member is skipped while the body is parsed, never built. The rest of the review
+// is decoded as always. So a large pod costs the pod mutator no DOM of its containers,
+// volumes or status (bench/RESULTS.md: parsing was a fifth of the server's CPU per review).
+class ObjectReads {
+ public:
+  struct Node {
+    std::map<std::string, Node, std::less<>> members;
+    bool whole = false;  // the member's whole value
+  };
+  ObjectReads(std::initializer_list<std::vector<std::string>> paths);
+  const Node& root() const { return root_; }
+
+ private:
+  Node root_;
+};
+
 // Decodes an AdmissionReview body. Fails (with a message naming the member) on bytes that
 // are not a JSON object, on a wrong apiVersion or kind, a missing request or uid, and on a
 // member of the wrong JSON type. Unknown members are ignored, as the API server may add some.
-DecodeResult DecodeAdmissionReview(std::string_view body);
+// With `reads`, request.object and request.oldObject hold only those members.
+DecodeResult DecodeAdmissionReview(std::string_view body, const ObjectReads* reads = nullptr);
 
 // The AdmissionReview JSON carrying `response`.
 Json EncodeAdmissionReview(const AdmissionResponse& response);

@@ -69,6 +69,80 @@ TEST_CASE("DecodeAdmissionReview treats absent and null members as Go's zero val
   CHECK(d.request->ns.empty());
 }
 
+TEST_CASE("DecodeAdmissionReview with ObjectReads builds only the members the admitter reads") {
+  const ObjectReads reads{{"metadata", "labels"}, {"spec", "nodeName"}, {"spec", "gates"}};
+  const Json review = Json::parse(R"({
+    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+    "request": {
+      "uid": "u1", "operation": "UPDATE", "namespace": "ns1",
+      "kind": {"group": "", "version": "v1", "kind": "Pod"},
+      "userInfo": {"username": "admin", "groups": ["g1"], "extra": {"k": ["v"]}},
+      "object": {
+        "metadata": {"name": "p", "labels": {"a": "1", "b": {"deep": [1, 2.5, -3, true, null]}},
+                     "managedFields": [{"manager": "m"}]},
+        "spec": {"containers": [{"name": "c", "env": [{"name": "X", "value": "Y"}]}],
+                 "nodeName": "n1", "gates": [{"name": "g"}], "volumes": {"v": {"x": 1}}},
+        "status": {"phase": "Pending"}
+      },
+      "oldObject": {"metadata": {"labels": {"a": "0"}}, "spec": null, "kind": "Pod"},
+      "options": {"kind": "UpdateOptions"}
+    }
+  })");
+  DecodeResult d = DecodeAdmissionReview(review.dump(), &reads);
+  REQUIRE(d.request.has_value());
+  const AdmissionRequest& r = *d.request;
+  // Listed paths whole; their prefixes as objects of the listed members; nothing else.
+  CHECK(r.object == Json::parse(R"({
+    "metadata": {"labels": {"a": "1", "b": {"deep": [1, 2.5, -3, true, null]}}},
+    "spec": {"nodeName": "n1", "gates": [{"name": "g"}]}})"));
+  CHECK(r.object["metadata"]["labels"]["b"]["deep"][0].is_number_unsigned());
+  CHECK(r.object["metadata"]["labels"]["b"]["deep"][2].is_number_integer());
+  // A prefix whose value is not an object is kept as it is.
+  CHECK(r.old_object == Json::parse(R"({"metadata": {"labels": {"a": "0"}}, "spec": null})"));
+  // The envelope is decoded whole.
+  CHECK(r.uid == "u1");
+  CHECK(r.user_info == UserInfo{"admin", "", {"g1"}, {{"k", {"v"}}}});
+  CHECK(r.options == Json::parse(R"({"kind": "UpdateOptions"})"));
+  CHECK(r.kind == GroupVersionKind{"", "v1", "Pod"});
+
+  // Without reads: everything, as before.
+  DecodeResult all = DecodeAdmissionReview(review.dump());
+  REQUIRE(all.request.has_value());
+  CHECK(all.request->object == review["request"]["object"]);
+}
+
+TEST_CASE("DecodeAdmissionReview with ObjectReads decides as the whole parse does") {
+  const ObjectReads reads{{"metadata", "labels"}};
+  // A repeated member: the last value wins, as in nlohmann's DOM.
+  DecodeResult dup = DecodeAdmissionReview(
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",)"
+      R"("operation":"CREATE","object":{"metadata":{"labels":{"a":"1"},"labels":{"a":"2"}}}}})",
+      &reads);
+  REQUIRE(dup.request.has_value());
+  CHECK(dup.request->object == Json::parse(R"({"metadata":{"labels":{"a":"2"}}})"));
+  // Bad JSON, also inside a skipped member, fails with nlohmann's own message.
+  for (const std::string& body :
+       {std::string(R"({"apiVersion":"admission.k8s.io/v1","request":{"uid":"u1",)"
+                    R"("object":{"spec":{"x":[1,}}}})"),
+        std::string(R"({"apiVersion":"admission.k8s.io/v1","request":{"uid":"u1",)"
+                    "\"object\":{\"spec\":\"\xff\"}}}")}) {
+    CAPTURE(body);
+    DecodeResult filtered = DecodeAdmissionReview(body, &reads);
+    DecodeResult whole = DecodeAdmissionReview(body);
+    CHECK_FALSE(filtered.request.has_value());
+    CHECK(filtered.error == whole.error);
+    CHECK(filtered.error.rfind("AdmissionReview is not valid JSON: ", 0) == 0);
+  }
+  // The envelope's own checks are unchanged.
+  DecodeResult wrong = DecodeAdmissionReview(
+      R"({"apiVersion":"v0","kind":"AdmissionReview","request":{"uid":"u1","object":{}}})", &reads);
+  CHECK(wrong.error ==
+        DecodeAdmissionReview(
+            R"({"apiVersion":"v0","kind":"AdmissionReview","request":{"uid":"u1","object":{}}})")
+            .error);
+  CHECK(wrong.uid == "u1");
+}
+
 TEST_CASE("DecodeAdmissionReview rejects malformed reviews with a message naming the member") {
   struct Row {
     const char* name;

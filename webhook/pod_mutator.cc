@@ -40,6 +40,15 @@ std::optional<Json> GatePatch(const Json& pod) {
 
 }  // namespace
 
+const ObjectReads& TargetPodReads() {
+  static const ObjectReads reads{{"metadata", "labels"},
+                                 {"metadata", "annotations"},
+                                 {"metadata", "namespace"},
+                                 {"spec", "schedulingGates"},
+                                 {"spec", "nodeName"}};
+  return reads;
+}
+
 AdmissionResponse MutateTargetPod(const AdmissionRequest& req, ClusterView& cluster) {
   if (!IsPodCreate(req)) return Allowed();
   const Json& pod = req.object;

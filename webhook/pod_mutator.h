@@ -35,4 +35,10 @@ namespace kmt::webhook {
 
 AdmissionResponse MutateTargetPod(const AdmissionRequest& request, ClusterView& cluster);
 
+// The members of the pod MutateTargetPod reads (metadata's labels, annotations and namespace;
+// spec, its schedulingGates and nodeName): the server decodes only those (ObjectReads). A
+// change to what the mutator reads changes this list; pod_mutator_test answers every golden
+// review both ways.
+const ObjectReads& TargetPodReads();
+
 }  // namespace kmt::webhook

@@ -87,10 +87,18 @@ TEST_CASE("Pod mutator answers every golden AdmissionReview") {
   if (auto it = Tweaks().find(name); it != Tweaks().end()) it->second(world);
 
   const Json request = testing::ReadTestdataJson("pod/" + name + ".request.json");
+  // As the server decodes it: only the members the mutator reads (TargetPodReads).
   ShellAnswer answer = ServeAdmission(
       "application/json", request.dump(),
-      [&world](const AdmissionRequest& r) { return MutateTargetPod(r, world.cluster); });
+      [&world](const AdmissionRequest& r) { return MutateTargetPod(r, world.cluster); },
+      &TargetPodReads());
   REQUIRE(answer.http_status == 200);
+  // The same answer from the whole pod: the list names everything the mutator reads.
+  ShellAnswer whole = ServeAdmission(
+      "application/json", request.dump(),
+      [&world](const AdmissionRequest& r) { return MutateTargetPod(r, world.cluster); });
+  CHECK(whole.http_status == answer.http_status);
+  CHECK(whole.body == answer.body);
   const Json actual = Json::parse(answer.body);
   CAPTURE(actual.dump(2));
   CHECK(actual == testing::Golden("pod/" + name + ".response.json", actual));

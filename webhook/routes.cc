@@ -23,7 +23,8 @@ std::vector<Route> AdmissionRoutes(AccessReviewer& access, ClusterView& cluster,
       {std::string(kValidateVmimPath),
        [deps](const AdmissionRequest& r) { return ValidateVmim(r, deps); }},
       {std::string(kMutatePodPath),
-       [&cluster](const AdmissionRequest& r) { return MutateTargetPod(r, cluster); }},
+       [&cluster](const AdmissionRequest& r) { return MutateTargetPod(r, cluster); },
+       &TargetPodReads()},
   };
 }
 

@@ -84,14 +84,15 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
                 /*inline_handler=*/true, ""});
   for (const Route& route : routes_) {
     const Admitter* admit = &route.admit;
+    const ObjectReads* reads = route.reads;
     const std::string path = route.path;
     hr.push_back({"POST", route.path,
-                  [this, admit, path](const http::Request& req) {
+                  [this, admit, reads, path](const http::Request& req) {
                     // Read once: a review whose attempt on the I/O thread would have waited
                     // is decided again on a worker from what that attempt read.
                     if (!req.carry) {
                       req.carry = std::make_shared<const ReadReviewResult>(
-                          ReadReview(req.content_type, req.body));
+                          ReadReview(req.content_type, req.body, reads));
                     }
                     ShellAnswer answer = Decide(
                         *std::static_pointer_cast<const ReadReviewResult>(req.carry), *admit);

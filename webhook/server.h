@@ -111,6 +111,9 @@ struct ServerOptions {
 struct Route {
   std::string path;  // exact, e.g. "/validate-vmim"
   Admitter admit;
+  // The members of the review's object `admit` reads (null: all); not owned, outlives the
+  // server.
+  const ObjectReads* reads = nullptr;
 };
 
 class AdmissionServer {

@@ -38,7 +38,8 @@ std::string EncodeAnswer(const AdmissionResponse& response) {
 
 }  // namespace
 
-ReadReviewResult ReadReview(std::string_view content_type, std::string_view body) {
+ReadReviewResult ReadReview(std::string_view content_type, std::string_view body,
+                            const ObjectReads* reads) {
   if (body.empty()) {
     return {ShellAnswer{400, StatusJson(400, "BadRequest", "request body is empty")}, {}};
   }
@@ -48,7 +49,7 @@ ReadReviewResult ReadReview(std::string_view content_type, std::string_view body
                                                     content_type))},
             {}};
   }
-  DecodeResult decoded = DecodeAdmissionReview(body);
+  DecodeResult decoded = DecodeAdmissionReview(body, reads);
   if (decoded.request) return {std::nullopt, std::move(*decoded.request)};
   if (decoded.uid.empty()) {
     return {ShellAnswer{400, StatusJson(400, "BadRequest", decoded.error)}, {}};
@@ -75,8 +76,8 @@ ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit) {
 }
 
 ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
-                           const Admitter& admit) {
-  return Decide(ReadReview(content_type, body), admit);
+                           const Admitter& admit, const ObjectReads* reads) {
+  return Decide(ReadReview(content_type, body, reads), admit);
 }
 
 }  // namespace kmt::webhook

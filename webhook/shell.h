@@ -32,8 +32,9 @@ struct ShellAnswer {
   std::string body;  // JSON: an AdmissionReview, or a metav1.Status when http_status != 200
 };
 
+// With `reads`, the review's object holds only the members the admitter reads (ObjectReads).
 ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
-                           const Admitter& admit);
+                           const Admitter& admit, const ObjectReads* reads = nullptr);
 
 // ServeAdmission in its two steps, for a server that may decide one review twice (a first
 // attempt that would have waited, then on a worker: webhook/server.h) without reading it
@@ -45,7 +46,8 @@ struct ReadReviewResult {
   std::optional<ShellAnswer> answer;
   AdmissionRequest request;
 };
-ReadReviewResult ReadReview(std::string_view content_type, std::string_view body);
+ReadReviewResult ReadReview(std::string_view content_type, std::string_view body,
+                            const ObjectReads* reads = nullptr);
 ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit);
 
 // A metav1.Status JSON body (kind Status, status Failure).

@@ -212,6 +212,17 @@ std::string Check(std::string_view input) {
   const char* content_type =
       (control & 128) ? "application/json; charset=utf-8" : "application/json";
   const webhook::ShellAnswer answer = webhook::ServeAdmission(content_type, body, admit);
+  if (mutator) {
+    // The server decodes only the members the mutator reads: the same answer, always.
+    const webhook::ShellAnswer kept =
+        webhook::ServeAdmission(content_type, body, admit, &webhook::TargetPodReads());
+    if (kept.http_status != answer.http_status || kept.body != answer.body) {
+      return fmt::format(
+          "decoded with TargetPodReads the mutator answered HTTP {} {}, from the "
+          "whole review HTTP {} {}",
+          kept.http_status, kept.body, answer.http_status, answer.body);
+    }
+  }
 
   if (answer.http_status != 200 && answer.http_status != 400 && answer.http_status != 415) {
     return fmt::format("shell answered HTTP {}", answer.http_status);
