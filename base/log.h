@@ -90,6 +90,9 @@ class LogContext {
     Log(LogLevel::kError, msg, fields);
   }
 
+  // The fields every line carries, in order.
+  const std::vector<std::pair<std::string, std::string>>& fields() const { return fields_; }
+
  private:
   Logger& log_;
   std::vector<std::pair<std::string, std::string>> fields_;

@@ -44,16 +44,25 @@ nlohmann::json KubeEventRecorder::Build(const ObjectRef& about, const EventSpec&
           {"lastTimestamp", ts}};
 }
 
-void KubeEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
+namespace {
+
+// The lines about an Event carry its reconcile's fields, or at least the VMIM.
+base::LogContext EventLog(base::Logger& log, const ObjectRef& about,
+                          const EventLogFields& log_fields) {
+  if (!log_fields.empty()) return base::LogContext(log, log_fields);
+  return base::LogContext(log, {{"vmim", about.ns + "/" + about.name}});
+}
+
+}  // namespace
+
+void KubeEventRecorder::Record(const ObjectRef& about, const EventSpec& event,
+                               const EventLogFields& log_fields) {
+  const base::LogContext log = EventLog(log_, about, log_fields);
   try {
     client_.Create(kube::kEvents, about.ns, Build(about, event));
-    log_.Debug(
-        "Recorded event",
-        {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}, {"type", event.type}});
+    log.Debug("Recorded event", {{"reason", event.reason}, {"type", event.type}});
   } catch (const kube::KubeError& e) {
-    log_.Error(
-        "Failed to record event",
-        {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}, {"error", e.what()}});
+    log.Error("Failed to record event", {{"reason", event.reason}, {"error", e.what()}});
   }
 }
 
@@ -66,18 +75,19 @@ AsyncEventRecorder::AsyncEventRecorder(EventRecorder& sink, const base::Clock& c
 
 AsyncEventRecorder::~AsyncEventRecorder() { Stop(); }
 
-void AsyncEventRecorder::Record(const ObjectRef& about, const EventSpec& event) {
+void AsyncEventRecorder::Record(const ObjectRef& about, const EventSpec& event,
+                                const EventLogFields& log_fields) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_ && queue_.size() < capacity_) {
-      queue_.emplace_back(about, event);
+      queue_.push_back({about, event, log_fields});
       cv_.notify_one();
       return;
     }
   }
   dropped_.fetch_add(1);
-  log_.Error("Dropped event: the event queue is full or stopping",
-             {{"vmim", about.ns + "/" + about.name}, {"reason", event.reason}});
+  EventLog(log_, about, log_fields)
+      .Error("Dropped event: the event queue is full or stopping", {{"reason", event.reason}});
 }
 
 void AsyncEventRecorder::Flush() {
@@ -107,11 +117,12 @@ void AsyncEventRecorder::Run() {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_ && !deadline) deadline = clock_.Now() + drain_for_;
     if (queue_.empty() || (deadline && clock_.Now() >= *deadline)) break;
-    auto [about, event] = std::move(queue_.front());
+    Queued next = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    sink_.Record(about, event);  // best effort: the sink logs its own failures
+    // Best effort: the sink logs its own failures, with the reconcile's fields.
+    sink_.Record(next.about, next.event, next.log_fields);
     lock.lock();
     busy_ = false;
     if (queue_.empty()) idle_cv_.notify_all();

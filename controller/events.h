@@ -33,10 +33,15 @@ struct ObjectRef {
   std::string api_version, kind, ns, name, uid, resource_version;
 };
 
+// The log fields of the reconcile that records an Event (vmim=ns/name reconcile_id=N), which
+// the recorders' own lines about it carry; empty: vmim=ns/name of `about`.
+using EventLogFields = std::vector<std::pair<std::string, std::string>>;
+
 class EventRecorder {
  public:
   virtual ~EventRecorder() = default;
-  virtual void Record(const ObjectRef& about, const EventSpec& event) = 0;
+  virtual void Record(const ObjectRef& about, const EventSpec& event,
+                      const EventLogFields& log_fields = {}) = 0;
 };
 
 class KubeEventRecorder : public EventRecorder {
@@ -44,7 +49,8 @@ class KubeEventRecorder : public EventRecorder {
   // `instance` names this replica (reportingInstance, source.host).
   KubeEventRecorder(kube::KubeClient& client, const base::Clock& clock, base::Logger& log,
                     std::string instance);
-  void Record(const ObjectRef& about, const EventSpec& event) override;
+  void Record(const ObjectRef& about, const EventSpec& event,
+              const EventLogFields& log_fields = {}) override;
 
   // The Event object Record() creates (public for tests).
   nlohmann::json Build(const ObjectRef& about, const EventSpec& event);
@@ -72,7 +78,8 @@ class AsyncEventRecorder : public EventRecorder {
   AsyncEventRecorder(const AsyncEventRecorder&) = delete;
   AsyncEventRecorder& operator=(const AsyncEventRecorder&) = delete;
 
-  void Record(const ObjectRef& about, const EventSpec& event) override;
+  void Record(const ObjectRef& about, const EventSpec& event,
+              const EventLogFields& log_fields = {}) override;
   void Stop();
   // Blocks until every Event recorded so far has been handed to the sink (tests).
   void Flush();
@@ -91,7 +98,12 @@ class AsyncEventRecorder : public EventRecorder {
   mutable std::mutex mu_;
   std::condition_variable cv_;       // work or stop for the thread
   std::condition_variable idle_cv_;  // the queue emptied (Flush)
-  std::deque<std::pair<ObjectRef, EventSpec>> queue_;
+  struct Queued {
+    ObjectRef about;
+    EventSpec event;
+    EventLogFields log_fields;
+  };
+  std::deque<Queued> queue_;
   bool busy_ = false;  // the thread is handing one Event to the sink
   bool stopping_ = false;
   std::atomic<uint64_t> dropped_{0};

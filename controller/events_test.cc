@@ -10,6 +10,8 @@
 
 #include "base/fake_clock.h"
 #include "base/poll.h"
+#include "kube/error.h"
+#include "kube/fake_client.h"
 
 namespace kmt::controller {
 namespace {
@@ -21,13 +23,15 @@ struct Sink : EventRecorder {
   bool open = true;
   int entered = 0;
   std::vector<std::string> reasons;
+  std::vector<EventLogFields> log_fields;
 
-  void Record(const ObjectRef&, const EventSpec& e) override {
+  void Record(const ObjectRef&, const EventSpec& e, const EventLogFields& fields) override {
     std::unique_lock<std::mutex> lock(mu);
     ++entered;
     cv.notify_all();
     cv.wait(lock, [this] { return open; });
     reasons.push_back(e.reason);
+    log_fields.push_back(fields);
   }
   void Hold() {
     std::lock_guard<std::mutex> lock(mu);
@@ -129,6 +133,42 @@ TEST_CASE("Stop gives up on a sink that does not drain in time, counting what it
   std::lock_guard<std::mutex> lock(w.lines_mu);
   REQUIRE_FALSE(w.lines.empty());
   CHECK(w.lines.back().find("Dropped events at shutdown") != std::string::npos);
+}
+
+TEST_CASE("Lines about an Event carry the fields of the reconcile that recorded it") {
+  World w;
+  const EventLogFields reconcile{{"vmim", "ns/m"}, {"reconcile_id", "7"}};
+  {
+    AsyncEventRecorder async(w.sink, w.clock, w.log, /*capacity=*/1);
+    w.sink.Hold();
+    async.Record(w.about, w.Event(0), reconcile);
+    w.sink.WaitEntered(1);
+    async.Record(w.about, w.Event(1), reconcile);  // queued
+    async.Record(w.about, w.Event(2), reconcile);  // dropped: logged with the reconcile
+    async.Record(w.about, w.Event(3));             // dropped: logged with the VMIM only
+    w.sink.Release();
+    async.Flush();
+    std::lock_guard<std::mutex> sink_lock(w.sink.mu);
+    CHECK(w.sink.log_fields == std::vector<EventLogFields>{reconcile, reconcile});
+  }
+  {
+    std::lock_guard<std::mutex> lock(w.lines_mu);
+    REQUIRE(w.lines.size() == 2);
+    CHECK(w.lines[0].find("vmim=ns/m reconcile_id=7") != std::string::npos);
+    CHECK(w.lines[0].find("Reason2") != std::string::npos);
+    CHECK(w.lines[1].find("vmim=ns/m") != std::string::npos);
+    CHECK(w.lines[1].find("reconcile_id") == std::string::npos);
+  }
+
+  // The API recorder's failure line too.
+  kube::FakeClient api;
+  api.FailNext(kube::Verb::kCreate, 1, kube::ErrorKind::kTransport);
+  KubeEventRecorder recorder(api, w.clock, w.log, "replica-1");
+  recorder.Record(w.about, w.Event(4), reconcile);
+  std::lock_guard<std::mutex> lock(w.lines_mu);
+  REQUIRE(w.lines.size() == 3);
+  CHECK(w.lines[2].find("Failed to record event") != std::string::npos);
+  CHECK(w.lines[2].find("vmim=ns/m reconcile_id=7") != std::string::npos);
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ ExecResult Executor::Apply(const api::MigrationInfo& vmim, const Plan& plan,
     result.retry_after = halt->retry_after;
     return result;
   }
-  RecordEvents(vmim, plan);
+  RecordEvents(vmim, plan, log);
   return result;
 }
 
@@ -243,11 +243,12 @@ std::optional<Executor::Halt> Executor::WriteConditions(const api::MigrationInfo
   }
 }
 
-void Executor::RecordEvents(const api::MigrationInfo& vmim, const Plan& plan) {
+void Executor::RecordEvents(const api::MigrationInfo& vmim, const Plan& plan,
+                            const base::LogContext& log) {
   const ObjectRef about{"kubevirt.io/v1", "VirtualMachineInstanceMigration",
                         vmim.ns,          vmim.name,
                         vmim.uid,         vmim.resource_version};
-  for (const EventSpec& e : plan.events) events_.Record(about, e);
+  for (const EventSpec& e : plan.events) events_.Record(about, e, log.fields());
 }
 
 }  // namespace kmt::controller

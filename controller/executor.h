@@ -96,8 +96,9 @@ class Executor {
   // 3. The status write, guarded and retried.
   std::optional<Halt> WriteConditions(const api::MigrationInfo& vmim, const Plan& plan,
                                       const base::LogContext& log);
-  // 4. The plan's Events, once its writes succeeded.
-  void RecordEvents(const api::MigrationInfo& vmim, const Plan& plan);
+  // 4. The plan's Events, once its writes succeeded; the recorder's lines about them carry
+  //    `log`'s fields.
+  void RecordEvents(const api::MigrationInfo& vmim, const Plan& plan, const base::LogContext& log);
 
   kube::KubeClient& client_;
   EventRecorder& events_;
