@@ -59,24 +59,72 @@ TEST_CASE("GateTracker latencies, a watch racing the create answer, throughput")
   CHECK(t.Throughput() == Approx(2 / 0.040));  // 10 ms → 50 ms
 }
 
-TEST_CASE("GateRows judge p99 ≤ 2 × floor at N = 200 with every pod released") {
-  GateRun op{200, {200, 0.1, 0.5, 0.6, 0.2}, 100, 200};
-  GateRun floor{200, {200, 0.05, 0.25, 0.3, 0.1}, 400, 200};
+TEST_CASE("GateRows judge p99 ≤ 1.3 × floor at N = 200, ≤ 1.2 × at N = 50, throughput ≤ 1.1 ×") {
+  GateRun op{200, {200, 0.1, 0.325, 0.6, 0.2}, 100, 200};
+  GateRun floor{200, {200, 0.05, 0.25, 0.3, 0.1}, 110, 200};
   std::vector<Row> rows = GateRows(op, floor);
   REQUIRE(rows.size() == 5);
   CHECK(rows[1].figure == "p99 (N = 200)");
-  CHECK(rows[1].ratio == "2.00×");
+  CHECK(rows[1].ratio == "1.30×");
+  CHECK(rows[1].budget == "≤ 1.3× floor");
   CHECK(rows[1].pass == true);
-  CHECK(rows[3].ratio == "4.00×");
+  CHECK(rows[3].ratio == "1.10×");
+  CHECK(rows[3].pass == true);
   CHECK(rows[4].value == "200 / 200");
-  op.latency.p99 = 0.51;
+  op.latency.p99 = 0.33;
   CHECK(GateRows(op, floor)[1].pass == false);
-  op.latency.p99 = 0.5;
+  op.throughput = 99;
+  CHECK(GateRows(op, floor)[3].pass == false);
+  op.latency.p99 = 0.3;
+  op.throughput = 100;
   op.released = 199;
   CHECK(GateRows(op, floor)[1].pass == false);
   CHECK(GateRows(op, floor)[4].pass == false);
+  op.released = 200;
   op.n = floor.n = 50;
+  op.released = floor.released = 50;
+  CHECK(GateRows(op, floor)[1].budget == "≤ 1.2× floor");
+  op.latency.p99 = 0.31;  // over 1.2 × 0.25
+  CHECK(GateRows(op, floor)[1].pass == false);
+  op.latency.p99 = 0.29;
+  CHECK(GateRows(op, floor)[1].pass == true);
+  op.n = floor.n = 1;
   CHECK(GateRows(op, floor)[1].pass == std::nullopt);
+  CHECK(GateRows(op, floor)[3].pass == std::nullopt);
+}
+
+TEST_CASE("WorkRows read the operator's queue and reconcile figures from two scrapes") {
+  const std::string before =
+      "# HELP controller_runtime_reconcile_total Total number of reconciliations\n"
+      "controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"} 10\n"
+      "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue\"} 2\n"
+      "controller_runtime_reconcile_time_seconds_sum{controller=\"vmim\"} 99\n"
+      "workqueue_retries_total{name=\"vmim\"} 1\n"
+      "workqueue_queue_duration_seconds_sum{name=\"vmim\"} 0.5\n"
+      "workqueue_queue_duration_seconds_count{name=\"vmim\"} 12\n"
+      "workqueue_work_duration_seconds_sum{name=\"vmim\"} 0.25\n"
+      "workqueue_work_duration_seconds_count{name=\"vmim\"} 12\n";
+  const std::string after =
+      "controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"} 110\n"
+      "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue\"} 2\n"
+      "controller_runtime_reconcile_total_bogus 1000\n"
+      "workqueue_retries_total{name=\"vmim\"} 4\n"
+      "workqueue_queue_duration_seconds_sum{name=\"vmim\"} 10.5\n"
+      "workqueue_queue_duration_seconds_count{name=\"vmim\"} 112\n"
+      "workqueue_work_duration_seconds_sum{name=\"vmim\"} 5.25\n"
+      "workqueue_work_duration_seconds_count{name=\"vmim\"} 112\n";
+  CHECK(MetricTotal(before, "controller_runtime_reconcile_total") == 12);
+  CHECK(MetricTotal(before, "no_such_metric") == 0);
+  const OperatorWork w = OperatorWorkOf(after) - OperatorWorkOf(before);
+  CHECK(w.reconciles == 100);
+  CHECK(w.retries == 3);
+  const std::vector<Row> rows = WorkRows(50, 50, w);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].figure == "operator: reconciles per released pod (N = 50)");
+  CHECK(rows[0].value == "2.00");
+  CHECK(rows[1].value == FormatSeconds(0.1));
+  CHECK(rows[2].value == FormatSeconds(0.05));
+  CHECK(rows[3].value == "3");
 }
 
 }  // namespace

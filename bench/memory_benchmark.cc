@@ -1,5 +1,5 @@
 // The operator's memory with its caches synced from the real API server (DESIGN.md §6:
-// ≤ 32 MiB RSS with 10,000 target pods, 10,000 VMIMs and 5,000 nodes cached), against a
+// ≤ 24 MiB RSS with 10,000 target pods, 10,000 VMIMs and 5,000 nodes cached), against a
 // floor measured in the same run: the same binary, same flags, caches synced on the same
 // cluster before the objects exist.
 //

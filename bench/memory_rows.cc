@@ -16,8 +16,8 @@ std::vector<Row> MemoryRows(const MemoryFigures& f) {
   std::vector<Row> rows = {
       {fmt::format("RSS with {} nodes, {} VMIMs, {} target pods cached", f.counts[0], f.counts[1],
                    f.counts[2]),
-       FormatBytes(full), FormatBytes(empty), FormatRatio(Ratio(full, empty)), "≤ 32.0 MiB",
-       full <= kMemoryBudgetBytes},
+       FormatBytes(full), FormatBytes(empty), FormatRatio(Ratio(full, empty)),
+       "≤ " + FormatBytes(kMemoryBudgetBytes), full <= kMemoryBudgetBytes},
   };
   uint64_t before = f.rss_empty;
   for (size_t k = 0; k < 3; ++k) {

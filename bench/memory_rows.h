@@ -11,7 +11,7 @@
 
 namespace kmt::bench {
 
-inline constexpr double kMemoryBudgetBytes = 32.0 * 1024 * 1024;  // DESIGN.md §6
+inline constexpr double kMemoryBudgetBytes = 24.0 * 1024 * 1024;  // DESIGN.md §6
 
 // Stages in order: nodes, VMIMs, target pods (each adds to the previous).
 struct MemoryFigures {
@@ -22,7 +22,7 @@ struct MemoryFigures {
   double load_seconds = 0;              // creating every object
 };
 
-// RSS with everything cached against the floor (budget ≤ 32 MiB), then per kind the bytes
+// RSS with everything cached against the floor (budget ≤ 24 MiB), then per kind the bytes
 // per cached object (RSS growth of its stage ÷ its count) next to the object's JSON size
 // (ratio = cached bytes ÷ JSON bytes).
 std::vector<Row> MemoryRows(const MemoryFigures& f);
