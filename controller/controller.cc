@@ -14,6 +14,10 @@ namespace kmt::controller {
 namespace {
 // How soon a plan that waits for the bound-pod cache (a new leader's) tries again.
 constexpr base::Duration kBoundPodsPoll = std::chrono::milliseconds(500);
+// How long a key whose gates were released while other keys waited puts off its conditions
+// and Events (see ApplyPlan): by then the caches have seen the release, so its next plan is
+// the status write alone.
+constexpr base::Duration kStatusDeferral = std::chrono::milliseconds(1000);
 }  // namespace
 
 std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
@@ -245,7 +249,23 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
     std::lock_guard<std::mutex> lock(waiters_mu_);
     waiters_[observed.vmim.policy].insert(key);
   }
-  const ExecResult done = executor_.Apply(observed.vmim, plan, log);
+  // A burst of gated pods: the release is what a waiting migration needs now, the conditions
+  // and Events report it. While other keys wait, the gates go first (one API call instead of
+  // three) and the key comes back after kStatusDeferral for the rest; its next plan finds the
+  // gate released and the conditions still to write (the same transition, the same Events).
+  // Not under a policy's inbound limit, whose accounting reads those conditions, nor with a
+  // deletion, which the executor orders against the conditions.
+  const bool defer_status = !plan.pod_patches.empty() && plan.pod_deletions.empty() &&
+                            !plan.reservation && !plan.waits_for_inbound &&
+                            (plan.conditions_changed || !plan.events.empty()) && queue_.Len() > 0;
+  Plan release_only;
+  if (defer_status) {
+    release_only.pod_patches = plan.pod_patches;
+    log.Debug("Releasing now, conditions after the waiting keys",
+              {{"waiting", std::to_string(queue_.Len())}});
+  }
+  const Plan& applied = defer_status ? release_only : plan;
+  const ExecResult done = executor_.Apply(observed.vmim, applied, log);
   if (plan.reservation && std::find(done.released_pods.begin(), done.released_pods.end(),
                                     plan.reservation->pod_uid) != done.released_pods.end()) {
     reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};
@@ -257,6 +277,10 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
   }
   switch (done.outcome) {
     case ExecOutcome::kDone:
+      if (defer_status) {
+        return KeyOutcome::After(plan.requeue_after ? std::min(*plan.requeue_after, kStatusDeferral)
+                                                    : kStatusDeferral);
+      }
       // An escape is counted once: its Event is planned only on the condition's transition.
       for (const auto& e : plan.events) {
         if (e.reason == api::kReasonTargetPodEscapedGate) metrics_.TargetPodEscapedGate();

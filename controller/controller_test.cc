@@ -99,6 +99,37 @@ TEST_CASE("A target pod event enqueues its VMIM; one pass releases the gate") {
   CHECK(w.Metric("workqueue_adds_total{name=\"vmim\"} 1"));
 }
 
+TEST_CASE("While other keys wait, a gate is released at once and its conditions follow") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  const std::string other = std::string(kNs) + "/another-migration";
+  w.controller.queue().Add(other);  // waits behind this key (its VMIM does not exist)
+  w.client.ClearCalls();
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  CHECK_FALSE(Gated(w.GetPod()));  // released: the pod's PATCH and no status write
+  size_t writes = 0;
+  for (const kube::FakeCall& c : w.client.Calls()) {
+    if (c.verb != kube::Verb::kGet && c.verb != kube::Verb::kList) ++writes;
+  }
+  CHECK(writes == 1);
+  CHECK(w.Conditions().empty());
+  CHECK(w.controller.queue().WaitingDelayed() == 1);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);  // the other key
+  // The key comes back for its conditions and Event once the others are served.
+  w.clock.Advance(milliseconds(999));
+  CHECK(w.controller.queue().Len() == 0);
+  w.clock.Advance(milliseconds(1));
+  REQUIRE(w.controller.queue().Len() == 1);
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
+  CHECK(w.client.Count(kube::kEvents) == 1);
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+
+  // With nothing else waiting, one pass does it all (the first test).
+}
+
 TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff reset") {
   World w;
   w.SeedNodes();
