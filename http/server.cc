@@ -579,6 +579,9 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       r = route.handle(req);
     } catch (const base::WouldBlock&) {
       server_.deferred_to_pool.fetch_add(1, std::memory_order_relaxed);
+      if (server_.cfg.observer && !route.metric_label.empty()) {
+        server_.cfg.observer->RequestDeferred(route.metric_label);
+      }
       return std::nullopt;
     } catch (...) {
       r = HandlerFailed(req);

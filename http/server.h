@@ -123,6 +123,9 @@ class ServerObserver {
   // time from the end of its headers.
   virtual void RequestFinished(const std::string& /*label*/, int /*status*/,
                                std::chrono::duration<double> /*elapsed*/) {}
+  // Its handler's attempt on the I/O thread would have waited: it goes to the handler pool
+  // (Route::try_inline_max_body).
+  virtual void RequestDeferred(const std::string& /*label*/) {}
 };
 
 // One record of a server's log, as data (tests and callers read it), rendered into a

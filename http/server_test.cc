@@ -41,6 +41,7 @@ class CountingObserver : public ServerObserver {
     ++closed[std::string(ToString(r))];
   }
   void RequestStarted(const std::string&) override { ++in_flight; }
+  void RequestDeferred(const std::string&) override { ++deferred; }
   void RequestFinished(const std::string& label, int status,
                        std::chrono::duration<double>) override {
     --in_flight;
@@ -57,6 +58,7 @@ class CountingObserver : public ServerObserver {
   }
   std::atomic<int> open{0};
   std::atomic<int> in_flight{0};
+  std::atomic<int> deferred{0};
   std::mutex mu;
   std::map<std::string, int> closed;
   std::map<std::string, int> finished;
@@ -892,6 +894,7 @@ TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait"
   CHECK(blocking_allowed["LLLLLLLL"]);
   CHECK(server.answered_inline() == 2);
   CHECK(server.deferred_to_pool() == 1);
+  CHECK(obs.deferred == 1);
 }
 
 }  // namespace

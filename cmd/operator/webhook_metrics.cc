@@ -24,10 +24,16 @@ WebhookMetrics::WebhookMetrics(base::Registry& registry, const std::vector<std::
                 .WithLabels({})),
       closed_(registry.AddCounter("kmt_webhook_connections_closed_total",
                                   "Connections the admission server closed or lost, by reason.",
-                                  {"reason"})) {
+                                  {"reason"})),
+      deferred_(registry.AddCounter(
+          "kmt_webhook_requests_deferred_total",
+          "Admission requests not decided on the I/O thread that read them (a "
+          "SubjectAccessReview or a read the caches did not hold) and handed to a worker.",
+          {"webhook"})) {
   for (const std::string& p : paths) {
     in_flight_.WithLabels({p});
     requests_.WithLabels({p, "200"});
+    deferred_.WithLabels({p});
   }
 }
 
@@ -40,6 +46,10 @@ void WebhookMetrics::ConnectionClosed(http::CloseReason reason) {
 
 void WebhookMetrics::RequestStarted(const std::string& label) {
   in_flight_.WithLabels({label}).Add(1);
+}
+
+void WebhookMetrics::RequestDeferred(const std::string& label) {
+  deferred_.WithLabels({label}).Inc();
 }
 
 void WebhookMetrics::RequestFinished(const std::string& label, int status,

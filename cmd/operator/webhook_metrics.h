@@ -11,6 +11,11 @@
 //   kmt_webhook_connections_closed_total{reason}              counter: why they went
 //                                                             (http::CloseReason names:
 //                                                             handshake_timeout, evicted, ...)
+//   kmt_webhook_requests_deferred_total{webhook}              counter: reviews that could not
+//                                                             be decided on the I/O thread (a
+//                                                             SubjectAccessReview or read the
+//                                                             caches did not hold) and waited
+//                                                             for a worker
 //
 // `webhook` is the route's path ("/validate-vmim"), as controller-runtime labels it.
 #pragma once
@@ -33,6 +38,7 @@ class WebhookMetrics : public http::ServerObserver {
   void RequestStarted(const std::string& label) override;
   void RequestFinished(const std::string& label, int status,
                        std::chrono::duration<double> elapsed) override;
+  void RequestDeferred(const std::string& label) override;
 
  private:
   base::CounterFamily& requests_;
@@ -40,6 +46,7 @@ class WebhookMetrics : public http::ServerObserver {
   base::GaugeFamily& in_flight_;
   base::Gauge& open_;
   base::CounterFamily& closed_;
+  base::CounterFamily& deferred_;
 };
 
 }  // namespace kmt::cmd

@@ -19,6 +19,7 @@ TEST_CASE("WebhookMetrics renders controller-runtime's webhook series and connec
       Has(before,
           "controller_runtime_webhook_requests_total{webhook=\"/validate-vmim\",code=\"200\"} 0"));
   CHECK(Has(before, "kmt_webhook_open_connections 0"));
+  CHECK(Has(before, "kmt_webhook_requests_deferred_total{webhook=\"/mutate-pod\"} 0"));
 
   m.ConnectionOpened();
   m.ConnectionOpened();
@@ -41,6 +42,9 @@ TEST_CASE("WebhookMetrics renders controller-runtime's webhook series and connec
       Has(after, "controller_runtime_webhook_latency_seconds_count{webhook=\"/validate-vmim\"} 1"));
   CHECK(Has(after, "kmt_webhook_open_connections 1"));
   CHECK(Has(after, "kmt_webhook_connections_closed_total{reason=\"handshake_timeout\"} 1"));
+
+  m.RequestDeferred("/validate-vmim");
+  CHECK(Has(r.Render(), "kmt_webhook_requests_deferred_total{webhook=\"/validate-vmim\"} 1"));
 }
 
 }  // namespace
