@@ -129,6 +129,7 @@ class Server::Impl {
   std::unordered_map<Id, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
   std::string last_accept_error;                                // accept strand only
 
+  std::atomic<size_t> open_count{0};        // table.size(), readable without the lock
   std::atomic<size_t> answered_inline{0};   // Route::try_inline_max_body: on the I/O thread
   std::atomic<size_t> deferred_to_pool{0};  // ... and handed to the pool (it would wait)
   std::atomic<bool> stopping{false};
@@ -217,6 +218,7 @@ class Server::Impl {
     } else if (cfg.observer) {
       cfg.observer->ConnectionClosed(CloseReason::kRefused);
     }
+    open_count.store(table.size(), std::memory_order_relaxed);
     return a;
   }
 
@@ -237,6 +239,7 @@ class Server::Impl {
     if (!table.Close(id)) return false;
     if (cfg.observer) cfg.observer->ConnectionClosed(reason);
     ++closes_since_trim;
+    open_count.store(table.size(), std::memory_order_relaxed);
     if (table.size() == 0) drained.notify_all();
     return true;
   }
@@ -254,6 +257,7 @@ class Server::Impl {
       for (const auto& [id, reason] : table.Expire(clock.Now())) {
         victims.push_back(TakeLocked(id, reason));
       }
+      open_count.store(table.size(), std::memory_order_relaxed);
       if (table.size() == 0) drained.notify_all();
     }
     AbortAll(victims);
@@ -290,6 +294,7 @@ class Server::Impl {
         table.Close(id);
         victims.push_back(TakeLocked(id, CloseReason::kDone));
       }
+      open_count.store(table.size(), std::memory_order_relaxed);
       if (table.size() == 0) drained.notify_all();
     }
     AbortAll(victims);
@@ -549,7 +554,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     req.body = std::move(msg.body());
     const Route* route = route_;
     if (route->inline_handler) return Respond(Invoke(*route, req));
-    if (route->try_inline_max_body > 0 && req.body.size() <= route->try_inline_max_body) {
+    if (route->try_inline_max_body > 0 && req.body.size() <= route->try_inline_max_body &&
+        server_.open_count.load(std::memory_order_relaxed) <= server_.cfg.inline_max_connections) {
       if (std::optional<Response> answer = TryInline(*route, req)) {
         return Respond(std::move(*answer));
       }

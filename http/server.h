@@ -162,6 +162,12 @@ struct ServerConfig {
   size_t io_threads = 1;
   size_t handler_threads = 4;
   size_t handler_queue = 1024;
+  // Route::try_inline_max_body applies only while at most this many connections are open.
+  // Beyond it the server is being flooded (a healthy cluster's API servers keep a few
+  // connections each): the I/O threads owe other connections handshakes and reads, so every
+  // request goes to the handler pool, whose threads also write the answers, off the I/O
+  // threads.
+  size_t inline_max_connections = 64;
   std::chrono::milliseconds sweep_interval{100};
   std::chrono::milliseconds stop_grace{5000};
   // Tells the connections' deadlines (the table's time; the sweep itself runs on an Asio timer

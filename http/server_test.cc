@@ -897,5 +897,36 @@ TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait"
   CHECK(obs.deferred == 1);
 }
 
+TEST_CASE("try_inline: a server holding more connections than inline_max_connections hands off") {
+  // A flood: the I/O threads owe other connections their handshakes and reads, so requests
+  // go to the pool (whose threads also write the answers) even when they would not wait.
+  CountingObserver obs;
+  ServerConfig c = Config(&obs);
+  c.inline_max_connections = 1;
+  std::atomic<int> on_pool{0};
+  Route route{"POST", "/decide",
+              [&](const Request&) -> Response {
+                if (base::BlockingAllowed()) ++on_pool;
+                return Text("ok");
+              },
+              false, "/decide"};
+  route.try_inline_max_body = 64;
+  Server server(c, {route});
+  server.Start();
+  httplib::Client cli("127.0.0.1", server.port());
+  cli.set_keep_alive(true);
+  REQUIRE(cli.Post("/decide", "x", "text/plain"));
+  CHECK(server.answered_inline() == 1);  // one connection: inline
+  int idle = Connect(server.port());     // a second one, silent
+  REQUIRE(Eventually([&] { return server.open_connections() == 2; }));
+  auto res = cli.Post("/decide", "x", "text/plain");
+  REQUIRE(res);
+  CHECK(res->body == "ok");
+  CHECK(server.answered_inline() == 1);
+  CHECK(on_pool == 1);
+  CHECK(server.deferred_to_pool() == 0);  // handed off without an attempt
+  close(idle);
+}
+
 }  // namespace
 }  // namespace kmt::http

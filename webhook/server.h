@@ -16,7 +16,10 @@
 // the VMIM from the informer) is decided and answered on the I/O thread that read it, with no
 // thread hand-off (http::Route::try_inline_max_body, base/blocking.h): the I/O thread tries
 // first, and the first call on the way that would wait sends the review to the pool, where it
-// is decided again from the start. Only bodies up to inline_max_body_bytes are tried so.
+// is decided again from the start. Only bodies up to inline_max_body_bytes are tried so, and
+// only while at most 64 connections are open (http::ServerConfig::inline_max_connections):
+// under a flood of connections the I/O threads owe handshakes and reads to others, and every
+// review goes to the workers, whose threads also write the answers.
 //
 // The shell is strict: an admission body over max_body_bytes (3.5 MiB) → HTTP 413, decided
 // from Content-Length before the body is read (also for chunked bodies), and any body on
