@@ -46,6 +46,7 @@
 #include "bench/live_admission.h"
 #include "bench/load_generator.h"
 #include "bench/operator_process.h"
+#include "bench/report.h"
 #include "bench/throwaway_cert.h"
 #include "kube/error.h"
 #include "kube/kubeconfig.h"
@@ -79,18 +80,6 @@ void Write(const std::string& path, const std::string& content) {
   out << content;
   out.close();
   if (!out) throw std::runtime_error("writing " + path + " failed");
-}
-
-std::vector<double> ParseRates(const std::string& s) {
-  std::vector<double> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::atof(s.substr(pos, comma - pos).c_str()));
-    pos = comma + 1;
-  }
-  return out;
 }
 
 // The namespace, the binding, the VMIs and VMIMs; removed again however the run ends.

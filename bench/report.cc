@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
@@ -72,6 +73,18 @@ void AppendToFile(const std::string& path, const std::string& text) {
   if (!f) throw std::runtime_error("cannot open " + path + " for appending");
   f << text;
   if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::vector<double> ParseRates(const std::string& s) {
+  std::vector<double> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    out.push_back(std::atof(s.substr(pos, comma - pos).c_str()));
+    pos = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace kmt::bench

@@ -35,6 +35,9 @@ std::string FormatBytes(double bytes);
 // 1.791 → "1.79×"; 0 → "n/a".
 std::string FormatRatio(double ratio);
 
+// A benchmark's --rates: "1000,3000,5000" → {1000, 3000, 5000} (each piece as atof reads it).
+std::vector<double> ParseRates(const std::string& s);
+
 // Appends `text` to `path` (creating it); does nothing for an empty path. Throws
 // std::runtime_error when the file cannot be written.
 void AppendToFile(const std::string& path, const std::string& text);

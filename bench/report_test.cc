@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace kmt::bench {
 namespace {
@@ -55,6 +56,12 @@ TEST_CASE("AppendToFile appends and refuses unwritable paths") {
   CHECK(ss.str() == "a\nb\n");
   CHECK_THROWS_WITH(AppendToFile("/nonexistent-dir/x.md", "x"),
                     "cannot open /nonexistent-dir/x.md for appending");
+}
+
+TEST_CASE("ParseRates reads a comma-separated --rates") {
+  CHECK(ParseRates("1000,3000,5000") == std::vector<double>{1000, 3000, 5000});
+  CHECK(ParseRates("50") == std::vector<double>{50});
+  CHECK(ParseRates("0.5,2") == std::vector<double>{0.5, 2});
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "base/clock.h"
 #include "bench/asio_tls_floor.h"
 #include "bench/httplib_admission_server.h"
+#include "bench/report.h"
 #include "bench/server_process.h"
 #include "bench/throwaway_cert.h"
 #include "bench/webhook_fixture.h"
@@ -43,18 +44,6 @@
 
 namespace kmt::bench {
 namespace {
-
-std::vector<double> ParseRates(const std::string& s) {
-  std::vector<double> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::atof(s.substr(pos, comma - pos).c_str()));
-    pos = comma + 1;
-  }
-  return out;
-}
 
 // The operator's admission routes and what they read, as the operator wires them (the
 // SubjectAccessReview answers remembered for the default 10 s / 2 s).
