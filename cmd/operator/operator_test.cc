@@ -32,6 +32,17 @@ bool Eventually(F&& f) {
   return controller::testing::Eventually(std::forward<F>(f), std::chrono::seconds(30));
 }
 
+// A replica running the controller alone (no webhook), elected through a Lease in
+// kmt-system, its probe and metrics ports off; tests change what they need.
+OperatorFlags ControllerReplicaFlags() {
+  OperatorFlags flags;
+  flags.disable_webhook = true;
+  flags.leader_election_namespace = "kmt-system";
+  flags.health_probe_bind_address = "0";
+  flags.metrics_bind_address = "0";
+  return flags;
+}
+
 TEST_CASE("The operator leads, releases gates, serves probes and releases the lease on stop") {
   kube::FakeClient client;
   base::RealClock clock;
@@ -46,9 +57,7 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
                                Stripped(Vmim({NodeTerm("node-3")})));
   client.Create(kube::kPods, kNs, Stripped(Pod({.job_uid = created["metadata"]["uid"]})));
 
-  OperatorFlags flags;
-  flags.disable_webhook = true;
-  flags.leader_election_namespace = "kmt-system";
+  OperatorFlags flags = ControllerReplicaFlags();
   flags.health_probe_bind_address = "127.0.0.1:0";
   flags.metrics_bind_address = "127.0.0.1:0";
   flags.metrics_secure = false;  // plain HTTP (the secure port has a test of its own)
@@ -112,11 +121,8 @@ TEST_CASE("With a shutdown delay the replica drains first: not ready, still lead
     std::lock_guard<std::mutex> lock(mu);
     lines.push_back(l);
   });
-  OperatorFlags flags;
-  flags.disable_webhook = true;
-  flags.leader_election_namespace = "kmt-system";
+  OperatorFlags flags = ControllerReplicaFlags();
   flags.health_probe_bind_address = "127.0.0.1:0";
-  flags.metrics_bind_address = "0";
   flags.shutdown_delay_ms = 1500;
   Operator op(flags, client, log, {"replica-a", ""});
   op.Start();
@@ -183,10 +189,7 @@ TEST_CASE("Metrics are HTTPS for authenticated, authorized scrapers only by defa
   base::RealClock clock;
   base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
                    [](const std::string&) {});
-  OperatorFlags flags;
-  flags.disable_webhook = true;
-  flags.leader_election_namespace = "kmt-system";
-  flags.health_probe_bind_address = "0";
+  OperatorFlags flags = ControllerReplicaFlags();
   flags.metrics_bind_address = "127.0.0.1:0";
   flags.metrics_cert_path = dir;
   REQUIRE(flags.metrics_secure);
@@ -225,11 +228,7 @@ TEST_CASE("A second replica waits as a warm standby, ready but not leading") {
   base::RealClock clock;
   base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
                    [](const std::string&) {});
-  OperatorFlags flags;
-  flags.disable_webhook = true;
-  flags.leader_election_namespace = "kmt-system";
-  flags.health_probe_bind_address = "0";
-  flags.metrics_bind_address = "0";
+  OperatorFlags flags = ControllerReplicaFlags();
   Operator a(flags, client, log, {"replica-a", ""});
   a.Start();
   REQUIRE(Eventually([&] { return a.Leading(); }));
@@ -307,11 +306,7 @@ TEST_CASE("A follower keeps the standby caches: no bound pods, no policies") {
   base::RealClock clock;
   base::Logger log(clock, base::LogLevel::kError, base::LogFormat::kText,
                    [](const std::string&) {});
-  OperatorFlags flags;
-  flags.disable_webhook = true;
-  flags.leader_election_namespace = "kmt-system";
-  flags.health_probe_bind_address = "0";
-  flags.metrics_bind_address = "0";
+  OperatorFlags flags = ControllerReplicaFlags();
   Operator op(flags, client, log, {"replica-b", ""});
   op.Start();
   REQUIRE(Eventually([&] { return op.Ready(); }));
