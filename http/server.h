@@ -69,10 +69,6 @@ struct Request {
   // The Authorization header as sent ("" when absent; a repeated header: the first).
   std::string authorization;
   std::string body;
-  // What a handler's attempt on the I/O thread prepared before it reached a wait (e.g. the
-  // parsed body), handed to its run on the pool with the request so that work is not done
-  // twice (Route::try_inline_max_body). Null until a handler sets it.
-  mutable std::shared_ptr<const void> carry;
 };
 
 struct Response {

@@ -88,14 +88,10 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
     const std::string path = route.path;
     hr.push_back({"POST", route.path,
                   [this, admit, reads, path](const http::Request& req) {
-                    // Read once: a review whose attempt on the I/O thread would have waited
-                    // is decided again on a worker from what that attempt read.
-                    if (!req.carry) {
-                      req.carry = std::make_shared<const ReadReviewResult>(
-                          ReadReview(req.content_type, req.body, reads));
-                    }
-                    ShellAnswer answer = Decide(
-                        *std::static_pointer_cast<const ReadReviewResult>(req.carry), *admit);
+                    // A review whose attempt on the I/O thread would have waited is read
+                    // again on the worker: what a queued review holds stays its body, within
+                    // max_held_body_bytes, not a decoded review besides it.
+                    ShellAnswer answer = ServeAdmission(req.content_type, req.body, *admit, reads);
                     if (answer.http_status != 200) LogRejection(path, answer.http_status);
                     return JsonAnswer(answer.http_status, std::move(answer.body));
                   },

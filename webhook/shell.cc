@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <exception>
+#include <optional>
 
 #include "base/blocking.h"
 
@@ -36,7 +37,12 @@ std::string EncodeAnswer(const AdmissionResponse& response) {
   return EncodeAdmissionReview(response).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace
+// The body checked and decoded: `answer` when that already decides the HTTP answer (a bad
+// body, or a review that cannot be decoded but whose uid can be echoed), else `request`.
+struct ReadReviewResult {
+  std::optional<ShellAnswer> answer;
+  AdmissionRequest request;
+};
 
 ReadReviewResult ReadReview(std::string_view content_type, std::string_view body,
                             const ObjectReads* reads) {
@@ -74,6 +80,8 @@ ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit) {
   response.uid = review.request.uid;
   return {200, EncodeAnswer(response)};
 }
+
+}  // namespace
 
 ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
                            const Admitter& admit, const ObjectReads* reads) {

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,20 +34,6 @@ struct ShellAnswer {
 // With `reads`, the review's object holds only the members the admitter reads (ObjectReads).
 ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
                            const Admitter& admit, const ObjectReads* reads = nullptr);
-
-// ServeAdmission in its two steps, for a server that may decide one review twice (a first
-// attempt that would have waited, then on a worker: webhook/server.h) without reading it
-// twice. ReadReview checks and decodes the body: `answer` is set when that already decides
-// the HTTP answer (a bad body, or a review that cannot be decoded but whose uid can be
-// echoed), else `request` is the decoded review. Decide runs the admitter (again, if need
-// be: `review` is not changed) and encodes its answer; base::WouldBlock passes through.
-struct ReadReviewResult {
-  std::optional<ShellAnswer> answer;
-  AdmissionRequest request;
-};
-ReadReviewResult ReadReview(std::string_view content_type, std::string_view body,
-                            const ObjectReads* reads = nullptr);
-ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit);
 
 // A metav1.Status JSON body (kind Status, status Failure).
 std::string StatusJson(int code, std::string_view reason, std::string_view message);
