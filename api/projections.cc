@@ -8,6 +8,7 @@
 #include "api/names.h"
 #include "api/policy.h"
 #include "api/quantity.h"
+#include "api/term_and.h"
 #include "base/json.h"
 
 namespace kmt::api {
@@ -98,6 +99,19 @@ const json& Condition(const json& status, std::string_view type) {
     if (base::StringAt(c, "type") == type) return c;
   }
   return kNone;
+}
+
+// The text of `j`, without spare capacity.
+std::string Compact(const json& j) {
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  s.shrink_to_fit();
+  return s;
+}
+
+// spec.schedulingGates as the webhook writes it: our gate alone.
+const json& OurGateAlone() {
+  static const json gates = json::array({{{"name", kSchedulingGate}}});
+  return gates;
 }
 
 }  // namespace
@@ -307,19 +321,27 @@ TargetPod TargetPod::FromJson(const json& pod) {
   p.scheduled_message = base::StringAt(scheduled, "message");
 
   if (p.has_gate) {
-    json basis = {{"metadata", json::object()}, {"spec", json::object()}};
-    if (!p.uid.empty()) basis["metadata"]["uid"] = p.uid;
-    if (!p.resource_version.empty()) basis["metadata"]["resourceVersion"] = p.resource_version;
-    if (!affinity.is_null()) basis["spec"]["affinity"] = affinity;
-    basis["spec"]["schedulingGates"] = gates;
-    p.patch_basis = basis.dump(-1, ' ', false, json::error_handler_t::replace);
+    // Ten thousand gated pods may wait at once: keep the affinity the AND reads, not the
+    // pod's whole affinity (KubeVirt's pod anti-affinity is most of it), and dumps' spare
+    // capacity neither.
+    if (!affinity.is_null()) p.patch_basis = Compact(AffinityTheAndReads(affinity));
+    if (gates != OurGateAlone()) p.patch_gates = Compact(gates);
   }
   return p;
 }
 
 json TargetPod::PatchBasis() const {
-  if (patch_basis.empty()) return nullptr;
-  return json::parse(patch_basis, nullptr, /*allow_exceptions=*/false);
+  if (!has_gate) return nullptr;
+  json basis = {{"metadata", json::object()}, {"spec", json::object()}};
+  if (!uid.empty()) basis["metadata"]["uid"] = uid;
+  if (!resource_version.empty()) basis["metadata"]["resourceVersion"] = resource_version;
+  if (!patch_basis.empty()) {
+    basis["spec"]["affinity"] = json::parse(patch_basis, nullptr, /*allow_exceptions=*/false);
+  }
+  basis["spec"]["schedulingGates"] =
+      patch_gates.empty() ? OurGateAlone()
+                          : json::parse(patch_gates, nullptr, /*allow_exceptions=*/false);
+  return basis;
 }
 
 BoundPod BoundPod::FromJson(const json& pod) {

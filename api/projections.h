@@ -153,13 +153,18 @@ struct TargetPod {
   // spec.volumes[].persistentVolumeClaim, names only: the caller resolves them from the API
   // (api/pod_volumes.h) before explaining; unresolved ones are not checked.
   std::vector<PodClaim> claims;
-  // While the pod has the gate: the JSON needed to compute the AND patch without another
-  // read ({"metadata": {uid, resourceVersion}, "spec": {affinity, schedulingGates}}),
-  // compactly serialised. Empty once the gate is gone.
+  // While the pod has the gate, what the AND patch needs beyond uid and resourceVersion, so
+  // that it is computed without another read: the part of spec.affinity it reads
+  // (api::AffinityTheAndReads), compactly serialised, empty when the pod has no affinity; and
+  // spec.schedulingGates the same way when it is anything but our gate alone (the common
+  // case, kept as nothing). Both empty once the gate is gone.
   std::string patch_basis;
+  std::string patch_gates;
 
   static TargetPod FromJson(const nlohmann::json& pod);
-  // The basis as JSON, for AndTermIntoPod (null when the pod is not gated).
+  // The basis as JSON, for AndTermIntoPod (null when the pod is not gated): {"metadata": {uid,
+  // resourceVersion}, "spec": {affinity, schedulingGates}}, each member only when the pod
+  // had it.
   nlohmann::json PatchBasis() const;
 };
 

@@ -1,5 +1,6 @@
 #include "api/projections.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -120,6 +121,34 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
     CHECK(released.patch_basis.empty());
     CHECK(released.PatchBasis().is_null());
   }
+}
+
+TEST_CASE("A gated pod's patch basis keeps only the affinity the AND reads") {
+  auto name = GENERATE(as<std::string>{}, "host_model_already_present", "no_affinity", "one_term",
+                       "only_pod_anti_affinity", "only_preferred", "other_gates_kept",
+                       "required_zero_terms", "requirement_already_present", "three_terms",
+                       "unknown_fields_untouched");
+  CAPTURE(name);
+  const json pod = ReadJson("api/testdata/and/" + name + ".pod.json");
+  const TargetPod p = TargetPod::FromJson(pod);
+  REQUIRE(p.has_gate);
+  // The same operations as from the whole pod, for the golden term and for another one.
+  for (const json& t : {ReadJson("api/testdata/and/" + name + ".term.json"),
+                        json::parse(R"({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                        "values": ["node-3"]}]})")}) {
+    const NodeSelectorTerm term = *ParseNodeSelectorTerm(t, "").term;
+    CHECK(json(AndTermIntoPod(p.PatchBasis(), term, kSchedulingGate)) ==
+          json(AndTermIntoPod(pod, term, kSchedulingGate)));
+  }
+  // The affinity bytes the AND reads, nothing of the pod's anti-affinity unless it is tested
+  // whole (no nodeAffinity), and the gates only when they are more than ours.
+  const json& affinity = pod["spec"].contains("affinity") ? pod["spec"]["affinity"] : json();
+  CHECK(p.patch_basis == (affinity.is_null() ? "" : AffinityTheAndReads(affinity).dump()));
+  if (affinity.contains("nodeAffinity")) {
+    CHECK(p.patch_basis.find("podAntiAffinity") == std::string::npos);
+  }
+  CHECK(p.patch_gates.empty() == (name != "other_gates_kept"));
+  CHECK(p.patch_basis.capacity() <= std::max<size_t>(p.patch_basis.size(), 15));  // no spare
 }
 
 TEST_CASE("TargetPod keeps its claim names, unresolved (api/pod_volumes.h)") {

@@ -200,6 +200,17 @@ bool PodCarriesTerm(const json& pod, const NodeSelectorTerm& term) {
   return SelectorCarriesTerm(NodeSelectorFromJsonLenient(*required), term);
 }
 
+json AffinityTheAndReads(const json& affinity) {
+  // AndAffinity's steps: a member that is null reads as absent (base::Member).
+  if (!affinity.is_object()) return affinity;
+  const json* node_affinity = base::Member(affinity, "nodeAffinity");
+  if (node_affinity == nullptr) return affinity;
+  if (!node_affinity->is_object()) return {{"nodeAffinity", *node_affinity}};
+  const json* required = base::Member(*node_affinity, kRequired);
+  if (required == nullptr) return {{"nodeAffinity", *node_affinity}};
+  return {{"nodeAffinity", {{kRequired, *required}}}};
+}
+
 bool PodHasGate(const json& pod, std::string_view gate) {
   const json* spec = base::Member(pod, "spec");
   const json* gates = spec ? base::Member(*spec, "schedulingGates") : nullptr;

@@ -50,6 +50,13 @@ bool SelectorCarriesTerm(const NodeSelector& required, const NodeSelectorTerm& t
 std::optional<NodeSelector> WithoutTerm(const std::optional<NodeSelector>& merged,
                                         const NodeSelectorTerm& term);
 
+// What AndTermIntoPod reads of a pod's spec.affinity, and nothing else: the required node
+// selector when nodeAffinity has one (as {"nodeAffinity": {"required…": it}}), else nodeAffinity
+// when there is one, else the whole affinity (tested whole then); pod (anti-)affinity and
+// preferred terms are dropped whenever the AND does not test them. Any JSON, never throws: a
+// pod whose spec.affinity is replaced by it yields the same operations.
+nlohmann::json AffinityTheAndReads(const nlohmann::json& affinity);
+
 // spec.schedulingGates contains a gate named `gate`.
 bool PodHasGate(const nlohmann::json& pod, std::string_view gate);
 

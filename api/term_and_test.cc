@@ -195,6 +195,61 @@ TEST_CASE("Malformed pods and empty terms yield no operations and never throw") 
             .empty());
 }
 
+TEST_CASE("AffinityTheAndReads keeps what the AND tests and writes into, and nothing else") {
+  const NodeSelectorTerm term{{{"zone", "In", {"a"}}}, {{"metadata.name", "In", {"node-3"}}}};
+  SECTION("every golden pod: the same operations") {
+    auto name = GENERATE(as<std::string>{}, "host_model_already_present", "no_affinity", "one_term",
+                         "only_pod_anti_affinity", "only_preferred", "other_gates_kept",
+                         "required_zero_terms", "requirement_already_present", "three_terms",
+                         "unknown_fields_untouched");
+    CAPTURE(name);
+    const json pod = ReadJson("api/testdata/and/" + name + ".pod.json");
+    const NodeSelectorTerm golden_term = ReadTerm("api/testdata/and/" + name + ".term.json");
+    json trimmed = pod;
+    if (pod["spec"].contains("affinity")) {
+      trimmed["spec"]["affinity"] = AffinityTheAndReads(pod["spec"]["affinity"]);
+    }
+    CHECK(Patch(AndTermIntoPod(trimmed, golden_term, kGate)) ==
+          Patch(AndTermIntoPod(pod, golden_term, kGate)));
+    CHECK(Patch(AndTermIntoPod(trimmed, term, kGate)) == Patch(AndTermIntoPod(pod, term, kGate)));
+  }
+  SECTION("each shape of spec.affinity") {
+    auto affinity = GENERATE(
+        as<std::string>{}, R"(null)", R"([])", R"("x")", R"({})",
+        R"({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}})",
+        R"({"nodeAffinity": null, "podAffinity": {}})",
+        R"({"nodeAffinity": "x", "podAffinity": {}})",
+        R"({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}, "podAffinity": {}})",
+        R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": null, "p": 1}})",
+        R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": 3}, "podAffinity": {}})",
+        R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})",
+        R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}, "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}, "podAntiAffinity": {}})",
+        R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": "x"}]}}})");
+    CAPTURE(affinity);
+    const json pod = {
+        {"metadata", {{"uid", "u"}, {"resourceVersion", "7"}}},
+        {"spec", {{"affinity", json::parse(affinity)}, {"schedulingGates", {{{"name", kGate}}}}}}};
+    json trimmed = pod;
+    trimmed["spec"]["affinity"] = AffinityTheAndReads(pod["spec"]["affinity"]);
+    CHECK(Patch(AndTermIntoPod(trimmed, term, kGate)) == Patch(AndTermIntoPod(pod, term, kGate)));
+  }
+  SECTION("what is dropped") {
+    const json affinity = ReadJson("api/testdata/and/one_term.pod.json")["spec"]["affinity"];
+    REQUIRE(affinity.contains("podAntiAffinity"));
+    CHECK(AffinityTheAndReads(affinity) ==
+          json{{"nodeAffinity",
+                {{"requiredDuringSchedulingIgnoredDuringExecution",
+                  affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]}}}});
+    const json only_preferred =
+        ReadJson("api/testdata/and/only_preferred.pod.json")["spec"]["affinity"];
+    CHECK(AffinityTheAndReads(only_preferred) ==
+          json{{"nodeAffinity", only_preferred["nodeAffinity"]}});
+    const json only_anti =
+        ReadJson("api/testdata/and/only_pod_anti_affinity.pod.json")["spec"]["affinity"];
+    CHECK(AffinityTheAndReads(only_anti) == only_anti);  // tested whole
+  }
+}
+
 TEST_CASE("PodCarriesTerm needs every required term to hold every requirement") {
   const json pod = ReadJson("api/testdata/and/requirement_already_present.pod.json");
   CHECK(PodCarriesTerm(

@@ -1,14 +1,17 @@
-// controller/cache_memory_bench.cc — heap taken by the operator's caches
-// (DESIGN.md §6: ≤ 32 MiB RSS with 10,000 target pods, 10,000 VMIMs and
-// 5,000 nodes cached). Seeds the in-memory API server, syncs an InformerView,
-// and prints the heap the caches added (glibc mallinfo2, after malloc_trim),
-// per object kind and in total.
+// controller/cache_memory_bench.cc — heap taken by the operator's caches, per object kind
+// (DESIGN.md §6: ≤ 24 MiB RSS with 10,000 target pods, 10,000 VMIMs and 5,000 nodes cached).
+// For each kind alone, then for all of them together, seeds the in-memory API server, syncs an
+// InformerView over it and prints the heap the caches added (glibc mallinfo2, after
+// malloc_trim): in total and per object. The objects are shaped as bench/memory_benchmark's
+// (bench/kubevirt_objects.cc): KubeVirt nodes with node-labeller's ~110 labels, gated target
+// virt-launcher pods with KubeVirt's affinity, VMIMs with a term, running launcher pods.
 //
 //   bazel run //controller:cache_memory_bench -- [vmims] [nodes] [bound_pods]
 #include <malloc.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "base/clock.h"
@@ -27,14 +30,125 @@ size_t HeapInUse() {
   return mi.uordblks + mi.hblkhd;
 }
 
-json NodeWithLabels(int i) {
-  NodeSpec spec{"node-" + std::to_string(i)};
-  // KubeVirt's node-labeller: ~100 cpu-feature / model labels, the same on every node.
-  for (int f = 0; f < 100; ++f) {
-    spec.labels["cpu-feature.node.kubevirt.io/feature-" + std::to_string(f)] = "true";
+std::string Num(int i) { return std::to_string(i); }
+
+// A KubeVirt node: node-labeller's cpu-model / cpu-feature labels, the same on every node of a
+// CPU model, next to each node's own hostname and its zone.
+json KubevirtNode(int i) {
+  NodeSpec spec{"node-" + Num(i)};
+  spec.labels = {{"kubernetes.io/arch", "amd64"},
+                 {"kubernetes.io/os", "linux"},
+                 {"kubevirt.io/schedulable", "true"},
+                 {"topology.kubernetes.io/zone", "zone-" + Num(i % 3)},
+                 {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
+                 {"host-model-cpu.node.kubevirt.io/Skylake-Client-IBRS", "true"},
+                 {"cpu-vendor.node.kubevirt.io/Intel", "true"},
+                 {"cpu-timer.node.kubevirt.io/tsc-frequency", "2400000000"}};
+  for (int f = 0; f < 90; ++f)
+    spec.labels["cpu-feature.node.kubevirt.io/feature-" + Num(f)] = "true";
+  for (int m = 0; m < 20; ++m) spec.labels["cpu-model.node.kubevirt.io/model-" + Num(m)] = "true";
+  if (i % 10 == 0) spec.labels["node-labeller.kubevirt.io/obsolete-host-model"] = "true";
+  json n = Node(spec);
+  n["status"]["allocatable"] = {{"cpu", "32"},
+                                {"memory", "256Gi"},
+                                {"pods", "110"},
+                                {"ephemeral-storage", "400Gi"},
+                                {"devices.kubevirt.io/kvm", "1k"},
+                                {"devices.kubevirt.io/tun", "1k"},
+                                {"devices.kubevirt.io/vhost-net", "1k"}};
+  return n;
+}
+
+// A virt-launcher pod of VM i as KubeVirt writes it: its labels, node selector, tolerations,
+// the compute container's requests; a target pod (job_uid set) also KubeVirt's affinity.
+json Launcher(int i, const std::string& job_uid, bool gated, const std::string& node) {
+  const std::string vmi = "0000" + Num(100000 + i) + "-1111-2222-3333-444455556666";
+  json p = Pod({.name = "virt-launcher-vm-" + Num(i) + (job_uid.empty() ? "-source" : "-target"),
+                .job_uid = job_uid,
+                .gated = gated,
+                .node = node});
+  p["metadata"].erase("uid");
+  p["metadata"].erase("resourceVersion");
+  p["metadata"].erase("creationTimestamp");
+  json& labels = p["metadata"]["labels"];
+  if (job_uid.empty()) labels.erase("kubevirt.io/migrationJobUID");
+  labels["kubevirt.io/created-by"] = vmi;
+  labels["vm.kubevirt.io/name"] = "vm-" + Num(i);
+  labels["kubevirt.io/domain"] = "vm-" + Num(i);
+  labels["kubevirt.io/size"] = "small";
+  p["metadata"]["annotations"]["kubevirt.io/domain"] = "vm-" + Num(i);
+  json& spec = p["spec"];
+  spec["nodeSelector"] = {{"kubevirt.io/schedulable", "true"},
+                          {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
+                          {"kubernetes.io/arch", "amd64"}};
+  spec["tolerations"] = json::parse(R"([
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300}])");
+  spec["containers"][0]["resources"] = json::parse(R"({"requests": {"cpu": "400m",
+    "memory": "2294Mi", "devices.kubevirt.io/kvm": "1", "devices.kubevirt.io/tun": "1",
+    "devices.kubevirt.io/vhost-net": "1", "ephemeral-storage": "50M"}})");
+  if (!job_uid.empty()) {
+    spec["affinity"] =
+        json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": [
+          {"key": "node-labeller.kubevirt.io/obsolete-host-model", "operator": "DoesNotExist"}]}]}},
+      "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"kubevirt.io/created-by": ")" +
+                    vmi + R"("}}, "topologyKey": "kubernetes.io/hostname"}]}})");
   }
-  spec.labels["topology.kubernetes.io/zone"] = "zone-" + std::to_string(i % 3);
-  return Node(spec);
+  return p;
+}
+
+struct Counts {
+  int vmims, target_pods, nodes, bound_pods;
+};
+
+void Seed(kmt::kube::FakeClient& client, const Counts& c, int node_count) {
+  for (int i = 0; i < c.nodes; ++i) client.Create(kmt::kube::kNodes, "", KubevirtNode(i));
+  for (int i = 0; i < c.vmims; ++i) {
+    json v = Vmim({NodeTerm("node-" + Num(i % node_count))});
+    v["metadata"]["name"] = "mig-" + Num(i);
+    v["metadata"].erase("uid");
+    v["metadata"].erase("resourceVersion");
+    client.Create(kmt::kube::kVirtualMachineInstanceMigrations, kNs, v);
+  }
+  for (int i = 0; i < c.target_pods; ++i) {
+    const std::string job_uid = "11111111-aaaa-bbbb-cccc-" + Num(100000000000 + i);
+    client.Create(kmt::kube::kPods, kNs, Launcher(i, job_uid, /*gated=*/true, ""));
+  }
+  for (int i = 0; i < c.bound_pods; ++i) {
+    client.Create(kmt::kube::kPods, kNs, Launcher(i, "", false, "node-" + Num(i % node_count)));
+  }
+}
+
+// The heap an InformerView synced over `c` takes, in bytes (after its watches stopped).
+size_t CachedHeap(const Counts& c, int node_count) {
+  kmt::kube::FakeClient::Options options;
+  options.watch_history = 1;  // the fake's own history is not what we measure
+  kmt::kube::FakeClient client(options);
+  Seed(client, c, node_count);
+  kmt::base::RealClock clock;
+  const size_t before = HeapInUse();
+  kmt::controller::InformerView view(client, clock);
+  view.Start();
+  if (!view.WaitForSync(std::chrono::minutes(10))) {
+    std::fprintf(stderr, "caches did not sync\n");
+    std::exit(1);
+  }
+  const auto s = view.sizes();
+  view.Stop();  // watch threads and their buffers gone; the caches stay
+  const size_t after = HeapInUse();
+  if (s.vmims != static_cast<size_t>(c.vmims) ||
+      s.target_pods != static_cast<size_t>(c.target_pods) ||
+      s.nodes != static_cast<size_t>(c.nodes) ||
+      s.bound_pods != static_cast<size_t>(c.bound_pods)) {
+    std::fprintf(stderr, "cached %zu VMIMs, %zu target pods, %zu nodes, %zu bound pods\n", s.vmims,
+                 s.target_pods, s.nodes, s.bound_pods);
+    std::exit(1);
+  }
+  return after > before ? after - before : 0;
 }
 
 }  // namespace
@@ -43,60 +157,24 @@ int main(int argc, char** argv) {
   const int vmims = argc > 1 ? std::atoi(argv[1]) : 10000;
   const int nodes = argc > 2 ? std::atoi(argv[2]) : 5000;
   const int running = argc > 3 ? std::atoi(argv[3]) : 10000;
-  kmt::kube::FakeClient::Options options;
-  options.watch_history = 1;  // the fake's own history is not what we measure
-  kmt::kube::FakeClient client(options);
-  for (int i = 0; i < nodes; ++i) client.Create(kmt::kube::kNodes, "", NodeWithLabels(i));
-  for (int i = 0; i < vmims; ++i) {
-    const std::string n = std::to_string(i);
-    json v = Vmim({NodeTerm("node-" + std::to_string(i % nodes))});
-    v["metadata"]["name"] = "mig-" + n;
-    v["metadata"].erase("uid");
-    v["metadata"].erase("resourceVersion");
-    json created = client.Create(kmt::kube::kVirtualMachineInstanceMigrations, kNs, v);
-    json pod = Pod({.name = "virt-launcher-vm-" + n + "-target",
-                    .job_uid = created["metadata"]["uid"],
-                    .affinity = json::parse(
-                        R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                      {"nodeSelectorTerms": [{"matchExpressions": [
-                        {"key": "node-labeller.kubevirt.io/obsolete-host-model", "operator": "DoesNotExist"}]}]}},
-                      "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchExpressions": [{"key": "kubevirt.io/created-by",
-                          "operator": "In", "values": ["vmi-uid"]}]}, "topologyKey": "kubernetes.io/hostname"}]}})")});
-    pod["metadata"].erase("uid");
-    pod["metadata"].erase("resourceVersion");
-    pod["metadata"].erase("creationTimestamp");
-    client.Create(kmt::kube::kPods, kNs, pod);
+  const int node_names = nodes > 0 ? nodes : 1;
+  struct Kind {
+    const char* name;
+    int count;
+    Counts alone;
+  };
+  const Kind kinds[] = {{"node", nodes, {0, 0, nodes, 0}},
+                        {"VMIM", vmims, {vmims, 0, 0, 0}},
+                        {"gated target pod", vmims, {0, vmims, 0, 0}},
+                        {"bound pod", running, {0, 0, 0, running}}};
+  for (const Kind& k : kinds) {
+    if (k.count == 0) continue;
+    const size_t heap = CachedHeap(k.alone, node_names);
+    std::printf("%-17s %6d cached alone: %6.1f MiB, %5.0f B each\n", k.name, k.count,
+                static_cast<double>(heap) / (1024.0 * 1024.0), static_cast<double>(heap) / k.count);
   }
-  for (int i = 0; i < running; ++i) {
-    json pod = Pod({.name = "virt-launcher-vm-" + std::to_string(i) + "-source",
-                    .job_uid = "",
-                    .gated = false,
-                    .node = "node-" + std::to_string(i % nodes)});
-    pod["metadata"]["labels"].erase("kubevirt.io/migrationJobUID");
-    pod["metadata"].erase("uid");
-    pod["metadata"].erase("resourceVersion");
-    pod["metadata"].erase("creationTimestamp");
-    client.Create(kmt::kube::kPods, kNs, pod);
-  }
-
-  kmt::base::RealClock clock;
-  const size_t before = HeapInUse();
-  size_t after = 0;
-  {
-    kmt::controller::InformerView view(client, clock);
-    view.Start();
-    if (!view.WaitForSync(std::chrono::minutes(10))) {
-      std::fprintf(stderr, "caches did not sync\n");
-      return 1;
-    }
-    auto s = view.sizes();
-    view.Stop();  // watch threads and their buffers gone; the caches stay
-    after = HeapInUse();
-    std::printf("cached: %zu VMIMs, %zu target pods, %zu nodes, %zu bound pods\n", s.vmims,
-                s.target_pods, s.nodes, s.bound_pods);
-  }
-  const double mib = static_cast<double>(after - before) / (1024.0 * 1024.0);
-  std::printf("heap taken by the caches: %.1f MiB\n", mib);
+  const size_t all = CachedHeap({vmims, vmims, nodes, running}, node_names);
+  std::printf("all together (%d VMIMs, %d target pods, %d nodes, %d bound pods): %.1f MiB\n", vmims,
+              vmims, nodes, running, static_cast<double>(all) / (1024.0 * 1024.0));
   return 0;
 }
