@@ -17,7 +17,7 @@ using json = nlohmann::json;
 std::string ParseErrorText(const json::parse_error& e) {
   std::string s = e.what();
   if (const size_t end = s.find("] ");
-      s.rfind("[json.exception.", 0) == 0 && end != std::string::npos) {
+      s.starts_with("[json.exception.") && end != std::string::npos) {
     s.erase(0, end + 2);
   }
   return s;
@@ -50,7 +50,7 @@ class DuplicateMembers {
         if (frames_.empty()) break;
         Frame& top = frames_.back();
         top.key = parsed.get<std::string>();
-        if (std::find(top.names.begin(), top.names.end(), top.key) != top.names.end()) {
+        if (std::ranges::find(top.names, top.key) != top.names.end()) {
           found_.push_back(ChildPath(Path(), top.key));
         } else {
           top.names.push_back(top.key);

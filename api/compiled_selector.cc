@@ -7,7 +7,7 @@ std::string SelectorText(const LabelSelector& sel, bool null) {
   std::string s;
   for (const auto& [k, v] : sel.match_labels.Sorted()) {
     if (!s.empty()) s += ", ";
-    s += k + "=" + v;
+    s.append(k).append("=").append(v);
   }
   for (const auto& r : sel.match_expressions) {
     if (!s.empty()) s += ", ";

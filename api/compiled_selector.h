@@ -43,7 +43,7 @@ struct CompiledExpr {
   bool Matches(const Labels& labels) const {
     const InternId v = labels.FindId(key);
     return requirement.Matches(
-        v != kNoIntern, [&] { return std::find(values.begin(), values.end(), v) != values.end(); },
+        v != kNoIntern, [&] { return std::ranges::find(values, v) != values.end(); },
         [&]() -> std::string_view { return InternText(v); });
   }
 };
@@ -131,7 +131,7 @@ struct CompiledPodTerm {
                         bool unknown_as_unlabelled = false) const {
     const auto& list = term->namespaces;
     if (list.empty() && !ns_selector) return ns == owner_ns;
-    if (std::find(list.begin(), list.end(), ns) != list.end()) return true;
+    if (std::ranges::find(list, ns) != list.end()) return true;
     if (!ns_selector) return false;
     if (ns_labels != nullptr) return ns_selector->Matches(*ns_labels);
     return ns_selector->Empty() || (unknown_as_unlabelled && ns_selector->Matches(Labels()));

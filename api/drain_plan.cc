@@ -43,7 +43,8 @@ PolicyLabelSelector SelectorOf(const json& sel) {
 // Free share of a resource after `used`, in [0, 1] (0 when nothing is allocatable).
 double FreeShare(int64_t allocatable, int64_t used) {
   if (allocatable <= 0) return 0;
-  return std::max<double>(0, static_cast<double>(allocatable - used) / allocatable);
+  return std::max<double>(
+      0, static_cast<double>(allocatable - used) / static_cast<double>(allocatable));
 }
 
 // "LiveMigratable=False REASON: MESSAGE" ("LiveMigratable not True" without the condition).
@@ -297,8 +298,8 @@ DrainPlan PlanDrain(const DrainInput& in, std::span<const DrainVm> vms) {
     if (incoming[i] == 0) continue;
     plan.nodes.push_back({in.nodes[i].name, incoming[i], used[i], in.nodes[i].allocatable});
   }
-  std::sort(plan.nodes.begin(), plan.nodes.end(),
-            [](const NodeAfter& a, const NodeAfter& b) { return a.node < b.node; });
+  std::ranges::sort(plan.nodes,
+                    [](const NodeAfter& a, const NodeAfter& b) { return a.node < b.node; });
   return plan;
 }
 

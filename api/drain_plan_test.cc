@@ -66,6 +66,7 @@ MigrationTargetPolicy Policy(const std::string& spec) {
 
 std::vector<std::string> PlacedOn(const DrainPlan& plan) {
   std::vector<std::string> out;
+  out.reserve(plan.vms.size());
   for (const VmPlan& v : plan.vms) out.push_back(v.placed_on);
   return out;
 }
@@ -191,6 +192,7 @@ TEST_CASE("drain plan: maxInboundPerNode limits the migrations in flight, not th
       {.node = "a", .nodes = nodes, .bound = {}, .parallel_outbound = row.parallel_outbound}, vms);
   CHECK(PlacedOn(plan) == row.placed);
   std::vector<bool> waits;
+  waits.reserve(plan.vms.size());
   for (const VmPlan& v : plan.vms) waits.push_back(v.waits_for_inbound);
   CHECK(waits == row.waits);
   CHECK(plan.leaving == 4);

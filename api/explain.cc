@@ -116,7 +116,7 @@ struct CompiledVolume {
   }
   static bool ZoneExcludes(const Zone& z, const NodeInfo& n) {
     const InternId v = NodeValue(z, n);
-    return v == kNoIntern || std::find(z.values.begin(), z.values.end(), v) == z.values.end();
+    return v == kNoIntern || std::ranges::find(z.values, v) == z.values.end();
   }
 };
 
@@ -155,7 +155,7 @@ std::string JoinValues(const std::vector<std::string>& values) {
 }
 
 bool IsByteResource(std::string_view name) {
-  return name == "ephemeral-storage" || name.rfind("hugepages-", 0) == 0;
+  return name == "ephemeral-storage" || name.starts_with("hugepages-");
 }
 
 // The note on bound pods whose labels the cache cut where the pod's selectors needed them:
@@ -163,8 +163,8 @@ bool IsByteResource(std::string_view name) {
 std::string LabelsNoteText(const TargetPod& pod, std::span<const BoundPod> bound,
                            std::vector<size_t> cut, Disclosure disclosure) {
   if (cut.empty()) return "";
-  std::sort(cut.begin(), cut.end());
-  cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
+  std::ranges::sort(cut);
+  cut.erase(std::ranges::unique(cut).begin(), cut.end());
   std::vector<std::string> named;
   size_t others = 0;
   for (size_t i : cut) {
@@ -175,7 +175,7 @@ std::string LabelsNoteText(const TargetPod& pod, std::span<const BoundPod> bound
       ++others;
     }
   }
-  std::sort(named.begin(), named.end());
+  std::ranges::sort(named);
   std::string who = ListFirst(named, 3);
   if (others > 0) {
     who += (who.empty() ? "" : " and ") + std::to_string(others) +
@@ -267,17 +267,17 @@ struct Explainer::Impl {
   // A pod the anti-affinity term selects runs in node n's topology domain.
   static bool InDomain(const AntiAffinity& a, const NodeInfo& n) {
     const InternId v = n.labels.FindId(a.topology_key);
-    return v != kNoIntern && std::find(a.domains.begin(), a.domains.end(), v) != a.domains.end();
+    return v != kNoIntern && std::ranges::find(a.domains, v) != a.domains.end();
   }
   bool IsSource(const NodeInfo& n) const { return !source_name.empty() && n.name == source_name; }
   bool VmThere(const NodeInfo& n) const {
-    return IsSource(n) || std::any_of(anti.begin(), anti.end(), [&](const AntiAffinity& a) {
+    return IsSource(n) || std::ranges::any_of(anti, [&](const AntiAffinity& a) {
              return IsVmHostTerm(a) && InDomain(a, n);
            });
   }
   bool AlreadyThere(const NodeInfo& n) const {
-    return IsSource(n) || std::any_of(anti.begin(), anti.end(),
-                                      [&](const AntiAffinity& a) { return InDomain(a, n); });
+    return IsSource(n) ||
+           std::ranges::any_of(anti, [&](const AntiAffinity& a) { return InDomain(a, n); });
   }
   // VolumeZone passes a node without any of the four topology labels.
   bool HasTopology(const NodeInfo& n) const {
@@ -287,8 +287,8 @@ struct Explainer::Impl {
     return false;
   }
   bool VolumeAffinityExcludes(const NodeInfo& n) const {
-    return std::any_of(volumes.begin(), volumes.end(),
-                       [&](const CompiledVolume& v) { return v.AffinityExcludes(n); });
+    return std::ranges::any_of(volumes,
+                               [&](const CompiledVolume& v) { return v.AffinityExcludes(n); });
   }
   bool VolumeZoneExcludes(const NodeInfo& n) const {
     if (!any_zone || !HasTopology(n)) return false;
@@ -391,8 +391,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
       auto it = index.find(b.node_name);
       if (it == index.end()) continue;
       const InternId domain = nodes[it->second].labels.FindId(a.topology_key);
-      if (domain != kNoIntern &&
-          std::find(a.domains.begin(), a.domains.end(), domain) == a.domains.end()) {
+      if (domain != kNoIntern && std::ranges::find(a.domains, domain) == a.domains.end()) {
         a.domains.push_back(domain);
       }
     }
@@ -608,7 +607,7 @@ std::vector<NodeExplanation> Explainer::ExplainAll() const {
   std::vector<NodeExplanation> out;
   out.reserve(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) out.push_back(Explain(i));
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.node < b.node; });
+  std::ranges::sort(out, [](const auto& a, const auto& b) { return a.node < b.node; });
   return out;
 }
 
@@ -641,12 +640,11 @@ std::string FormatSummary(const std::vector<const NodeExplanation*>& shown, size
 
 bool WantsNamespaces(const TargetPod& pod, std::span<const BoundPod> bound) {
   auto any = [](const std::vector<PodAffinityTerm>& terms) {
-    return std::any_of(terms.begin(), terms.end(),
-                       [](const PodAffinityTerm& t) { return t.namespace_selector.has_value(); });
+    return std::ranges::any_of(
+        terms, [](const PodAffinityTerm& t) { return t.namespace_selector.has_value(); });
   };
   return any(pod.anti_affinity) || any(pod.pod_affinity) ||
-         std::any_of(bound.begin(), bound.end(),
-                     [&](const BoundPod& b) { return any(b.anti_affinity); });
+         std::ranges::any_of(bound, [&](const BoundPod& b) { return any(b.anti_affinity); });
 }
 
 std::string ListFirst(const std::vector<std::string>& items, size_t shown) {
@@ -699,13 +697,13 @@ std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
       names.insert(names.end(), r.values.begin(), r.values.end());
     }
     if (names.empty()) return std::nullopt;
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::ranges::sort(names);
+    names.erase(std::ranges::unique(names).begin(), names.end());
     return "the added term allows only nodes named " + ListFirst(names, max_nodes) +
            ", and no such node exists";
   }
-  std::sort(allowed.begin(), allowed.end(),
-            [this](size_t a, size_t b) { return nodes_[a].name < nodes_[b].name; });
+  std::ranges::sort(allowed,
+                    [this](size_t a, size_t b) { return nodes_[a].name < nodes_[b].name; });
   // Each shown node with only its permanent reasons, in Explain's order.
   std::vector<NodeExplanation> kept;
   for (size_t k = 0; k < allowed.size() && k < max_nodes; ++k) {
@@ -721,6 +719,7 @@ std::optional<std::string> Explainer::WhyNeverFits(size_t max_nodes) const {
     kept.push_back(std::move(e));
   }
   std::vector<const NodeExplanation*> shown;
+  shown.reserve(kept.size());
   for (const auto& e : kept) shown.push_back(&e);
   return "every node the added term allows is out for good: " +
          FormatSummary(shown, allowed.size());

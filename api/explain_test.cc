@@ -454,6 +454,7 @@ std::vector<std::vector<Reason>> Only(const Explainer& e, ReasonMask kinds) {
 // Which nodes (by index) have a reason of `kind`.
 std::vector<bool> Out(const Explainer& e, ReasonKind kind) {
   std::vector<bool> out;
+  out.reserve(e.node_count());
   for (size_t i = 0; i < e.node_count(); ++i) out.push_back((e.Evaluate(i) & Bit(kind)) != 0);
   return out;
 }

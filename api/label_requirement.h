@@ -64,8 +64,7 @@ class LabelRequirement {
   // Requirement.Matches. `value`: the object's value for key(), nullptr when it has none.
   bool Matches(const std::string* value) const {
     return Matches(
-        value != nullptr,
-        [&] { return std::find(values_.begin(), values_.end(), *value) != values_.end(); },
+        value != nullptr, [&] { return std::ranges::find(values_, *value) != values_.end(); },
         [&]() -> std::string_view { return *value; });
   }
 

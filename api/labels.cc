@@ -157,7 +157,7 @@ class SetTable {
     const size_t hash = HashOf(entries.data(), entries.size());
     LabelSet* found = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::scoped_lock lock(mu_);
       if (!buckets_.empty()) {
         for (LabelSet* s = buckets_[hash & (buckets_.size() - 1)]; s != nullptr; s = s->next) {
           if (s->size == entries.size() &&
@@ -171,7 +171,7 @@ class SetTable {
       if (found == nullptr) {
         void* mem = ::operator new(sizeof(LabelSet) + entries.size() * sizeof(Labels::Entry));
         found = new (mem) LabelSet{{1}, static_cast<uint32_t>(entries.size()), nullptr};
-        std::copy(entries.begin(), entries.end(), found->entries());
+        std::ranges::copy(entries, found->entries());
         if (count_ + 1 > 2 * buckets_.size()) Grow();
         LabelSet*& head = buckets_[hash & (buckets_.size() - 1)];
         found->next = head;
@@ -189,7 +189,7 @@ class SetTable {
   void Release(LabelSet* s) {
     if (!DropUnlessLast(s->refs)) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::scoped_lock lock(mu_);
       if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
       LabelSet** link = &buckets_[HashOf(s->entries(), s->size) & (buckets_.size() - 1)];
       while (*link != s) link = &(*link)->next;
@@ -202,7 +202,7 @@ class SetTable {
   }
 
   size_t Count() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     return count_;
   }
 
@@ -227,7 +227,7 @@ class SetTable {
 };
 
 SetTable& TheSets() {
-  static SetTable* sets = new SetTable();  // never destroyed, as the pool
+  static auto* sets = new SetTable();  // never destroyed, as the pool
   return *sets;
 }
 
@@ -242,6 +242,7 @@ InternedString::InternedString(const InternedString& o) : e_(o.e_) {
 }
 
 InternedString& InternedString::operator=(const InternedString& o) {
+  if (this == &o) return *this;
   if (o.e_ != nullptr) Pool::Ref(o.e_);
   if (e_ != nullptr) ThePool().Release(e_);
   e_ = o.e_;
@@ -295,8 +296,8 @@ Labels Labels::Make(std::vector<Entry> entries) {
   if (entries.empty()) return l;
   // Stable, so the first of duplicate keys (initializer lists) wins; the others' references
   // go back.
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const Entry& a, const Entry& b) { return a.first < b.first; });
+  std::ranges::stable_sort(entries,
+                           [](const Entry& a, const Entry& b) { return a.first < b.first; });
   std::vector<Entry> dropped;
   size_t kept = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -334,7 +335,7 @@ Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_vie
 }
 
 Labels Labels::FromJson(const nlohmann::json& j) {
-  if (!j.is_object()) return Labels();
+  if (!j.is_object()) return {};
   std::vector<Entry> entries;
   entries.reserve(j.size());
   for (const auto& [k, v] : j.items()) {
@@ -348,6 +349,7 @@ Labels::Labels(const Labels& o) : set_(o.set_) {
 }
 
 Labels& Labels::operator=(const Labels& o) {
+  if (this == &o) return *this;
   if (o.set_ != nullptr) SetTable::Ref(o.set_);
   if (set_ != nullptr) TheSets().Release(set_);
   set_ = o.set_;
@@ -376,8 +378,7 @@ size_t Labels::size() const { return set_ == nullptr ? 0 : set_->size; }
 
 InternId Labels::FindId(InternId key) const {
   if (key == kNoIntern) return kNoIntern;
-  const Entry* it =
-      std::lower_bound(begin(), end(), key, [](const Entry& e, InternId k) { return e.first < k; });
+  const Entry* it = std::ranges::lower_bound(begin(), end(), key, {}, &Entry::first);
   return (it != end() && it->first == key) ? it->second : kNoIntern;
 }
 
@@ -390,17 +391,17 @@ const std::string* Labels::Find(std::string_view key) const {
 std::vector<std::pair<std::string, std::string>> Labels::Sorted() const {
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(size());
-  for (const Entry* it = begin(); it != end(); ++it) {
-    out.emplace_back(InternText(it->first), InternText(it->second));
+  for (const auto& it : *this) {
+    out.emplace_back(InternText(it.first), InternText(it.second));
   }
-  std::sort(out.begin(), out.end());
+  std::ranges::sort(out);
   return out;
 }
 
 nlohmann::json Labels::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const Entry* it = begin(); it != end(); ++it) {
-    j[InternText(it->first)] = InternText(it->second);
+  for (const auto& it : *this) {
+    j[InternText(it.first)] = InternText(it.second);
   }
   return j;
 }

@@ -19,9 +19,10 @@ TEST_CASE("Intern hands out one stable copy per text while it is held") {
   CHECK(FindInterned("cpu-feature.node.kubevirt.io/avx2") == a.get());
   CHECK(FindInterned("never-interned-anywhere-9f2c") == nullptr);
   std::vector<InternedString> filler;
+  filler.reserve(10000);
   for (int i = 0; i < 10000; ++i) filler.push_back(Intern("filler-" + std::to_string(i)));
   CHECK(Intern("cpu-feature.node.kubevirt.io/avx2").get() == a.get());  // rehashed, same copy
-  const InternedString copy = a;
+  const InternedString& copy = a;
   CHECK(copy == a);
   CHECK(InternedString().get() == nullptr);
   CHECK(InternedString().str().empty());
@@ -162,17 +163,17 @@ TEST_CASE("Labels and handles are shared across threads") {
   const Labels shared{{"app", "web"}, {"zone", "a"}};
   std::atomic<int> wrong{0};  // Catch's assertions are not thread-safe
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&shared, &wrong, t] {
       for (int i = 0; i < 2000; ++i) {
-        Labels copy = shared;
+        const Labels& copy = shared;
         Labels mine{{"app", "web"}, {"zone", "a"}};
         Labels own{{"thread", std::to_string(t)}, {"i", std::to_string(i % 7)}};
         if (!(copy == mine && own.size() == 2 && *own.Find("thread") == std::to_string(t))) {
           ++wrong;
         }
         InternedString s = Intern("shared-text");
-        InternedString other = s;
       }
     });
   }

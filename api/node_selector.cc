@@ -46,7 +46,7 @@ Cause WrongType(const std::string& field, const json& value, std::string_view wa
 void RejectUnknownMembers(const json& obj, const std::string& path,
                           const std::vector<std::string_view>& known, std::vector<Cause>& causes) {
   for (const auto& [name, value] : obj.items()) {
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
+    if (std::ranges::find(known, name) == known.end()) {
       causes.push_back(NotSupportedCause(ChildPath(path, name), name, known));
     }
   }
@@ -179,8 +179,8 @@ bool SameRequirement(const NodeSelectorRequirement& a, const NodeSelectorRequire
   if (a.key != b.key || a.op != b.op || a.values.size() != b.values.size()) return false;
   if (a.values == b.values) return true;
   std::vector<std::string> va = a.values, vb = b.values;
-  std::sort(va.begin(), va.end());
-  std::sort(vb.begin(), vb.end());
+  std::ranges::sort(va);
+  std::ranges::sort(vb);
   return va == vb;
 }
 

@@ -10,12 +10,12 @@ namespace kmt::api {
 namespace {
 
 void SortUnique(std::vector<std::pair<InternId, InternId>>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::ranges::sort(v);
+  v.erase(std::ranges::unique(v).begin(), v.end());
 }
 
 bool Has(const std::vector<std::pair<InternId, InternId>>& sorted, InternId key, InternId value) {
-  return std::binary_search(sorted.begin(), sorted.end(), std::pair(key, value));
+  return std::ranges::binary_search(sorted, std::pair(key, value));
 }
 
 std::string Pods(int64_t n) {
@@ -66,15 +66,14 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
   if (!affinity_.empty()) {
     auto matches_all = [&](std::string_view ns, const Labels& labels) {
       const Labels* ns_labels = ns_index.Find(ns);
-      return std::all_of(affinity_.begin(), affinity_.end(), [&](const CompiledPodTerm& t) {
-        return t.Matches(ns, labels, ns_labels);
-      });
+      return std::ranges::all_of(
+          affinity_, [&](const CompiledPodTerm& t) { return t.Matches(ns, labels, ns_labels); });
     };
     for (size_t bi = 0; bi < bound.size(); ++bi) {
       const BoundPod& b = bound[bi];
       const NodeInfo* node = node_of(b);
       if (node == nullptr) continue;
-      if (std::any_of(affinity_.begin(), affinity_.end(), [&](const CompiledPodTerm& t) {
+      if (std::ranges::any_of(affinity_, [&](const CompiledPodTerm& t) {
             return t.MayMissLabels(b, ns_index.Find(b.ns));
           })) {
         cut_label_pods_.push_back(bi);
@@ -110,9 +109,8 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
   // Per node and constraint: counted (eligible) or not.
   std::vector<char> eligible(nodes.size() * n_constraints, 0);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const bool all_keys = std::all_of(spread_.begin(), spread_.end(), [&](const Spread& s) {
-      return nodes[i].labels.FindId(s.key) != kNoIntern;
-    });
+    const bool all_keys = std::ranges::all_of(
+        spread_, [&](const Spread& s) { return nodes[i].labels.FindId(s.key) != kNoIntern; });
     if (!all_keys) continue;
     std::optional<bool> affinity_ok, taints_fine;
     for (size_t c = 0; c < n_constraints; ++c) {
@@ -139,7 +137,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
     if (b.deleting || b.ns != pod.ns) continue;
     const NodeInfo* node = node_of(b);
     if (node == nullptr) continue;
-    const size_t i = static_cast<size_t>(node - nodes.data());
+    const auto i = static_cast<size_t>(node - nodes.data());
     for (size_t c = 0; c < n_constraints; ++c) {
       if (!eligible[i * n_constraints + c] || selectors[c].Empty()) continue;
       if (selectors[c].MayMissLabels(b)) cut_label_pods_.push_back(bi);
@@ -218,10 +216,10 @@ std::vector<std::string> PodRules::OthersAntiAffinityTexts(size_t i) const {
     }
     std::string text =
         "pod " + b.who + "'s anti-affinity (topologyKey " + b.topology_key + ") excludes it";
-    if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(std::move(text));
+    if (std::ranges::find(out, text) == out.end()) out.push_back(std::move(text));
   }
-  std::sort(unnamed.begin(), unnamed.end());
-  unnamed.erase(std::unique(unnamed.begin(), unnamed.end()), unnamed.end());
+  std::ranges::sort(unnamed);
+  unnamed.erase(std::ranges::unique(unnamed).begin(), unnamed.end());
   for (size_t at = 0; at < unnamed.size();) {
     const std::string_view key = unnamed[at].first;
     size_t n = 0;

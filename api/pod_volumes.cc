@@ -51,8 +51,8 @@ std::optional<std::vector<std::string>> ZoneSet(std::string_view value) {
     if (at == std::string_view::npos) break;
     value.remove_prefix(at + kZoneDelimiter.size());
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::ranges::sort(out);
+  out.erase(std::ranges::unique(out).begin(), out.end());
   return out;
 }
 
@@ -72,7 +72,7 @@ std::vector<PodClaim> PodClaimsFromJson(const json& pod) {
     const json& pvc = base::At(v, "persistentVolumeClaim");
     if (!pvc.is_object()) continue;
     std::string name = base::StringAt(pvc, "claimName");
-    if (std::any_of(out.begin(), out.end(), [&](const PodClaim& c) { return c.name == name; })) {
+    if (std::ranges::any_of(out, [&](const PodClaim& c) { return c.name == name; })) {
       continue;
     }
     out.push_back({std::move(name), {}});

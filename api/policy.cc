@@ -222,7 +222,7 @@ PolicyParse ParsePolicy(const Json& object) {
     AddedTermParse parsed = ParseAddedTerm(p.term_text);
     const std::string& annotation = AddedTermFieldPath();
     for (Cause c : parsed.causes) {
-      if (c.field.compare(0, annotation.size(), annotation) == 0) {
+      if (c.field.starts_with(annotation)) {
         c.field = std::string(kTermPath) + c.field.substr(annotation.size());
       }
       causes.push_back(std::move(c));
@@ -237,7 +237,7 @@ std::optional<int64_t> ParseMaxInbound(const std::optional<std::string>& annotat
   if (!annotation) return std::nullopt;
   const std::string& s = *annotation;
   if (s.empty() || s.size() > 5 || s[0] == '0' ||
-      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      !std::ranges::all_of(s, [](char c) { return c >= '0' && c <= '9'; })) {
     return 1;
   }
   const int64_t n = std::stoll(s);

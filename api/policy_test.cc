@@ -1,5 +1,6 @@
 #include "api/policy.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 namespace kmt::api {
@@ -16,6 +17,7 @@ json Policy(const std::string& name, const std::string& spec) {
 
 std::vector<std::string> Fields(const PolicyParse& p) {
   std::vector<std::string> out;
+  out.reserve(p.causes.size());
   for (const Cause& c : p.causes) out.push_back(c.field + ": " + c.message);
   return out;
 }
@@ -174,7 +176,7 @@ TEST_CASE("Precedence: highest priority, then smallest name, whatever the list o
   };
   REQUIRE(SelectPolicy(ps, facts) != nullptr);
   CHECK(SelectPolicy(ps, facts)->name == "a");
-  std::reverse(ps.begin(), ps.end());
+  std::ranges::reverse(ps);
   CHECK(SelectPolicy(ps, facts)->name == "a");
   EvacuationFacts desched = facts;
   desched.descheduler = true;

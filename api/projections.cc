@@ -135,7 +135,7 @@ void Resources::AddScalar(const InternedString& name, int64_t amount) {
     }
   }
   scalar.emplace_back(name, amount);
-  std::sort(scalar.begin(), scalar.end(), [](const auto& a, const auto& b) {
+  std::ranges::sort(scalar, [](const auto& a, const auto& b) {
     return std::less<const std::string*>{}(a.first.get(), b.first.get());
   });
 }

@@ -32,7 +32,7 @@ RealClock::RealClock() : impl_(std::make_unique<Impl>()) {}
 
 RealClock::~RealClock() {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    std::scoped_lock lock(impl_->mu);
     impl_->pending.clear();
   }
   impl_->guard.reset();
@@ -53,13 +53,13 @@ TimerId RealClock::RunAfter(Duration delay, std::function<void()> fn) {
   timer->expires_after(delay < Duration::zero() ? Duration::zero() : delay);
   TimerId id;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    std::scoped_lock lock(impl_->mu);
     id = impl_->next_id++;
     impl_->pending.emplace(id, timer);
   }
   timer->async_wait([impl = impl_.get(), id, fn = std::move(fn)](const boost::system::error_code&) {
     {
-      std::lock_guard<std::mutex> lock(impl->mu);
+      std::scoped_lock lock(impl->mu);
       if (impl->pending.erase(id) == 0) return;  // cancelled
     }
     fn();
@@ -70,7 +70,7 @@ TimerId RealClock::RunAfter(Duration delay, std::function<void()> fn) {
 bool RealClock::Cancel(TimerId id) {
   std::shared_ptr<asio::steady_timer> timer;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    std::scoped_lock lock(impl_->mu);
     auto it = impl_->pending.find(id);
     if (it == impl_->pending.end()) return false;
     timer = std::move(it->second);
@@ -92,7 +92,7 @@ bool RealClock::WaitFor(Duration d, std::condition_variable& cv, std::unique_loc
 }
 
 Clock& SystemClock() {
-  static RealClock* clock = new RealClock();  // never destroyed: used until exit
+  static auto* clock = new RealClock();  // never destroyed: used until exit
   return *clock;
 }
 

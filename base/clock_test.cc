@@ -20,7 +20,7 @@ TEST_CASE("FakeClock fires timers in deadline order, each at its own time") {
   FakeClock clock;
   const SteadyTime start = clock.Now();
   std::vector<std::string> fired;
-  auto record = [&](std::string name) {
+  auto record = [&](const std::string& name) {
     return [&, name] {
       fired.push_back(name + "@" + std::to_string((clock.Now() - start) / milliseconds(1)));
     };
@@ -74,7 +74,7 @@ TEST_CASE("RealClock runs a timer on its thread and honours Cancel") {
   TimerId never = clock.RunAfter(seconds(3600), [&] { cancelled_fired = true; });
   REQUIRE(clock.Cancel(never));
   clock.RunAfter(milliseconds(1), [&] {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     fired = true;
     cv.notify_all();
   });
@@ -115,7 +115,7 @@ TEST_CASE("WaitFor: RealClock waits until done or the duration, FakeClock record
   RealClock real;
   std::thread waker([&] {
     std::this_thread::sleep_for(milliseconds(20));
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     done = true;
     cv.notify_all();
   });

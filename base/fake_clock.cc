@@ -7,17 +7,17 @@ FakeClock::FakeClock(WallTime wall)
     : now_(SteadyTime(std::chrono::hours(1000))), wall_origin_(wall), steady_origin_(now_) {}
 
 SteadyTime FakeClock::Now() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return now_;
 }
 
 WallTime FakeClock::WallNow() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return wall_origin_ + std::chrono::duration_cast<WallTime::duration>(now_ - steady_origin_);
 }
 
 TimerId FakeClock::RunAfter(Duration delay, std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   TimerId id = next_id_++;
   SteadyTime deadline = now_ + (delay < Duration::zero() ? Duration::zero() : delay);
   timers_.emplace(std::make_pair(deadline, id), std::move(fn));
@@ -26,7 +26,7 @@ TimerId FakeClock::RunAfter(Duration delay, std::function<void()> fn) {
 }
 
 bool FakeClock::Cancel(TimerId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   auto it = deadlines_.find(id);
   if (it == deadlines_.end()) return false;
   timers_.erase(std::make_pair(it->second, id));
@@ -36,7 +36,7 @@ bool FakeClock::Cancel(TimerId id) {
 
 void FakeClock::Sleep(Duration d) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     sleeps_.push_back(d);
   }
   if (d > Duration::zero()) Advance(d);
@@ -52,7 +52,7 @@ bool FakeClock::WaitFor(Duration d, std::condition_variable&, std::unique_lock<s
 }
 
 std::vector<Duration> FakeClock::Sleeps() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return sleeps_;
 }
 
@@ -71,12 +71,12 @@ void FakeClock::Advance(Duration d) {
 }
 
 size_t FakeClock::PendingTimers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return timers_.size();
 }
 
 Duration FakeClock::NextTimerIn() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (timers_.empty()) return Duration::max();
   return timers_.begin()->first.first - now_;
 }

@@ -96,7 +96,7 @@ class JsonField {
   // The value; only when ok().
   const T& operator*() const { return *value_; }
   const T* operator->() const { return &*value_; }
-  T value_or(T fallback) const { return ok() ? *value_ : std::move(fallback); }
+  T value_or(const T& fallback) const { return ok() ? *value_ : std::move(fallback); }
   const std::optional<T>& optional() const { return value_; }
 
  private:

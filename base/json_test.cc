@@ -52,6 +52,8 @@ TEST_CASE("Find tells a present value from a missing member, a null and a non-ob
     case 3:
       got = Find(kPod, {row.path[0], row.path[1], row.path[2]});
       break;
+    default:
+      FAIL("a row's path has 1 to 3 keys");
   }
   CHECK(got.status() == row.want);
   CHECK(got.ok() == (row.want == Lookup::kPresent));

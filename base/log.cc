@@ -124,7 +124,7 @@ void Logger::Emit(LogLevel level, std::string_view msg, const Fields& fields) {
   if (!Enabled(level)) return;
   const std::string line =
       RenderLine(format_, FormatMicroTime(clock_.WallNow()), level, msg, fields);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   sink_(line);
 }
 

@@ -19,16 +19,16 @@ void Counter::Inc(double v) {
 void Gauge::Add(double v) { value_.fetch_add(v); }
 
 void Histogram::Observe(double v) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   // Buckets are upper-inclusive (le); values above the last bound only count in +Inf.
-  auto it = std::lower_bound(bounds_->begin(), bounds_->end(), v);
+  auto it = std::ranges::lower_bound(*bounds_, v);
   if (it != bounds_->end()) ++counts_[static_cast<size_t>(it - bounds_->begin())];
   ++count_;
   sum_ += v;
 }
 
 Histogram::Snapshot Histogram::Read() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   Snapshot s;
   s.count = count_;
   s.sum = sum_;
@@ -46,7 +46,7 @@ T& Family<T>::WithLabels(const std::vector<std::string>& values) {
     throw std::invalid_argument(fmt::format("metric {} takes {} label values, got {}", name_,
                                             label_names_.size(), values.size()));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   auto& slot = series_[values];
   if (!slot) {
     if constexpr (std::is_same_v<T, Histogram>) {
@@ -70,7 +70,7 @@ void Registry::Claim(const std::string& name) {
 
 CounterFamily& Registry::AddCounter(const std::string& name, const std::string& help,
                                     std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   Claim(name);
   auto& f = counters_[name];
   f = std::make_unique<CounterFamily>(name, help, std::move(label_names));
@@ -79,7 +79,7 @@ CounterFamily& Registry::AddCounter(const std::string& name, const std::string& 
 
 GaugeFamily& Registry::AddGauge(const std::string& name, const std::string& help,
                                 std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   Claim(name);
   auto& f = gauges_[name];
   f = std::make_unique<GaugeFamily>(name, help, std::move(label_names));
@@ -94,7 +94,7 @@ HistogramFamily& Registry::AddHistogram(const std::string& name, const std::stri
       throw std::invalid_argument("histogram buckets must be strictly increasing: " + name);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   Claim(name);
   auto& f = histograms_[name];
   f = std::make_unique<HistogramFamily>(name, help, std::move(label_names), std::move(bounds));
@@ -113,7 +113,11 @@ std::string FormatPromFloat(double v) {
   std::string sci(buf, res.ptr);
   size_t e = sci.find('e');
   std::string mant = sci.substr(0, e);
-  int exp = std::atoi(sci.c_str() + e + 1);
+  // to_chars wrote the exponent ("e+07"): from_chars reads its sign and digits.
+  int exp = 0;
+  const char* exp_at = sci.c_str() + e + 1;
+  if (*exp_at == '+') ++exp_at;
+  std::from_chars(exp_at, sci.c_str() + sci.size(), exp);
   bool neg = mant[0] == '-';
   if (neg) mant.erase(0, 1);
   std::string digits;
@@ -196,7 +200,7 @@ std::string LabelSet(const std::vector<std::string>& names, const std::vector<st
 }  // namespace
 
 std::string Registry::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   // Merge the three maps in name order.
   std::map<std::string, std::string> blocks;
   auto header = [](const std::string& name, const std::string& help, const char* type) {
@@ -217,7 +221,7 @@ std::string Registry::Render() const {
   simple(counters_, "counter");
   simple(gauges_, "gauge");
   for (const auto& [name, f] : histograms_) {
-    std::lock_guard<std::mutex> flock(f->mu_);
+    std::scoped_lock flock(f->mu_);
     if (f->series_.empty()) continue;
     std::string text = header(name, f->help_, "histogram");
     for (const auto& [values, h] : f->series_) {

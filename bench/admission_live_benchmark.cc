@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include "base/clock.h"
@@ -237,7 +238,14 @@ int Main(int argc, char** argv) {
       "2 s per rate, 50 and 200 req/s, 1 s idle (--rates, --seconds, --idle-seconds given after "
       "it win)");
   app.add_option_function<std::string>(
-      "--rates", [&](const std::string& v) { rates = ParseRates(v); },
+      "--rates",
+      [&](const std::string& v) {
+        try {
+          rates = ParseRates(v);
+        } catch (const std::invalid_argument& e) {
+          throw CLI::ValidationError("--rates", e.what());
+        }
+      },
       "Review rates per second, comma-separated (default 50,200,400,800)");
   app.add_option_function<double>(
       "--seconds", [&](double v) { seconds_ms = static_cast<int>(v * 1000); },
@@ -346,8 +354,8 @@ int Main(int argc, char** argv) {
         fmt::format("--metrics-bind-address=127.0.0.1:{}", metrics_port),
         "--metrics-secure=false"};
     if (!cache_on) {
-      args.push_back("--authorization-cache-authorized-ttl=0s");
-      args.push_back("--authorization-cache-unauthorized-ttl=0s");
+      args.emplace_back("--authorization-cache-authorized-ttl=0s");
+      args.emplace_back("--authorization-cache-unauthorized-ttl=0s");
     }
     const std::string log = fmt::format("{}/admission-live-operator-{}.log", log_dir, mode);
     OperatorProcess op(operator_bin, args, log);

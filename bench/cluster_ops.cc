@@ -141,7 +141,7 @@ void ParallelFor(size_t n, size_t threads, const std::function<void(size_t)>& fn
         try {
           fn(i);
         } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
+          std::scoped_lock lock(mu);
           if (!first) first = std::current_exception();
         }
       }

@@ -62,7 +62,7 @@ class FloorReleaser {
   }
   ~FloorReleaser() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::scoped_lock lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
@@ -70,7 +70,7 @@ class FloorReleaser {
   }
   void OnPod(const Json& pod) {
     if (Released(pod, term_)) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (!seen_.insert(pod["metadata"].value("name", "")).second) return;
     queue_.push_back(pod);
     cv_.notify_one();

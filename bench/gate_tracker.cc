@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -19,7 +20,7 @@ GateTracker::GateTracker(api::NodeSelectorTerm term, size_t expected)
     : term_(std::move(term)), expected_(expected) {}
 
 void GateTracker::Created(const std::string& pod_name, SteadyTime t) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   created_.emplace(pod_name, t);
   cv_.notify_all();
 }
@@ -27,7 +28,7 @@ void GateTracker::Created(const std::string& pod_name, SteadyTime t) {
 bool GateTracker::Observe(const nlohmann::json& pod, SteadyTime t) {
   if (!pod.contains("metadata") || !Released(pod, term_)) return false;
   const std::string name = pod["metadata"].value("name", "");
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const bool first = released_.emplace(name, t).second;
   if (first) cv_.notify_all();
   return first;
@@ -43,12 +44,12 @@ bool GateTracker::WaitDone(SteadyTime deadline) {
 }
 
 size_t GateTracker::released() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return released_.size();
 }
 
 std::vector<double> GateTracker::Latencies() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   std::vector<double> out;
   for (const auto& [name, created] : created_) {
     auto it = released_.find(name);
@@ -59,7 +60,7 @@ std::vector<double> GateTracker::Latencies() const {
 }
 
 double GateTracker::Throughput() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (created_.empty() || released_.empty()) return 0;
   SteadyTime first = created_.begin()->second;
   for (const auto& [name, t] : created_) first = std::min(first, t);
@@ -103,16 +104,16 @@ double MetricTotal(std::string_view exposition, std::string_view name) {
     if (end == std::string_view::npos) end = exposition.size();
     const std::string_view line = exposition.substr(at, end - at);
     at = end + 1;
-    if (line.size() <= name.size() || line.substr(0, name.size()) != name) continue;
+    if (line.size() <= name.size() || !line.starts_with(name)) continue;
     const char next = line[name.size()];
     if (next != '{' && next != ' ') continue;  // another metric with this prefix
     const size_t space = line.rfind(' ');
     if (space == std::string_view::npos) continue;
-    try {
-      total += std::stod(std::string(line.substr(space + 1)));
-    } catch (const std::exception&) {
-      // not a sample line: skipped
-    }
+    // A sample line ends in its value; a line whose last field is not a number is skipped.
+    const std::string value(line.substr(space + 1));
+    char* parsed_to = nullptr;
+    const double v = std::strtod(value.c_str(), &parsed_to);
+    if (!value.empty() && parsed_to == value.c_str() + value.size()) total += v;
   }
   return total;
 }

@@ -34,7 +34,7 @@ void HttplibWorkerPool::enqueue(std::function<void()> fn) {
 
 void HttplibWorkerPool::shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (shutting_down_ && threads_.empty()) return;
     shutting_down_ = true;
   }
@@ -43,17 +43,17 @@ void HttplibWorkerPool::shutdown() {
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   threads_.clear();
 }
 
 size_t HttplibWorkerPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return jobs_.size();
 }
 
 size_t HttplibWorkerPool::blocked_producers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return blocked_producers_;
 }
 

@@ -215,8 +215,7 @@ Json TargetPod(int i, const std::string& ns, const std::string& vmim_name,
               {"kubevirt.io/migration-source-node", source_node},
               {"kubectl.kubernetes.io/default-container", "compute"},
               {"post.hook.backup.velero.io/command",
-               "[\"/usr/bin/virt-freezer\", \"--unfreeze\", \"--name\", \"vm\", \"--namespace\", "
-               "\"vms\"]"},
+               R"(["/usr/bin/virt-freezer", "--unfreeze", "--name", "vm", "--namespace", "vms"])"},
               {"pre.hook.backup.velero.io/container", "compute"}}}}},
           {"spec", spec}};
 }

@@ -95,6 +95,7 @@ ListFloor MeasureListFloor(const kube::ClientConfig& config, const std::vector<L
   std::exception_ptr failure;
   std::vector<std::thread> threads;
   const base::Stopwatch elapsed;
+  threads.reserve(queries.size());
   for (const ListQuery& q : queries) {
     threads.emplace_back([&, q] {
       const double cpu0 = ThreadCpuSeconds();
@@ -126,11 +127,11 @@ ListFloor MeasureListFloor(const kube::ClientConfig& config, const std::vector<L
           token = std::move(page->continue_token);
         } while (!token.empty());
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
+        std::scoped_lock lock(mu);
         if (!failure) failure = std::current_exception();
       }
       mine.cpu_seconds = ThreadCpuSeconds() - cpu0;
-      std::lock_guard<std::mutex> lock(mu);
+      std::scoped_lock lock(mu);
       floor.cpu_seconds += mine.cpu_seconds;
       floor.bytes += mine.bytes;
       floor.requests += mine.requests;

@@ -86,7 +86,7 @@ LoadResult RunOpenLoop(const LoadOptions& o, const std::function<LoadRequest(uin
       service.push_back(std::chrono::duration<double>(done - sent).count());
       response.push_back(std::chrono::duration<double>(done - due).count());
     }
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     result.service_seconds.insert(result.service_seconds.end(), service.begin(), service.end());
     result.response_seconds.insert(result.response_seconds.end(), response.begin(), response.end());
     result.errors += errors;

@@ -11,8 +11,8 @@ constexpr const char* kKinds[3] = {"node", "VMIM", "target pod"};
 }  // namespace
 
 std::vector<Row> MemoryRows(const MemoryFigures& f) {
-  const double full = static_cast<double>(f.rss_after[2]);
-  const double empty = static_cast<double>(f.rss_empty);
+  const auto full = static_cast<double>(f.rss_after[2]);
+  const auto empty = static_cast<double>(f.rss_empty);
   std::vector<Row> rows = {
       {fmt::format("RSS with {} nodes, {} VMIMs, {} target pods cached", f.counts[0], f.counts[1],
                    f.counts[2]),

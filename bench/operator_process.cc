@@ -2,12 +2,12 @@
 
 #include <fcntl.h>
 #include <httplib.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -36,6 +36,7 @@ OperatorProcess::OperatorProcess(const std::string& binary, const std::vector<st
   std::vector<std::string> all = {binary};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(all.size());
   for (std::string& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   since_spawn_.Restart();
@@ -73,7 +74,7 @@ std::optional<uint64_t> ParseVmRss(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) != 0) continue;
+    if (!line.starts_with("VmRSS:")) continue;
     std::istringstream fields(line.substr(6));
     uint64_t kb = 0;
     std::string unit;

@@ -81,7 +81,13 @@ std::vector<double> ParseRates(const std::string& s) {
   while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
     if (comma == std::string::npos) comma = s.size();
-    out.push_back(std::atof(s.substr(pos, comma - pos).c_str()));
+    const std::string item = s.substr(pos, comma - pos);
+    char* end = nullptr;
+    const double rate = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !(rate > 0)) {
+      throw std::invalid_argument("--rates: \"" + item + "\" is not a positive number");
+    }
+    out.push_back(rate);
     pos = comma + 1;
   }
   return out;

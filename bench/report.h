@@ -35,7 +35,8 @@ std::string FormatBytes(double bytes);
 // 1.791 → "1.79×"; 0 → "n/a".
 std::string FormatRatio(double ratio);
 
-// A benchmark's --rates: "1000,3000,5000" → {1000, 3000, 5000} (each piece as atof reads it).
+// A benchmark's --rates: "1000,3000,5000" → {1000, 3000, 5000}. Throws std::invalid_argument
+// naming the piece that is not a positive number.
 std::vector<double> ParseRates(const std::string& s);
 
 // Appends `text` to `path` (creating it); does nothing for an empty path. Throws

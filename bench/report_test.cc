@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 namespace kmt::bench {
@@ -62,6 +63,13 @@ TEST_CASE("ParseRates reads a comma-separated --rates") {
   CHECK(ParseRates("1000,3000,5000") == std::vector<double>{1000, 3000, 5000});
   CHECK(ParseRates("50") == std::vector<double>{50});
   CHECK(ParseRates("0.5,2") == std::vector<double>{0.5, 2});
+}
+
+TEST_CASE("ParseRates refuses what is not a list of positive numbers") {
+  for (const char* bad : {"", "abc", "100,", "100,x", "5e", "0", "-50", "1000 "}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(ParseRates(bad), std::invalid_argument);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -91,7 +92,7 @@ ServerProcess::ServerProcess(const std::function<ChildServer()>& make) {
   to_child_ = down[1];
   from_child_ = up[0];
   std::string line;
-  if (!ReadLine(from_child_, &line) || line.rfind("port ", 0) != 0) {
+  if (!ReadLine(from_child_, &line) || !line.starts_with("port ")) {
     const std::string why = line.empty() ? "the server's process died at start" : line;
     Reap();
     throw std::runtime_error(why);
@@ -115,8 +116,9 @@ ServerUsage ServerProcess::Snapshot() {
   WriteAll(to_child_, "snapshot\n");
   std::string line;
   ServerUsage u;
-  if (!ReadLine(from_child_, &line) ||
-      std::sscanf(line.c_str(), "%lf %zu %lf", &u.cpu_seconds, &u.admit_count, &u.admit_p99) != 3) {
+  std::istringstream fields;
+  if (ReadLine(from_child_, &line)) fields.str(line);
+  if (!(fields >> u.cpu_seconds >> u.admit_count >> u.admit_p99)) {
     throw std::runtime_error("the server's process did not answer a snapshot");
   }
   return u;

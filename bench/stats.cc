@@ -16,14 +16,14 @@ size_t Rank(size_t n, double q) {
 
 double Percentile(std::vector<double> samples, double q) {
   if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
+  std::ranges::sort(samples);
   return samples[Rank(samples.size(), q)];
 }
 
 Summary Summarize(std::vector<double> samples) {
   Summary s;
   if (samples.empty()) return s;
-  std::sort(samples.begin(), samples.end());
+  std::ranges::sort(samples);
   s.count = samples.size();
   s.p50 = samples[Rank(s.count, 0.50)];
   s.p99 = samples[Rank(s.count, 0.99)];

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,7 +73,14 @@ int Main(int argc, char** argv) {
   app.add_flag_callback(
       "--quick", [&] { seconds_ms = 1000; }, "One second per rate");
   app.add_option_function<std::string>(
-      "--rates", [&](const std::string& v) { rates = ParseRates(v); },
+      "--rates",
+      [&](const std::string& v) {
+        try {
+          rates = ParseRates(v);
+        } catch (const std::invalid_argument& e) {
+          throw CLI::ValidationError("--rates", e.what());
+        }
+      },
       "Request rates per second, comma-separated (default 1000,3000,5000)");
   app.add_option_function<double>(
       "--seconds", [&](double v) { seconds_ms = static_cast<int>(v * 1000); },

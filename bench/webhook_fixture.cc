@@ -84,7 +84,7 @@ std::vector<webhook::Route> AdmitTimer::Wrap(std::vector<webhook::Route> routes)
       const base::Stopwatch start;
       webhook::AdmissionResponse resp = inner(req);
       const double d = start.ElapsedSeconds();
-      std::lock_guard<std::mutex> lock(state->mu);
+      std::scoped_lock lock(state->mu);
       state->durations.push_back(d);
       return resp;
     };
@@ -93,7 +93,7 @@ std::vector<webhook::Route> AdmitTimer::Wrap(std::vector<webhook::Route> routes)
 }
 
 std::vector<double> AdmitTimer::Take() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  std::scoped_lock lock(state_->mu);
   std::vector<double> out;
   out.swap(state_->durations);
   return out;

@@ -65,7 +65,7 @@ TEST_CASE("The mixed load alternates paths and is allowed by the real routes") {
   CHECK(timer.Take().empty());
   size_t gated = 0;
   for (const std::string& b : bodies) {
-    if (b.find("\"patchType\":\"JSONPatch\"") != std::string::npos) ++gated;
+    if (b.find(R"("patchType":"JSONPatch")") != std::string::npos) ++gated;
   }
   CHECK(gated == 10);  // every target pod review adds the gate
 }

@@ -31,8 +31,8 @@ class KubectlFormatter : public CLI::Formatter {
     std::string out = doc_.about;
     auto subs = app->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
     if (!subs.empty()) {
-      std::sort(subs.begin(), subs.end(),
-                [](const CLI::App* a, const CLI::App* b) { return a->get_name() < b->get_name(); });
+      std::ranges::sort(
+          subs, [](const CLI::App* a, const CLI::App* b) { return a->get_name() < b->get_name(); });
       out += "\nAvailable Commands:\n";
       for (const CLI::App* s : subs) {
         std::string name = s->get_name();
@@ -55,7 +55,7 @@ class KubectlFormatter : public CLI::Formatter {
     auto opts = app->get_options(
         [&](const CLI::Option* o) { return o->get_group() == group && !o->get_lnames().empty(); });
     if (opts.empty()) return {};
-    std::sort(opts.begin(), opts.end(), [](const CLI::Option* a, const CLI::Option* b) {
+    std::ranges::sort(opts, [](const CLI::Option* a, const CLI::Option* b) {
       return a->get_lnames()[0] < b->get_lnames()[0];
     });
     std::string out = "\n" + group + ":\n";
@@ -168,7 +168,7 @@ std::vector<std::string> PflagSpellings(const std::vector<std::string>& args, st
     if (a.size() >= 3 && a[0] == '-' && a[1] != '-' && a[2] == '=' && FindFlag(a[1]) != nullptr) {
       a = "--" + FindFlag(a[1])->name + a.substr(2);
     }
-    if (a.rfind("--", 0) == 0) {
+    if (a.starts_with("--")) {
       const size_t eq = a.find('=');
       f = FindFlag(a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
       if (f != nullptr && eq == a.size() - 1) {
@@ -220,7 +220,7 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
   std::string error;
   std::vector<std::string> words = PflagSpellings(args, &error);
   if (!error.empty()) return fail(error);
-  std::reverse(words.begin(), words.end());  // CLI11 parses a reversed list
+  std::ranges::reverse(words);  // CLI11 parses a reversed list
   try {
     root.parse(words);
   } catch (const CLI::ArgumentMismatch& e) {
@@ -236,7 +236,7 @@ ArgsParse ParseArgs(const std::vector<std::string>& args) {
     return fail(e.what());
   }
   for (const std::string& w : root.remaining(true)) {
-    if (w.rfind("--", 0) == 0 && w.size() > 2)
+    if (w.starts_with("--") && w.size() > 2)
       return fail("unknown flag: " + w.substr(0, w.find('=')));
     if (w.size() >= 2 && w[0] == '-' && w[1] != '-') {
       return fail("unknown shorthand flag: '" + std::string(1, w[1]) + "' in " + w);

@@ -5,7 +5,7 @@
 namespace kmt::cli {
 namespace {
 
-ArgsParse Parse(std::vector<std::string> a) { return ParseArgs(a); }
+ArgsParse Parse(const std::vector<std::string>& a) { return ParseArgs(a); }
 
 TEST_CASE("kubectl-style flags parse in every spelling") {
   auto p = Parse({"db-1", "--node=worker-3", "-n", "prod", "--wait", "--timeout", "90s", "-o",

@@ -13,9 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-bool StartsWith(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
+bool StartsWith(const std::string& s, const std::string& prefix) { return s.starts_with(prefix); }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -153,8 +151,7 @@ std::vector<std::string> FlagNames(const CompletionRequest& req) {
   };
   for (const FlagDoc& f : FlagDocs()) {
     if (!Accepts(req.command, f)) continue;
-    const bool given =
-        std::find(req.given_flags.begin(), req.given_flags.end(), f.name) != req.given_flags.end();
+    const bool given = std::ranges::find(req.given_flags, f.name) != req.given_flags.end();
     if (given && !f.repeatable) continue;
     offer("--" + f.name, f.usage);
     if (f.shorthand != 0) offer(std::string("-") + f.shorthand, f.usage);
@@ -292,8 +289,7 @@ CompletionRequest ReadCompletionLine(const std::vector<std::string>& words) {
         req.want = Want::kMigration;
         break;
       case Command::kCancel: {
-        const bool by_vmi = std::find(req.given_flags.begin(), req.given_flags.end(), "vmi") !=
-                            req.given_flags.end();
+        const bool by_vmi = std::ranges::find(req.given_flags, "vmi") != req.given_flags.end();
         req.want = by_vmi ? Want::kNothing : Want::kActiveMigration;
         break;
       }
@@ -341,7 +337,7 @@ CompletionAnswer Complete(const CompletionRequest& req, const std::string& ns,
                         a.candidates);
           }
         } catch (const kube::KubeError&) {
-          // The subcommands are still worth offering without the cluster.
+          // ignored: the subcommands are still worth offering without the cluster.
         }
         break;
       case Want::kVmi:
@@ -357,7 +353,7 @@ CompletionAnswer Complete(const CompletionRequest& req, const std::string& ns,
       case Want::kNode: {
         std::vector<std::string> nodes;
         for (auto& n : Names(*client, kube::kNodes, "")) {
-          if (std::find(req.excluded.begin(), req.excluded.end(), n) == req.excluded.end()) {
+          if (std::ranges::find(req.excluded, n) == req.excluded.end()) {
             nodes.push_back(std::move(n));
           }
         }

@@ -12,7 +12,7 @@ using nlohmann::json;
 using Lines = std::vector<std::string>;
 
 void Add(kube::FakeClient& fake, const kube::Resource& r, const std::string& ns,
-         const std::string& name, json labels = json::object(), json status = nullptr) {
+         const std::string& name, json labels = json::object(), const json& status = nullptr) {
   json obj = {{"metadata", {{"name", name}, {"labels", labels}}}};
   if (!ns.empty()) obj["metadata"]["namespace"] = ns;
   fake.Create(r, ns, obj);
@@ -96,9 +96,9 @@ TEST_CASE("policy explain: its subcommand, the node being left, --origin and -o 
   CHECK(Values(c.Ask({"policy", "explain", "w1", "-o", ""})) == Lines{"json", "text", "yaml"});
   CHECK(Values(c.Ask({"policy", "explain", "w1", "--o"})) == Lines{"--output", "--origin"});
   auto flags = Values(c.Ask({"policy", "explain", "w1", "--origin", "Descheduler", "-"}));
-  CHECK(std::find(flags.begin(), flags.end(), "--origin") == flags.end());
-  CHECK(std::find(flags.begin(), flags.end(), "--node") == flags.end());
-  CHECK(std::find(flags.begin(), flags.end(), "--namespace") != flags.end());
+  CHECK(std::ranges::find(flags, "--origin") == flags.end());
+  CHECK(std::ranges::find(flags, "--node") == flags.end());
+  CHECK(std::ranges::find(flags, "--namespace") != flags.end());
 }
 
 TEST_CASE("flag names: those the command accepts, a flag given once not again") {
@@ -109,10 +109,10 @@ TEST_CASE("flag names: those the command accepts, a flag given once not again") 
   CHECK(list.candidates[0] == "--all-namespaces\tList the migrations of every namespace.");
   CHECK(list.directive == kDirectiveNoFileComp);
   auto migrate = Values(c.Ask({"db-1", "--node", "w1", "--exclude-node", "x9", "--"}));
-  CHECK(std::find(migrate.begin(), migrate.end(), "--node") == migrate.end());
-  CHECK(std::find(migrate.begin(), migrate.end(), "--exclude-node") != migrate.end());
-  CHECK(std::find(migrate.begin(), migrate.end(), "--wait") != migrate.end());
-  CHECK(std::find(migrate.begin(), migrate.end(), "--vmi") == migrate.end());
+  CHECK(std::ranges::find(migrate, "--node") == migrate.end());
+  CHECK(std::ranges::find(migrate, "--exclude-node") != migrate.end());
+  CHECK(std::ranges::find(migrate, "--wait") != migrate.end());
+  CHECK(std::ranges::find(migrate, "--vmi") == migrate.end());
   CHECK(Values(c.Ask({"cancel", "--v"})) == Lines{"--vmi"});
   CHECK(Values(c.Ask({"explain", "db-1", "--t"})) == Lines{"--term-file"});
 }

@@ -38,9 +38,8 @@ Check Bool(const std::string& flag) {
 Check OneOf(const std::string& flag, const std::vector<std::string>& allowed,
             const std::string& must) {
   return [=](const std::string& v) {
-    return std::find(allowed.begin(), allowed.end(), v) != allowed.end()
-               ? std::string()
-               : InvalidArgument(flag, v, must);
+    return std::ranges::find(allowed, v) != allowed.end() ? std::string()
+                                                          : InvalidArgument(flag, v, must);
   };
 }
 
@@ -374,14 +373,13 @@ std::string HelpLine(Command command, const FlagDoc& flag) {
 bool Accepts(Command command, const FlagDoc& flag) {
   if (flag.global) return true;
   const auto& flags = CommandOf(command).flags;
-  return command != Command::kHelp &&
-         std::find(flags.begin(), flags.end(), flag.name) != flags.end();
+  return command != Command::kHelp && std::ranges::find(flags, flag.name) != flags.end();
 }
 
 std::string OutputFormats(Command command) {
   if (command == Command::kHelp) return "";
   auto formats = CommandOf(command).output_formats;
-  std::sort(formats.begin(), formats.end());
+  std::ranges::sort(formats);
   return Join(formats, ",");
 }
 

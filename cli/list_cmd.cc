@@ -22,7 +22,7 @@ using nlohmann::json;
 
 const std::string kNone = "<none>";
 
-std::string OrNone(std::string s) { return s.empty() ? kNone : s; }
+std::string OrNone(const std::string& s) { return s.empty() ? kNone : s; }
 
 // A table cell stays on its line.
 std::string OneLine(std::string s) {
@@ -166,6 +166,7 @@ int RunList(const Invocation& inv, const std::string& ns, kube::KubeClient& clie
     targets = TargetPods(client, scope);
     if (wide) vmi_nodes = VmiNodes(client, scope);
   } catch (const kube::KubeError&) {
+    // ignored: the columns fall back to what the VMIM says, as above.
   }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"NAME", "VMI",     "PHASE",         "TERM",

@@ -32,25 +32,25 @@ class Deadline {
   Deadline(base::Clock& clock, std::chrono::milliseconds timeout)
       : clock_(clock), at_(clock.Now() + timeout), state_(std::make_shared<State>()) {
     timer_ = clock_.RunAfter(timeout, [state = state_] {
-      std::lock_guard lock(state->mu);
+      std::scoped_lock lock(state->mu);
       state->expired = true;
       if (state->stream) state->stream->Cancel();
     });
   }
   ~Deadline() {
     clock_.Cancel(timer_);
-    std::lock_guard lock(state_->mu);
+    std::scoped_lock lock(state_->mu);
     state_->stream = nullptr;  // a timer firing after this cancels nothing
   }
   // Registers the current stream (nullptr to clear). Returns false when expired.
   bool Watching(kube::WatchStream* s) {
-    std::lock_guard lock(state_->mu);
+    std::scoped_lock lock(state_->mu);
     state_->stream = s;
     if (state_->expired && s) s->Cancel();
     return !state_->expired;
   }
   bool expired() {
-    std::lock_guard lock(state_->mu);
+    std::scoped_lock lock(state_->mu);
     return state_->expired || clock_.Now() >= at_;
   }
   base::Duration remaining() const { return std::max(at_ - clock_.Now(), base::Duration{}); }
@@ -108,11 +108,11 @@ std::string FailureReason(const json& vmim, const Seen& seen) {
   std::string r = base::StringAt(vmim, {"status", "migrationState", "failureReason"});
   if (!r.empty()) return r;
   auto it = seen.conditions.find(std::string(api::kConditionTargetPodUnschedulable));
-  if (it != seen.conditions.end() && it->second.rfind("True", 0) == 0) {
+  if (it != seen.conditions.end() && it->second.starts_with("True")) {
     return "target pod unschedulable: " + it->second.substr(5);
   }
   it = seen.conditions.find(std::string(api::kConditionTermApplied));
-  if (it != seen.conditions.end() && it->second.rfind("False", 0) == 0) {
+  if (it != seen.conditions.end() && it->second.starts_with("False")) {
     return "added node selector term not applied: " + it->second.substr(6);
   }
   return "see 'kubectl migrate status " + base::StringAt(vmim, {"metadata", "name"}) + "'";
@@ -137,7 +137,7 @@ std::string FormatKubeError(const kube::KubeError& e) {
   const json& st = e.status();
   if (const json* m = base::Member(st, {"message"}); m != nullptr && m->is_string()) {
     const std::string reason = base::StringAt(st, {"reason"});
-    const std::string& message = m->get_ref<const std::string&>();
+    const auto& message = m->get_ref<const std::string&>();
     if (reason.empty()) return "Error from server: " + message;
     return "Error from server (" + reason + "): " + message;
   }

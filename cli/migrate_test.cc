@@ -270,7 +270,7 @@ struct RunningMigration {
     fake.SetCallHook([this, &fake, &clock](const kube::FakeCall& c) {
       if (finishing) return;
       {
-        std::lock_guard lock(mu);
+        std::scoped_lock lock(mu);
         calls.emplace_back(c.verb, clock.Now());
       }
       if (c.verb == kube::Verb::kWatch && !finished) {
@@ -333,7 +333,7 @@ TEST_CASE("--wait retries a 429 no earlier than its Retry-After") {
   std::ostringstream out, err;
   CHECK(WaitForMigration("prod", "m-1", "", std::chrono::seconds(20), fake, {out, err}, clock) ==
         0);
-  std::lock_guard lock(m.mu);
+  std::scoped_lock lock(m.mu);
   REQUIRE(m.calls.size() == 3);
   CHECK(m.calls[0].first == kube::Verb::kGet);
   CHECK(m.calls[1].first == kube::Verb::kWatch);  // refused: 429, Retry-After: 1

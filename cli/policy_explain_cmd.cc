@@ -119,7 +119,7 @@ void NamePolicyTerm(api::NodeExplanation& e, const api::MigrationTargetPolicy& p
   for (auto& r : e.reasons) {
     if (r.kind != api::ReasonKind::kExcludedByAddedTerm) continue;
     std::string failing =
-        r.text.rfind(kPrefix, 0) == 0 ? r.text.substr(kPrefix.size()) : std::string();
+        r.text.starts_with(kPrefix) ? r.text.substr(kPrefix.size()) : std::string();
     r.text = "term of policy " + p.name + " does not match" +
              (failing.empty() ? "" : " (" + failing + ")");
   }
@@ -344,8 +344,8 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
                      Streams io) {
   try {
     const std::vector<api::NodeInfo> nodes = ListNodeInfos(client);
-    auto source = std::find_if(nodes.begin(), nodes.end(),
-                               [&](const api::NodeInfo& n) { return n.name == node; });
+    auto source =
+        std::ranges::find_if(nodes, [&](const api::NodeInfo& n) { return n.name == node; });
     if (source == nodes.end()) {
       io.err << "Error from server (NotFound): nodes \"" << node << "\" not found\n";
       return 1;
@@ -360,7 +360,7 @@ int RunPolicyExplain(const std::string& node, const std::optional<std::string>& 
       if (RunsOn(vmi, node)) on_node.push_back(std::move(vmi));
     }
     // The plan's order (KubeVirt's is not deterministic: api/drain_plan.h).
-    std::sort(on_node.begin(), on_node.end(), [](const json& a, const json& b) {
+    std::ranges::sort(on_node, [](const json& a, const json& b) {
       return std::pair(base::StringAt(a, {"metadata", "namespace"}),
                        base::StringAt(a, {"metadata", "name"})) <
              std::pair(base::StringAt(b, {"metadata", "namespace"}),

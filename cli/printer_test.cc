@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
+#include <charconv>
+#include <system_error>
 
 namespace kmt::cli {
 namespace {
@@ -24,16 +26,13 @@ json FromYaml(const YAML::Node& n) {
     }
     case YAML::NodeType::Scalar: {
       if (n.Tag() == "!") return n.as<std::string>();  // quoted
-      const std::string s = n.as<std::string>();
+      const auto s = n.as<std::string>();
       if (s == "true") return true;
       if (s == "false") return false;
       if (s == "null") return nullptr;
-      try {
-        size_t pos = 0;
-        long long v = std::stoll(s, &pos);
-        if (pos == s.size()) return v;
-      } catch (...) {
-      }
+      long long v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec == std::errc() && end == s.data() + s.size()) return v;
       return s;
     }
     default:

@@ -62,8 +62,8 @@ int RunStatus(const std::string& ns, const std::string& name, kube::KubeClient& 
       if (t.empty()) t = base::StringAt(e, "eventTime");
       return t;
     };
-    std::stable_sort(items.begin(), items.end(),
-                     [&](const json& a, const json& b) { return when(a) < when(b); });
+    std::ranges::stable_sort(items,
+                             [&](const json& a, const json& b) { return when(a) < when(b); });
     if (items.size() > 10) items.erase(items.begin(), items.end() - 10);
     io.out << "Events:\n";
     if (items.empty()) io.out << "  <none>\n";

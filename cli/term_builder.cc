@@ -65,7 +65,7 @@ TermBuild BuildTerm(const Invocation& inv, const std::optional<std::string>& ter
       // The annotation prefix means nothing to someone who wrote a file.
       const std::string& prefix = api::AddedTermFieldPath();
       for (auto& c : causes) {
-        if (c.field.rfind(prefix, 0) == 0) {
+        if (c.field.starts_with(prefix)) {
           c.field = c.field.substr(prefix.size());
           if (!c.field.empty() && c.field[0] == '.') c.field.erase(0, 1);
         }

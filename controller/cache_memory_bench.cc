@@ -9,10 +9,13 @@
 //   bazel run //controller:cache_memory_bench -- [vmims] [nodes] [bound_pods]
 #include <malloc.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 #include "base/clock.h"
 #include "controller/informer_view.h"
@@ -151,12 +154,27 @@ size_t CachedHeap(const Counts& c, int node_count) {
   return after > before ? after - before : 0;
 }
 
+// The i-th argument as a count, `fallback` when it is not given; exits on anything else.
+int CountArg(int argc, char** argv, int i, int fallback) {
+  if (argc <= i) return fallback;
+  const std::string_view s = argv[i];
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < 0) {
+    std::fprintf(stderr,
+                 "usage: cache_memory_bench [vmims] [nodes] [bound_pods]: \"%s\" is not a count\n",
+                 argv[i]);
+    std::exit(2);
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int vmims = argc > 1 ? std::atoi(argv[1]) : 10000;
-  const int nodes = argc > 2 ? std::atoi(argv[2]) : 5000;
-  const int running = argc > 3 ? std::atoi(argv[3]) : 10000;
+  const int vmims = CountArg(argc, argv, 1, 10000);
+  const int nodes = CountArg(argc, argv, 2, 5000);
+  const int running = CountArg(argc, argv, 3, 10000);
   const int node_names = nodes > 0 ? nodes : 1;
   struct Kind {
     const char* name;

@@ -56,7 +56,7 @@ void Controller::OnTargetPod(const api::TargetPod& pod) {
   // A binding or a finished pod of a policy's migration may free a node for its waiters.
   bool waiting;
   {
-    std::lock_guard<std::mutex> lock(waiters_mu_);
+    std::scoped_lock lock(waiters_mu_);
     waiting = !waiters_.empty();
   }
   if (!waiting) return;
@@ -70,7 +70,7 @@ void Controller::OnPolicyMigration(const std::string& policy) { Wake(policy); }
 void Controller::Wake(const std::string& policy) {
   std::set<std::string> keys;
   {
-    std::lock_guard<std::mutex> lock(waiters_mu_);
+    std::scoped_lock lock(waiters_mu_);
     auto it = waiters_.find(policy);
     if (it == waiters_.end()) return;
     keys = std::move(it->second);
@@ -225,9 +225,9 @@ bool Controller::Observe(const std::string& ns, const std::string& name, Observa
   }
   into.nodes = view_.Nodes();
   into.bound_pods = view_.BoundPods();
-  if (std::any_of(
-          observed.target_pods.begin(), observed.target_pods.end(),
-          [&](const api::TargetPod& p) { return api::WantsNamespaces(p, into.bound_pods); })) {
+  if (std::ranges::any_of(observed.target_pods, [&](const api::TargetPod& p) {
+        return api::WantsNamespaces(p, into.bound_pods);
+      })) {
     into.namespaces = view_.Namespaces();
   }
   // The pods the explainer judges are those not bound yet; their volumes are read here.
@@ -246,7 +246,7 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
                                              const Plan& plan, const base::LogContext& log) {
   if (plan.Empty()) return KeyOutcome::Done();
   if (plan.waits_for_inbound) {
-    std::lock_guard<std::mutex> lock(waiters_mu_);
+    std::scoped_lock lock(waiters_mu_);
     waiters_[observed.vmim.policy].insert(key);
   }
   // A burst of gated pods: the release is what a waiting migration needs now, the conditions
@@ -266,8 +266,8 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
   }
   const Plan& applied = defer_status ? release_only : plan;
   const ExecResult done = executor_.Apply(observed.vmim, applied, log);
-  if (plan.reservation && std::find(done.released_pods.begin(), done.released_pods.end(),
-                                    plan.reservation->pod_uid) != done.released_pods.end()) {
+  if (plan.reservation && std::ranges::find(done.released_pods, plan.reservation->pod_uid) !=
+                              done.released_pods.end()) {
     reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};
     log.Info("Released under the policy's inbound limit",
              {{"policy", observed.vmim.policy}, {"pod", plan.reservation->pod}});

@@ -450,7 +450,7 @@ TEST_CASE("Node changes enqueue only VMIMs whose target pod is unschedulable") {
                              std::make_shared<const api::TargetPod>(bound)});
   REQUIRE(w.controller.ProcessNext().has_value());
   CHECK_FALSE(w.controller.ProcessNext().has_value());
-  CHECK(std::find_if(w.lines.begin(), w.lines.end(), [](const std::string& l) {
+  CHECK(std::ranges::find_if(w.lines, [](const std::string& l) {
           return l.find("a/m2") != std::string::npos;
         }) == w.lines.end());
 }

@@ -78,7 +78,7 @@ AsyncEventRecorder::~AsyncEventRecorder() { Stop(); }
 void AsyncEventRecorder::Record(const ObjectRef& about, const EventSpec& event,
                                 const EventLogFields& log_fields) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (!stopping_ && queue_.size() < capacity_) {
       queue_.push_back({about, event, log_fields});
       cv_.notify_one();
@@ -97,7 +97,7 @@ void AsyncEventRecorder::Flush() {
 
 void AsyncEventRecorder::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
   }
@@ -106,7 +106,7 @@ void AsyncEventRecorder::Stop() {
 }
 
 bool AsyncEventRecorder::stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return stopping_;
 }
 

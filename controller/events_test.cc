@@ -34,11 +34,11 @@ struct Sink : EventRecorder {
     log_fields.push_back(fields);
   }
   void Hold() {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     open = false;
   }
   void Release() {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     open = true;
     cv.notify_all();
   }
@@ -47,7 +47,7 @@ struct Sink : EventRecorder {
     cv.wait(lock, [&] { return entered >= n; });
   }
   std::vector<std::string> Got() {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     return reasons;
   }
 };
@@ -58,7 +58,7 @@ struct World {
   std::mutex lines_mu;
   base::Logger log{clock, base::LogLevel::kDebug, base::LogFormat::kText,
                    [this](const std::string& l) {
-                     std::lock_guard<std::mutex> lock(lines_mu);
+                     std::scoped_lock lock(lines_mu);
                      lines.push_back(l);
                    }};
   Sink sink;
@@ -90,7 +90,7 @@ TEST_CASE("Record never waits for a slow sink; beyond capacity Events are droppe
   for (int i = 1; i <= 5; ++i) async.Record(w.about, w.Event(i));  // 1..3 queue, 4 and 5 drop
   CHECK(async.dropped() == 2);
   {
-    std::lock_guard<std::mutex> lock(w.lines_mu);
+    std::scoped_lock lock(w.lines_mu);
     REQUIRE(w.lines.size() == 2);
     CHECK(w.lines[0].find("Dropped event") != std::string::npos);
     CHECK(w.lines[0].find("Reason4") != std::string::npos);
@@ -130,7 +130,7 @@ TEST_CASE("Stop gives up on a sink that does not drain in time, counting what it
   releaser.join();
   CHECK(w.sink.Got() == Reasons(0, 1));
   CHECK(async.dropped() == 4);
-  std::lock_guard<std::mutex> lock(w.lines_mu);
+  std::scoped_lock lock(w.lines_mu);
   REQUIRE_FALSE(w.lines.empty());
   CHECK(w.lines.back().find("Dropped events at shutdown") != std::string::npos);
 }
@@ -148,11 +148,11 @@ TEST_CASE("Lines about an Event carry the fields of the reconcile that recorded 
     async.Record(w.about, w.Event(3));             // dropped: logged with the VMIM only
     w.sink.Release();
     async.Flush();
-    std::lock_guard<std::mutex> sink_lock(w.sink.mu);
+    std::scoped_lock sink_lock(w.sink.mu);
     CHECK(w.sink.log_fields == std::vector<EventLogFields>{reconcile, reconcile});
   }
   {
-    std::lock_guard<std::mutex> lock(w.lines_mu);
+    std::scoped_lock lock(w.lines_mu);
     REQUIRE(w.lines.size() == 2);
     CHECK(w.lines[0].find("vmim=ns/m reconcile_id=7") != std::string::npos);
     CHECK(w.lines[0].find("Reason2") != std::string::npos);
@@ -165,7 +165,7 @@ TEST_CASE("Lines about an Event carry the fields of the reconcile that recorded 
   api.FailNext(kube::Verb::kCreate, 1, kube::ErrorKind::kTransport);
   KubeEventRecorder recorder(api, w.clock, w.log, "replica-1");
   recorder.Record(w.about, w.Event(4), reconcile);
-  std::lock_guard<std::mutex> lock(w.lines_mu);
+  std::scoped_lock lock(w.lines_mu);
   REQUIRE(w.lines.size() == 3);
   CHECK(w.lines[2].find("Failed to record event") != std::string::npos);
   CHECK(w.lines[2].find("vmim=ns/m reconcile_id=7") != std::string::npos);

@@ -48,7 +48,7 @@ bool StoresPlanned(const std::vector<api::MigrationCondition>& stored,
                    const std::vector<api::MigrationCondition>& basis,
                    const std::vector<api::MigrationCondition>& planned) {
   auto has = [](const std::vector<api::MigrationCondition>& in, const api::MigrationCondition& c) {
-    return std::find(in.begin(), in.end(), c) != in.end();
+    return std::ranges::find(in, c) != in.end();
   };
   bool any = false;
   for (const api::MigrationCondition& c : planned) {

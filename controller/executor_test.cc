@@ -137,9 +137,9 @@ TEST_CASE("Executor releases the gate, writes the condition, records the Event")
   CHECK(e["count"] == 1);
   CHECK(e["firstTimestamp"] == "2026-01-01T00:00:03Z");
   CHECK(e["lastTimestamp"] == "2026-01-01T00:00:03Z");
-  CHECK(std::find(w.lines.begin(), w.lines.end(),
-                  "ts=2026-01-01T00:00:03.000000Z level=info msg=\"Released gate\" "
-                  "pod=vms/virt-launcher-vm-1-target vmim=vms/mig-1") != w.lines.end());
+  CHECK(std::ranges::find(w.lines,
+                          "ts=2026-01-01T00:00:03.000000Z level=info msg=\"Released gate\" "
+                          "pod=vms/virt-launcher-vm-1-target vmim=vms/mig-1") != w.lines.end());
 
   // Level-based: a second pass changes nothing and records nothing.
   const int64_t rv = w.client.ResourceVersion();

@@ -54,7 +54,7 @@ std::vector<std::string> MigrationJobIndexValues(const nlohmann::json& pod) {
   // Odd JSON (no metadata, labels of another type) indexes nothing.
   auto uid = base::String(pod, {"metadata", "labels", api::kLabelMigrationJobUID});
   if (!uid) return {};
-  return {std::move(*uid)};
+  return {*uid};
 }
 
 bool NodeChangeMatters(const api::NodeInfo& a, const api::NodeInfo& b) {
@@ -123,7 +123,7 @@ void InformerView::Connect(Controller& controller) {
   targets_.AddHandlers(
       {[this, &controller](const std::string& key, const PodPtr& p) {
          {
-           std::lock_guard<std::mutex> lock(seen_mu_);
+           std::scoped_lock lock(seen_mu_);
            seen_.emplace(p->uid, clock_.Now());
          }
          TrackWaiting(key, p);
@@ -135,7 +135,7 @@ void InformerView::Connect(Controller& controller) {
        },
        [this, &controller](const std::string& key, const PodPtr& p) {
          {
-           std::lock_guard<std::mutex> lock(seen_mu_);
+           std::scoped_lock lock(seen_mu_);
            seen_.erase(p->uid);
          }
          TrackWaiting(key, nullptr);
@@ -143,7 +143,7 @@ void InformerView::Connect(Controller& controller) {
        },
        [this](const std::string& key, const PodPtr& p) {
          {
-           std::lock_guard<std::mutex> lock(seen_mu_);
+           std::scoped_lock lock(seen_mu_);
            seen_.emplace(p->uid, clock_.Now());
          }
          TrackWaiting(key, p);
@@ -156,7 +156,7 @@ void InformerView::Connect(Controller& controller) {
   auto recheck = [this, &controller] {
     std::vector<PodPtr> waiting;
     {
-      std::lock_guard<std::mutex> lock(waiting_mu_);
+      std::scoped_lock lock(waiting_mu_);
       waiting.reserve(waiting_.size());
       for (const auto& [key, p] : waiting_) waiting.push_back(p);
     }
@@ -173,14 +173,14 @@ void InformerView::Connect(Controller& controller) {
 }
 
 void InformerView::AddInitialKey(std::string key) {
-  std::lock_guard<std::mutex> lock(initial_mu_);
+  std::scoped_lock lock(initial_mu_);
   initial_keys_.insert(std::move(key));
 }
 
 void InformerView::InitialListDone(Controller& controller) {
   std::set<std::string> keys;
   {
-    std::lock_guard<std::mutex> lock(initial_mu_);
+    std::scoped_lock lock(initial_mu_);
     if (--initial_lists_left_ > 0) return;
     keys.swap(initial_keys_);
   }
@@ -190,7 +190,7 @@ void InformerView::InitialListDone(Controller& controller) {
 
 void InformerView::TrackWaiting(const std::string& key,
                                 const kube::Informer<api::TargetPod>::Ptr& pod) {
-  std::lock_guard<std::mutex> lock(waiting_mu_);
+  std::scoped_lock lock(waiting_mu_);
   if (pod && WaitsUnschedulable(*pod)) {
     waiting_[key] = pod;
   } else {
@@ -243,7 +243,7 @@ bool InformerView::WaitForSync(std::chrono::milliseconds timeout) const {
          (bound_on_demand_ || bound_.WaitForSync(left()));
 }
 
-void InformerView::OnPolicyMigration(std::function<void(const std::string& policy)> fn) {
+void InformerView::OnPolicyMigration(const std::function<void(const std::string& policy)>& fn) {
   using VmimPtr = kube::Informer<api::MigrationInfo>::Ptr;
   vmims_.AddHandlers({[fn](const std::string&, const VmimPtr& v) {
                         if (!v->policy.empty()) fn(v->policy);
@@ -294,7 +294,7 @@ InformerView::NodeSnapshot InformerView::NodeList() {
   // Read the generation before listing: a change racing with the list only makes the
   // snapshot newer than its tag, and the next call rebuilds it.
   const uint64_t generation = node_generation_.load();
-  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  std::scoped_lock lock(snapshot_mu_);
   if (snapshot_ && snapshot_generation_ == generation) return snapshot_;
   snapshot_ =
       std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(nodes_.List());
@@ -336,7 +336,7 @@ std::vector<api::TargetPod> InformerView::PolicyTargetPods(const std::string& po
 void InformerView::ResolveClaims(api::TargetPod& pod) { ResolveClaimsFromApi(client_, pod); }
 
 std::optional<base::SteadyTime> InformerView::TargetPodSeenAt(const std::string& pod_uid) {
-  std::lock_guard<std::mutex> lock(seen_mu_);
+  std::scoped_lock lock(seen_mu_);
   auto it = seen_.find(pod_uid);
   if (it == seen_.end()) return std::nullopt;
   return it->second;
@@ -345,7 +345,7 @@ std::optional<base::SteadyTime> InformerView::TargetPodSeenAt(const std::string&
 std::vector<base::SteadyTime> InformerView::GatedTargetPodsSeenAt() const {
   std::vector<base::SteadyTime> out;
   const auto pods = targets_.List();
-  std::lock_guard<std::mutex> lock(seen_mu_);
+  std::scoped_lock lock(seen_mu_);
   for (const auto& p : pods) {
     if (!p->has_gate) continue;
     auto it = seen_.find(p->uid);

@@ -72,7 +72,7 @@ class InformerView : public CacheView {
   // Calls `fn` with the policy's name when a VMIM naming a MigrationTargetPolicy appears,
   // changes phase or goes (for the policies' status, and the waiters of its
   // maxInboundPerNode: Connect). Call before Start().
-  void OnPolicyMigration(std::function<void(const std::string& policy)> fn);
+  void OnPolicyMigration(const std::function<void(const std::string& policy)>& fn);
   // The cached VMIMs that name a MigrationTargetPolicy.
   std::vector<api::MigrationInfo> PolicyMigrations() const;
   void Start();

@@ -31,7 +31,7 @@ TEST_CASE("Cache events enqueue the VMIM; the loop releases the gate from the ca
   std::vector<std::string> lines;
   base::Logger log{clock, base::LogLevel::kInfo, base::LogFormat::kText, [&](const std::string& l) {
                      static std::mutex mu;
-                     std::lock_guard<std::mutex> lock(mu);
+                     std::scoped_lock lock(mu);
                      lines.push_back(l);
                    }};
   base::Registry registry;

@@ -48,38 +48,38 @@ LeaderElector::LeaderElector(kube::KubeClient& client, base::Clock& clock,
 }
 
 LeaderElector::~LeaderElector() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   state_ = State::kStopped;
   if (timer_) clock_.Cancel(*timer_);
 }
 
 void LeaderElector::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (state_ != State::kIdle) return;
   state_ = State::kAcquiring;
   timer_ = clock_.RunAfter(base::Duration::zero(), [this] { Tick(); });
 }
 
 void LeaderElector::Schedule(base::Duration d) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (state_ == State::kStopped) return;
   timer_ = clock_.RunAfter(d, [this] { Tick(); });
 }
 
 bool LeaderElector::IsLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return state_ == State::kLeading;
 }
 
 std::string LeaderElector::ObservedHolder() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return observed_ ? observed_->holder_identity : std::string();
 }
 
 void LeaderElector::Observe(const LeaseRecord& record) {
   std::string changed_to;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     observed_ = record;
     observed_time_ = clock_.Now();
     if (record.holder_identity != reported_holder_) {
@@ -127,14 +127,14 @@ bool LeaderElector::TryAcquireOrRenew() {
   LeaseRecord old = LeaseRecord::FromLease(lease);
   bool changed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     changed = !observed_ || !(*observed_ == old);
   }
   if (changed) Observe(old);
 
   const bool we_hold = old.holder_identity == config_.identity;
   if (!old.holder_identity.empty() && !we_hold) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (observed_time_ + std::chrono::seconds(old.lease_duration_seconds) > clock_.Now()) {
       return false;  // held by another candidate, not expired on our clock
     }
@@ -159,7 +159,7 @@ bool LeaderElector::TryAcquireOrRenew() {
 void LeaderElector::Tick() {
   State state;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     timer_.reset();
     state = state_;
   }
@@ -169,7 +169,7 @@ void LeaderElector::Tick() {
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::scoped_lock lock(mu_);
       if (state_ != State::kAcquiring) return;  // stopped meanwhile
       state_ = State::kLeading;
       renew_round_start_ = clock_.Now() + config_.retry_period;
@@ -180,7 +180,7 @@ void LeaderElector::Tick() {
   }
   if (state != State::kLeading) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (clock_.Now() - renew_round_start_ >= config_.renew_deadline) {
       // No renewal within the deadline: stop before anyone may take over.
       state_ = State::kStopped;
@@ -191,7 +191,7 @@ void LeaderElector::Tick() {
     return;
   }
   if (TryAcquireOrRenew()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     renew_round_start_ = clock_.Now() + config_.retry_period;
   }
   Schedule(config_.retry_period);
@@ -200,7 +200,7 @@ void LeaderElector::Tick() {
 bool LeaderElector::Release() {
   std::optional<LeaseRecord> observed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     observed = observed_;
   }
   if (!observed || observed->holder_identity != config_.identity) return true;
@@ -228,7 +228,7 @@ bool LeaderElector::Release() {
 void LeaderElector::Stop() {
   bool was_leading;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (state_ == State::kStopped && !timer_) return;
     was_leading = state_ == State::kLeading;
     state_ = State::kStopped;

@@ -11,7 +11,7 @@ namespace {
 using std::chrono::milliseconds;
 
 bool HasLine(const std::string& text, const std::string& line) {
-  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+  return text.find("\n" + line + "\n") != std::string::npos || text.starts_with(line + "\n");
 }
 
 TEST_CASE("Reconcile results start at zero and count by result") {
@@ -28,15 +28,15 @@ TEST_CASE("Reconcile results start at zero and count by result") {
   CAPTURE(text);
   for (const char* line : {
            "# TYPE controller_runtime_reconcile_total counter",
-           "controller_runtime_reconcile_total{controller=\"vmim\",result=\"error\"} 1",
-           "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue\"} 0",
-           "controller_runtime_reconcile_total{controller=\"vmim\",result=\"requeue_after\"} 1",
-           "controller_runtime_reconcile_total{controller=\"vmim\",result=\"success\"} 1",
+           R"(controller_runtime_reconcile_total{controller="vmim",result="error"} 1)",
+           R"(controller_runtime_reconcile_total{controller="vmim",result="requeue"} 0)",
+           R"(controller_runtime_reconcile_total{controller="vmim",result="requeue_after"} 1)",
+           R"(controller_runtime_reconcile_total{controller="vmim",result="success"} 1)",
            "controller_runtime_reconcile_errors_total{controller=\"vmim\"} 1",
            "controller_runtime_terminal_reconcile_errors_total{controller=\"vmim\"} 1",
-           "controller_runtime_reconcile_time_seconds_bucket{controller=\"vmim\",le=\"0.005\"} 2",
-           "controller_runtime_reconcile_time_seconds_bucket{controller=\"vmim\",le=\"0.05\"} 3",
-           "controller_runtime_reconcile_time_seconds_bucket{controller=\"vmim\",le=\"60\"} 3",
+           R"(controller_runtime_reconcile_time_seconds_bucket{controller="vmim",le="0.005"} 2)",
+           R"(controller_runtime_reconcile_time_seconds_bucket{controller="vmim",le="0.05"} 3)",
+           R"(controller_runtime_reconcile_time_seconds_bucket{controller="vmim",le="60"} 3)",
            "controller_runtime_reconcile_time_seconds_count{controller=\"vmim\"} 3",
            "controller_runtime_reconcile_time_seconds_sum{controller=\"vmim\"} 0.0390625",
        }) {
@@ -63,11 +63,11 @@ TEST_CASE("The work queue feeds workqueue_* through the hooks") {
            "workqueue_depth{name=\"vmim\"} 1",
            "workqueue_adds_total{name=\"vmim\"} 2",
            "workqueue_retries_total{name=\"vmim\"} 1",
-           "workqueue_queue_duration_seconds_bucket{name=\"vmim\",le=\"0.001\"} 0",
-           "workqueue_queue_duration_seconds_bucket{name=\"vmim\",le=\"0.01\"} 1",
+           R"(workqueue_queue_duration_seconds_bucket{name="vmim",le="0.001"} 0)",
+           R"(workqueue_queue_duration_seconds_bucket{name="vmim",le="0.01"} 1)",
            "workqueue_queue_duration_seconds_count{name=\"vmim\"} 1",
-           "workqueue_work_duration_seconds_bucket{name=\"vmim\",le=\"0.01\"} 0",
-           "workqueue_work_duration_seconds_bucket{name=\"vmim\",le=\"0.1\"} 1",
+           R"(workqueue_work_duration_seconds_bucket{name="vmim",le="0.01"} 0)",
+           R"(workqueue_work_duration_seconds_bucket{name="vmim",le="0.1"} 1)",
            "workqueue_work_duration_seconds_sum{name=\"vmim\"} 0.02",
        }) {
     CAPTURE(line);

@@ -84,7 +84,7 @@ PolicyStatusWriter::PolicyStatusWriter(kube::KubeClient& client, base::Clock& cl
 PolicyStatusWriter::~PolicyStatusWriter() { Stop(); }
 
 void PolicyStatusWriter::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (running_) return;
   running_ = true;
   timer_ = clock_.RunAfter(base::Duration::zero(), [this] {
@@ -94,7 +94,7 @@ void PolicyStatusWriter::Start() {
 }
 
 void PolicyStatusWriter::Schedule(base::Duration delay) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (!running_) return;
   timer_ = clock_.RunAfter(delay, [this] {
     Pass();
@@ -103,19 +103,19 @@ void PolicyStatusWriter::Schedule(base::Duration delay) {
 }
 
 void PolicyStatusWriter::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   running_ = false;
   if (timer_) clock_.Cancel(*timer_);
   timer_.reset();
 }
 
 void PolicyStatusWriter::Notify() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (!running_ || pass_pending_) return;
   pass_pending_ = true;
   clock_.RunAfter(std::chrono::milliseconds(200), [this] {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::scoped_lock l(mu_);
       pass_pending_ = false;
       if (!running_) return;
     }
@@ -139,8 +139,8 @@ int PolicyStatusWriter::Pass() {
   for (const Json& policy : **items) {
     const std::string name = base::StringAt(policy, {"metadata", "name"});
     std::vector<api::MigrationInfo> carrying;
-    std::copy_if(all.begin(), all.end(), std::back_inserter(carrying),
-                 [&](const api::MigrationInfo& m) { return m.policy == name; });
+    std::ranges::copy_if(all, std::back_inserter(carrying),
+                         [&](const api::MigrationInfo& m) { return m.policy == name; });
     const Json desired = DesiredPolicyStatus(policy, carrying, now);
     const Json* current = base::Member(policy, "status");
     if (current != nullptr && *current == desired) continue;

@@ -127,14 +127,14 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
       continue;
     }
     j.full.push_back(node.name);
-    std::sort(holders.begin(), holders.end());
+    std::ranges::sort(holders);
     std::string who = api::ListFirst(holders, 3);
     if (elsewhere > 0) {
       who += fmt::format("{}{} in other namespaces", holders.empty() ? "" : ", ", elsewhere);
     }
     j.full_text.push_back(fmt::format("{} {}/{} ({})", node.name, count, cap, who));
   }
-  std::sort(j.free.begin(), j.free.end());
+  std::ranges::sort(j.free);
   return j;
 }
 
@@ -232,8 +232,8 @@ void Apply(Plan& plan, const DesiredCondition& want, std::string_view event_type
 }
 
 bool Deleted(const Plan& plan, const api::TargetPod& pod) {
-  return std::any_of(plan.pod_deletions.begin(), plan.pod_deletions.end(),
-                     [&](const PodDeletion& d) { return d.uid == pod.uid; });
+  return std::ranges::any_of(plan.pod_deletions,
+                             [&](const PodDeletion& d) { return d.uid == pod.uid; });
 }
 
 // The target pods of the VMIM, by name (a stable choice when there are several).
@@ -242,8 +242,8 @@ std::vector<const api::TargetPod*> OwnPods(const Observed& in) {
   for (const auto& p : in.target_pods) {
     if (p.migration_job_uid == in.vmim.uid) pods.push_back(&p);
   }
-  std::sort(pods.begin(), pods.end(),
-            [](const api::TargetPod* a, const api::TargetPod* b) { return a->name < b->name; });
+  std::ranges::sort(
+      pods, [](const api::TargetPod* a, const api::TargetPod* b) { return a->name < b->name; });
   return pods;
 }
 

@@ -1,7 +1,9 @@
 // controller/reconcile_test.cc — one table row per branch of Reconcile.
 #include "controller/reconcile.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <utility>
 
 #include "api/added_term.h"
 #include "controller/testing/objects.h"
@@ -754,13 +756,13 @@ TEST_CASE("Planning is idempotent: applying each row's plan leaves nothing to do
   Plan first = Reconcile(o, kNow);
   // Apply: patched pods take their patch, deleted pods vanish, conditions stored.
   std::vector<api::TargetPod> after;
-  for (size_t i = 0; i < row.pods.size(); ++i) {
-    json pod = Pod(row.pods[i]);
+  for (auto& i : row.pods) {
+    json pod = Pod(i);
     bool gone = false;
-    for (const auto& d : first.pod_deletions) gone = gone || d.name == row.pods[i].name;
+    for (const auto& d : first.pod_deletions) gone = gone || d.name == i.name;
     if (gone) continue;
     for (const auto& p : first.pod_patches) {
-      if (p.name == row.pods[i].name) pod = pod.patch(json(p.ops));
+      if (p.name == i.name) pod = pod.patch(json(p.ops));
     }
     after.push_back(api::TargetPod::FromJson(pod));
   }
@@ -854,8 +856,8 @@ struct Limited {
     vmim["metadata"]["annotations"]["migration-target.kubevirt.io/max-inbound-per-node"] =
         std::to_string(cap);
     o.vmim = api::MigrationInfo::FromJson(vmim);
-    o.target_pods.push_back(
-        api::TargetPod::FromJson(Pod({.affinity = own_affinity, .node_selector = node_selector})));
+    o.target_pods.push_back(api::TargetPod::FromJson(
+        Pod({.affinity = std::move(own_affinity), .node_selector = std::move(node_selector)})));
     for (const NodeSpec& n : std::vector<NodeSpec>{{"node-1", {{"zone", "a"}}},
                                                    {"node-2", {{"zone", "b"}}},
                                                    {"node-3", {{"zone", "a"}}}}) {
@@ -1075,11 +1077,12 @@ TEST_CASE("InboundPodOf: one pod per migration, KubeVirt's target pod first, els
     pods.push_back(api::TargetPod::FromJson(j));
   }
   std::vector<const api::TargetPod*> ptrs;
+  ptrs.reserve(pods.size());
   for (const auto& p : pods) ptrs.push_back(&p);
   const api::TargetPod* got = InboundPodOf(m, ptrs);
   CHECK((got ? got->name : std::string()) == row.want);
   // The order the cache lists them in does not matter.
-  std::reverse(ptrs.begin(), ptrs.end());
+  std::ranges::reverse(ptrs);
   got = InboundPodOf(m, ptrs);
   CHECK((got ? got->name : std::string()) == row.want);
 }

@@ -12,7 +12,7 @@ namespace {
 using std::chrono::seconds;
 
 std::shared_ptr<const api::MigrationInfo> Vmim(bool placed, std::string phase,
-                                               std::string unschedulable_status,
+                                               const std::string& unschedulable_status,
                                                std::string since) {
   auto m = std::make_shared<api::MigrationInfo>();
   m->name = "m";

@@ -13,7 +13,7 @@ WorkQueue::WorkQueue(base::Clock& clock, RateLimiterOptions limits, WorkQueueMet
 
 WorkQueue::~WorkQueue() {
   ShutDown();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   for (auto& [key, d] : delayed_) clock_.Cancel(d.timer);
   delayed_.clear();
 }
@@ -36,7 +36,7 @@ void WorkQueue::PushLocked(const std::string& key) {
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   AddLocked(key);
 }
 
@@ -55,7 +55,7 @@ void WorkQueue::AddAfterLocked(const std::string& key, base::Duration delay) {
   }
   // The callback takes the lock itself; the clock never runs it inside RunAfter.
   base::TimerId id = clock_.RunAfter(delay, [this, key] {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     delayed_.erase(key);
     AddLocked(key);
   });
@@ -63,19 +63,19 @@ void WorkQueue::AddAfterLocked(const std::string& key, base::Duration delay) {
 }
 
 void WorkQueue::AddAfter(const std::string& key, base::Duration delay) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   AddAfterLocked(key, delay);
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (shutting_down_) return;
   if (metrics_) metrics_->Retried();
   AddAfterLocked(key, limiter_.When(key, clock_.Now()));
 }
 
 void WorkQueue::AddRateLimited(const std::string& key, base::Duration not_before) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (shutting_down_) return;
   if (metrics_) metrics_->Retried();
   const base::Duration backoff = limiter_.When(key, clock_.Now());
@@ -83,12 +83,12 @@ void WorkQueue::AddRateLimited(const std::string& key, base::Duration not_before
 }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   limiter_.Forget(key);
 }
 
 int WorkQueue::NumRequeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return limiter_.NumRequeues(key);
 }
 
@@ -115,13 +115,13 @@ std::optional<std::string> WorkQueue::Get() {
 }
 
 std::optional<std::string> WorkQueue::TryGet() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (queue_.empty()) return std::nullopt;
   return PopLocked();
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   auto it = processing_.find(key);
   if (it == processing_.end()) return;
   if (metrics_) metrics_->WorkDuration(clock_.Now() - it->second);
@@ -135,7 +135,7 @@ void WorkQueue::Done(const std::string& key) {
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
 }
@@ -149,22 +149,22 @@ void WorkQueue::ShutDownWithDrain() {
 }
 
 bool WorkQueue::ShuttingDown() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return shutting_down_;
 }
 
 size_t WorkQueue::Len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return queue_.size();
 }
 
 size_t WorkQueue::Processing() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return processing_.size();
 }
 
 size_t WorkQueue::WaitingDelayed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return delayed_.size();
 }
 

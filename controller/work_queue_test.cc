@@ -74,6 +74,7 @@ TEST_CASE("Workers on threads never process one key concurrently") {
   std::atomic<int> max_in_flight{0};
   std::atomic<int> processed{0};
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&] {
       while (auto key = q.Get()) {

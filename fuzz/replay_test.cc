@@ -27,7 +27,7 @@ std::vector<std::string> CorpusFiles(const std::string& dir) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.is_regular_file()) files.push_back(e.path().string());
   }
-  std::sort(files.begin(), files.end());
+  std::ranges::sort(files);
   return files;
 }
 

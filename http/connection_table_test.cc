@@ -215,6 +215,7 @@ TEST_CASE(
 TEST_CASE("Expire removes only the connections past their deadline") {
   ConnectionTable table(Small(100));
   std::vector<ConnectionTable::Id> silent;
+  silent.reserve(50);
   for (int i = 0; i < 50; ++i) silent.push_back(table.Open(Phase::kHandshake, At(i)).id);
   auto live = table.Open(Phase::kHandshake, At(0));
   table.Enter(live.id, Phase::kIdle, At(100));

@@ -15,7 +15,7 @@ HandlerPool::~HandlerPool() { Stop(); }
 
 bool HandlerPool::TrySubmit(std::function<void()> job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (stopping_ || jobs_.size() >= max_queued_) return false;
     jobs_.push_back(std::move(job));
   }
@@ -39,7 +39,7 @@ void HandlerPool::Work() {
 
 void HandlerPool::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     stopping_ = true;
   }
   has_job_.notify_all();
@@ -49,7 +49,7 @@ void HandlerPool::Stop() {
 }
 
 size_t HandlerPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return jobs_.size();
 }
 

@@ -38,18 +38,17 @@ TEST_CASE("HandlerPool runs jobs concurrently on several threads") {
   HandlerPool pool(4, 16);
   std::atomic<int> inside{0};
   std::atomic<int> max_inside{0};
-  for (int i = 0; i < 8; ++i) {
-    REQUIRE(pool.TrySubmit([&] {
-      int now = ++inside;
-      int seen = max_inside.load();
-      while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
-      }
-      // Up to 20 ms for another job to come in beside this one.
-      base::PollUntil(base::SystemClock(), std::chrono::milliseconds(20),
-                      std::chrono::milliseconds(1), [&] { return max_inside.load() > 1; });
-      --inside;
-    }));
-  }
+  const auto job = [&] {
+    int now = ++inside;
+    int seen = max_inside.load();
+    while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
+    }
+    // Up to 20 ms for another job to come in beside this one.
+    base::PollUntil(base::SystemClock(), std::chrono::milliseconds(20),
+                    std::chrono::milliseconds(1), [&] { return max_inside.load() > 1; });
+    --inside;
+  };
+  for (int i = 0; i < 8; ++i) REQUIRE(pool.TrySubmit(job));
   pool.Stop();
   CHECK(max_inside.load() > 1);
 }

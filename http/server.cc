@@ -209,7 +209,7 @@ class Server::Impl {
   ConnectionTable::Admission Open(Phase first, std::string_view source,
                                   const std::shared_ptr<SessionBase>& s,
                                   std::shared_ptr<SessionBase>* victim) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     ConnectionTable::Admission a = table.Open(first, clock.Now(), source);
     if (a.evicted) *victim = TakeLocked(*a.evicted, CloseReason::kEvicted);
     if (cfg.observer) cfg.observer->ConnectionOpened();
@@ -223,18 +223,18 @@ class Server::Impl {
   }
 
   bool Enter(Id id, Phase phase) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     return table.Enter(id, phase, clock.Now());
   }
 
   void Touch(Id id) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     table.Touch(id, clock.Now());
   }
 
   // The connection leaves the table (once); false when it had already left.
   bool Remove(Id id, CloseReason reason) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     sessions.erase(id);
     if (!table.Close(id)) return false;
     if (cfg.observer) cfg.observer->ConnectionClosed(reason);
@@ -253,7 +253,7 @@ class Server::Impl {
   void Sweep() {
     std::vector<std::shared_ptr<SessionBase>> victims;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      std::scoped_lock lock(mu);
       for (const auto& [id, reason] : table.Expire(clock.Now())) {
         victims.push_back(TakeLocked(id, reason));
       }
@@ -287,7 +287,7 @@ class Server::Impl {
   void CloseIdle() {
     std::vector<std::shared_ptr<SessionBase>> victims;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      std::scoped_lock lock(mu);
       for (Id id : table.Ids()) {
         std::optional<Phase> p = table.PhaseOf(id);
         if (p == Phase::kHandling || p == Phase::kWriting) continue;
@@ -631,7 +631,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   // An error answer to a request that cannot be read further: then the connection closes.
-  void Fail(int status, std::string message,
+  void Fail(int status, const std::string& message,
             std::vector<std::pair<std::string, std::string>> headers = {}) {
     keep_alive_ = false;
     Response r = server_.cfg.error_body(status, message);
@@ -911,7 +911,7 @@ void Server::Stop() {
 int Server::port() const { return impl_->port.load(); }
 
 size_t Server::open_connections() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::scoped_lock lock(impl_->mu);
   return impl_->table.size();
 }
 

@@ -37,7 +37,7 @@ class CountingObserver : public ServerObserver {
   void ConnectionOpened() override { ++open; }
   void ConnectionClosed(CloseReason r) override {
     --open;
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     ++closed[std::string(ToString(r))];
   }
   void RequestStarted(const std::string&) override { ++in_flight; }
@@ -45,15 +45,15 @@ class CountingObserver : public ServerObserver {
   void RequestFinished(const std::string& label, int status,
                        std::chrono::duration<double>) override {
     --in_flight;
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     ++finished[label + " " + std::to_string(status)];
   }
   int Closed(const std::string& reason) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     return closed[reason];
   }
   int Finished(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     return finished[key];
   }
   std::atomic<int> open{0};
@@ -382,8 +382,8 @@ TEST_CASE("Chunk lines, extensions and trailers are capped: 400 and close, nothi
 TEST_CASE("Each route has its own body cap: none for GET, none without a route") {
   CountingObserver obs;
   std::vector<Route> routes = EchoRoutes();
-  routes.push_back(
-      {"POST", "/small", [](const Request& r) { return Text(r.body); }, false, "", size_t{100}});
+  routes.emplace_back(
+      "POST", "/small", [](const Request& r) { return Text(r.body); }, false, "", size_t{100});
   Server server(Config(&obs), routes);
   server.Start();
   auto exchange = [&](const std::string& request) {
@@ -856,7 +856,7 @@ TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait"
                   ++waited;
                   gate.wait();
                 }
-                std::lock_guard<std::mutex> lock(mu);
+                std::scoped_lock lock(mu);
                 blocking_allowed[r.body.substr(0, 8)] = base::BlockingAllowed();
                 return Text("answered " + r.body.substr(0, 8));
               },
@@ -864,7 +864,7 @@ TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait"
   route.try_inline_max_body = 64;
   Server server(c, {route});
   server.Start();
-  auto post = [&](std::string body) {
+  auto post = [&](const std::string& body) {
     return std::async(std::launch::async, [&server, body] {
       httplib::Client cli("127.0.0.1", server.port());
       auto r = cli.Post("/decide", body, "text/plain");
@@ -888,7 +888,7 @@ TEST_CASE("try_inline: answered on the I/O thread unless the handler would wait"
   release.set_value();
   CHECK(waiting.get() == "200 answered wait");
   CHECK(large.get() == "200 answered LLLLLLLL");
-  std::lock_guard<std::mutex> lock(mu);
+  std::scoped_lock lock(mu);
   CHECK_FALSE(blocking_allowed["fast"]);
   CHECK(blocking_allowed["wait"]);
   CHECK(blocking_allowed["LLLLLLLL"]);

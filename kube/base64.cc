@@ -12,8 +12,9 @@ std::string EncodeBase64(std::string_view bytes) {
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
-                 uint32_t(uint8_t(bytes[i + 2]));
+    uint32_t n = (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])) << 16) |
+                 (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8) |
+                 static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 2]));
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += kAlphabet[(n >> 6) & 63];
@@ -21,12 +22,13 @@ std::string EncodeBase64(std::string_view bytes) {
   }
   size_t rest = bytes.size() - i;
   if (rest == 1) {
-    uint32_t n = uint32_t(uint8_t(bytes[i])) << 16;
+    uint32_t n = static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])) << 16;
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += "==";
   } else if (rest == 2) {
-    uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8);
+    uint32_t n = (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])) << 16) |
+                 (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8);
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += kAlphabet[(n >> 6) & 63];

@@ -231,7 +231,9 @@ TEST_CASE("List+watch catches up after kube-apiserver restarts mid-watch") {
   REQUIRE(inf.WaitForSync(std::chrono::seconds(30)));
   CHECK(inf.Size() == 20);
   const int lists_before = c.lists;
+  // NOLINTNEXTLINE(bugprone-command-processor): the harness' own command line.
   REQUIRE(std::system(restart.c_str()) == 0);
+
   for (int i = 0; i < 20; ++i)
     rest.Create(kPods, ns, TargetPod("b" + std::to_string(i), "restart"));
   for (int i = 0; i < 10; ++i) rest.Delete(kPods, ns, "a" + std::to_string(i));
@@ -258,7 +260,9 @@ TEST_CASE("A watch from a compacted resourceVersion gets 410 and relists") {
   REQUIRE(w.state() == Watcher::State::kInitListed);
   const std::string listed_rv = w.resource_version();
   for (int i = 0; i < 5; ++i) c.Create(kPods, ns, TargetPod("new" + std::to_string(i), "gone"));
+  // NOLINTNEXTLINE(bugprone-command-processor): the harness' own command line.
   REQUIRE(std::system(compact.c_str()) == 0);
+
   std::optional<KubeError> gone;
   for (int i = 0; i < 4 && w.state() != Watcher::State::kEmpty; ++i) {
     WatcherStep s = w.Step();
@@ -288,7 +292,7 @@ long RssKiB() {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
   }
   return -1;
 }
@@ -320,9 +324,10 @@ TEST_CASE("Memory per cached pod") {
   REQUIRE(inf.Size() == static_cast<size_t>(n));
   malloc_trim(0);
   const long after = RssKiB();
-  const double heap_per_pod = (static_cast<double>(HeapInUse()) - heap_before) / n;
+  const double heap_per_pod =
+      (static_cast<double>(HeapInUse()) - static_cast<double>(heap_before)) / n;
   inf.Stop();
-  const double per_pod = (after - before) * 1024.0 / n;
+  const double per_pod = static_cast<double>(after - before) * 1024.0 / n;
   std::cout << "memory: " << n << " pods cached (projection + job index): RSS " << before
             << " KiB -> " << after << " KiB, " << per_pod << " bytes per pod by RSS, "
             << heap_per_pod << " bytes per pod of live heap\n";
@@ -337,9 +342,11 @@ TEST_CASE("Memory per cached pod") {
   REQUIRE(full.WaitForSync(std::chrono::seconds(120)));
   malloc_trim(0);
   const long full_after = RssKiB();
-  const double full_heap = (static_cast<double>(HeapInUse()) - full_heap_before) / n;
+  const double full_heap =
+      (static_cast<double>(HeapInUse()) - static_cast<double>(full_heap_before)) / n;
   full.Stop();
-  std::cout << "memory: whole objects instead: " << (full_after - full_before) * 1024.0 / n
+  std::cout << "memory: whole objects instead: "
+            << static_cast<double>(full_after - full_before) * 1024.0 / n
             << " bytes per pod by RSS, " << full_heap << " bytes per pod of live heap\n";
   CHECK(heap_per_pod < 2048);
 }

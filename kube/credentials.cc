@@ -73,9 +73,11 @@ std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::str
   if (*rest == 'Z' || *rest == 'z') {
     ++rest;
   } else if (*rest == '+' || *rest == '-') {
-    int hh = 0;
-    int mm = 0;
-    if (std::sscanf(rest + 1, "%2d:%2d", &hh, &mm) != 2) return std::nullopt;
+    // RFC 3339's time-offset: exactly "+hh:mm" or "-hh:mm".
+    const auto digit = [&](int i) { return std::isdigit(static_cast<unsigned char>(rest[i])); };
+    if (!digit(1) || !digit(2) || rest[3] != ':' || !digit(4) || !digit(5)) return std::nullopt;
+    const long hh = (rest[1] - '0') * 10 + (rest[2] - '0');
+    const long mm = (rest[4] - '0') * 10 + (rest[5] - '0');
     offset = (hh * 3600L + mm * 60L) * (*rest == '+' ? 1 : -1);
     rest += 6;
   } else {
@@ -184,13 +186,13 @@ CredentialSource::CredentialSource(ClientConfig config, base::Clock& clock, Exec
 }
 
 void CredentialSource::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   cached_.reset();
   expires_.reset();
 }
 
 Credential CredentialSource::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const auto now = clock_.WallNow();
   if (cached_ && (!expires_ || now < *expires_)) return *cached_;
   Credential c{config_.token, config_.client_cert_pem, config_.client_key_pem};

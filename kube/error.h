@@ -70,10 +70,10 @@ const char* DispositionName(Disposition d);
 
 class KubeError : public std::runtime_error {
  public:
-  KubeError(ErrorKind kind, std::string message, int http_status = 0,
+  KubeError(ErrorKind kind, const std::string& message, int http_status = 0,
             nlohmann::json status = nullptr,
             std::optional<std::chrono::seconds> retry_after = std::nullopt)
-      : std::runtime_error(std::move(message)),
+      : std::runtime_error(message),
         kind_(kind),
         http_status_(http_status),
         status_(std::move(status)),

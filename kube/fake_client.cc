@@ -68,7 +68,7 @@ const char* VerbName(Verb verb) {
 // ---- client ----
 
 FakeClient::FakeClient() : FakeClient(Options{}) {}
-FakeClient::FakeClient(Options options) : options_(std::move(options)) {}
+FakeClient::FakeClient(Options options) : options_(options) {}
 FakeClient::~FakeClient() { CloseWatches(); }
 
 void FakeClient::Before(const FakeCall& call) {
@@ -81,7 +81,7 @@ void FakeClient::Before(const FakeCall& call) {
       fmt::format("{} {}{}{}", VerbName(verb), resource, call.name.empty() ? "" : " ",
                   call.ns.empty() || call.name.empty() ? call.name : call.ns + "/" + call.name);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (options_.record_calls) calls_.push_back(call);
     for (auto it = faults_.begin(); it != faults_.end(); ++it) {
       if (it->verb != verb || (!it->resource.empty() && it->resource != resource)) continue;
@@ -172,7 +172,7 @@ Json FakeClient::Get(const Resource& r, std::string_view ns, std::string_view na
   Before({Verb::kGet, GroupResourceName(r), std::string(ns), std::string(name),
           std::string(subresource), false, nullptr});
   const std::string what = DescribeCall("get", r, ns, name, subresource);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (!subresource.empty() && !(subresource == "status" && HasStatus(r))) {
     throw StatusError(404, "NotFound", "the server could not find the requested resource", what);
   }
@@ -202,7 +202,7 @@ Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions&
     }
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   int64_t list_rv = rv_;
   Key after;
   bool has_after = false;
@@ -286,7 +286,7 @@ Json FakeClient::Create(const Resource& r, std::string_view ns, const Json& obje
   Before(
       {Verb::kCreate, GroupResourceName(r), std::string(ns), requested, "", opts.dry_run, object});
   const std::string what = DescribeCall("create", r, ns, requested);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   if (!object.is_object()) throw BadRequest("the body of the request was not a JSON object", what);
   if (auto h = create_handlers_.find(GroupResourceName(r)); h != create_handlers_.end()) {
     Json answer = h->second(object);
@@ -445,7 +445,7 @@ Json FakeClient::Update(const Resource& r, std::string_view ns, const Json& obje
   Before({Verb::kUpdate, GroupResourceName(r), std::string(ns), name, std::string(subresource),
           opts.dry_run, object});
   const std::string what = DescribeCall("update", r, ns, name, subresource);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return WriteLocked(r, ns, object, subresource, opts.dry_run, what);
 }
 
@@ -455,7 +455,7 @@ Json FakeClient::Patch(const Resource& r, std::string_view ns, std::string_view 
   Before({Verb::kPatch, GroupResourceName(r), std::string(ns), std::string(name),
           std::string(subresource), opts.dry_run, patch});
   const std::string what = DescribeCall("patch", r, ns, name, subresource);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const Store& store = stores_[GroupResourceName(r)];
   auto it = store.find(Key{r.namespaced ? std::string(ns) : "", std::string(name)});
   if (it == store.end()) throw NotFound(r, name, what);
@@ -490,7 +490,7 @@ Json FakeClient::Delete(const Resource& r, std::string_view ns, std::string_view
   Before({Verb::kDelete, GroupResourceName(r), std::string(ns), std::string(name), "", opts.dry_run,
           nullptr});
   const std::string what = DescribeCall("delete", r, ns, name);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   Store& store = stores_[GroupResourceName(r)];
   auto it = store.find(Key{r.namespaced ? std::string(ns) : "", std::string(name)});
   if (it == store.end()) throw NotFound(r, name, what);
@@ -525,48 +525,48 @@ Json FakeClient::Delete(const Resource& r, std::string_view ns, std::string_view
 // ---- test controls ----
 
 void FakeClient::FailNext(Verb verb, int times, ErrorKind kind, std::string resource) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   faults_.push_back(Fault{verb, times, std::nullopt, kind, std::move(resource)});
 }
 
 void FakeClient::FailNextWith(Verb verb, int times, KubeError error, std::string resource) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const ErrorKind kind = error.kind();
   faults_.push_back(Fault{verb, times, std::move(error), kind, std::move(resource)});
 }
 
 void FakeClient::SetCallHook(std::function<void(const FakeCall&)> hook) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   hook_ = std::move(hook);
 }
 
 std::vector<FakeCall> FakeClient::Calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return calls_;
 }
 
 void FakeClient::ClearCalls() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   calls_.clear();
 }
 
 void FakeClient::SetCreateHandler(const Resource& r, std::function<Json(const Json&)> handler) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   create_handlers_[GroupResourceName(r)] = std::move(handler);
 }
 
 void FakeClient::SetStatusSubresource(const Resource& r, bool enabled) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   status_subresource_[GroupResourceName(r)] = enabled;
 }
 
 int64_t FakeClient::ResourceVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return rv_;
 }
 
 size_t FakeClient::Count(const Resource& r) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   auto it = stores_.find(GroupResourceName(r));
   return it == stores_.end() ? 0 : it->second.size();
 }

@@ -576,6 +576,7 @@ TEST_CASE("Concurrent writers and watchers stay consistent") {
   constexpr int kThreads = 4;
   constexpr int kIncrements = 50;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < kIncrements;) {

@@ -37,7 +37,7 @@ class FakeClient::FakeWatch : public WatchStream {
   }
 
   void Cancel() override {
-    std::lock_guard<std::mutex> lock(s_->mu);
+    std::scoped_lock lock(s_->mu);
     s_->cancelled = true;
     s_->cv.notify_all();
   }
@@ -56,7 +56,7 @@ void FakeClient::Publish(const HistoryEntry& e) {
     }
     ++it;
     if (s->resource != e.resource) continue;
-    std::lock_guard<std::mutex> lock(s->mu);
+    std::scoped_lock lock(s->mu);
     const bool now_matches = s->Matches(e.object);
     if (e.type == "ADDED") {
       if (now_matches) s->PushLocked("ADDED", e.object);
@@ -147,11 +147,11 @@ std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_vi
 }
 
 void FakeClient::SendBookmarks() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   for (const auto& w : streams_) {
     std::shared_ptr<Stream> s = w.lock();
     if (!s || !s->bookmarks) continue;
-    std::lock_guard<std::mutex> slock(s->mu);
+    std::scoped_lock slock(s->mu);
     s->PushLocked("BOOKMARK", Json{{"kind", s->kind},
                                    {"apiVersion", s->api_version},
                                    {"metadata", {{"resourceVersion", std::to_string(rv_)}}}});
@@ -159,16 +159,16 @@ void FakeClient::SendBookmarks() {
 }
 
 void FakeClient::Compact() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   history_.clear();
   compacted_rv_ = rv_;
 }
 
 void FakeClient::CloseWatches() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   for (const auto& w : streams_) {
     if (std::shared_ptr<Stream> s = w.lock()) {
-      std::lock_guard<std::mutex> slock(s->mu);
+      std::scoped_lock slock(s->mu);
       s->ended = true;
       s->cv.notify_all();
     }
@@ -177,10 +177,10 @@ void FakeClient::CloseWatches() {
 }
 
 void FakeClient::BreakWatches() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   for (const auto& w : streams_) {
     if (std::shared_ptr<Stream> s = w.lock()) {
-      std::lock_guard<std::mutex> slock(s->mu);
+      std::scoped_lock slock(s->mu);
       s->broken = true;
       s->cv.notify_all();
     }
@@ -189,11 +189,11 @@ void FakeClient::BreakWatches() {
 }
 
 size_t FakeClient::OpenWatchCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   size_t n = 0;
   for (const auto& w : streams_) {
     if (std::shared_ptr<Stream> s = w.lock()) {
-      std::lock_guard<std::mutex> slock(s->mu);
+      std::scoped_lock slock(s->mu);
       if (!s->cancelled && !s->ended && !s->broken) ++n;
     }
   }

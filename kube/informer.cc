@@ -33,7 +33,7 @@ InformerCore::~InformerCore() { Stop(); }
 void InformerCore::AddHandlers(Handlers handlers) { handlers_.push_back(std::move(handlers)); }
 
 void InformerCore::AddIndex(const std::string& name, IndexFunc func) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   index_funcs_.emplace_back(name, std::move(func));
   indexes_.emplace_back();
 }
@@ -89,7 +89,7 @@ void InformerCore::RunResync() {
 
 void InformerCore::ScheduleResyncLocked() {
   resync_timer_ = clock_.RunAfter(options_.resync_period, [this] {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    std::scoped_lock lock(stop_mu_);
     resync_timer_.reset();
     resync_due_ = true;
     stop_cv_.notify_all();
@@ -127,7 +127,7 @@ void InformerCore::IndexLocked(const std::string& key, const Entry& e, bool add)
       auto it = index.find(v);
       if (it == index.end()) continue;
       auto& keys = it->second;
-      keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end());
+      std::erase(keys, key);
       if (keys.empty()) index.erase(it);
     }
   }
@@ -162,7 +162,7 @@ void InformerCore::Apply(WatcherStep step) {
   for (const WatcherEvent& ev : step.events) {
     switch (ev.type) {
       case WatcherEventType::kInit: {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::scoped_lock lock(mu_);
         relist_.clear();
         break;
       }
@@ -170,17 +170,17 @@ void InformerCore::Apply(WatcherStep step) {
         std::string key;
         Entry entry;
         if (!Project(ev.object, key, entry)) break;
-        std::lock_guard<std::mutex> lock(mu_);
+        std::scoped_lock lock(mu_);
         relist_[key] = std::move(entry);
         break;
       }
       case WatcherEventType::kInitDone: {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::scoped_lock lock(mu_);
         std::vector<std::string> gone;
         for (const auto& [key, entry] : items_) {
           if (!relist_.count(key)) gone.push_back(key);
         }
-        std::sort(gone.begin(), gone.end());
+        std::ranges::sort(gone);
         for (const std::string& key : gone) Remove(key, deliveries);
         const size_t first = deliveries.size();
         for (auto& [key, entry] : relist_) Upsert(key, std::move(entry), deliveries);
@@ -200,7 +200,7 @@ void InformerCore::Apply(WatcherStep step) {
         std::string key;
         Entry entry;
         const bool keep = Project(ev.object, key, entry);
-        std::lock_guard<std::mutex> lock(mu_);
+        std::scoped_lock lock(mu_);
         if (keep) {
           Upsert(key, std::move(entry), deliveries);
         } else {
@@ -209,7 +209,7 @@ void InformerCore::Apply(WatcherStep step) {
         break;
       }
       case WatcherEventType::kDelete: {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::scoped_lock lock(mu_);
         Remove(ObjectKey(ev.object), deliveries);
         break;
       }
@@ -224,7 +224,7 @@ void InformerCore::Apply(WatcherStep step) {
 
 void InformerCore::Deliver(const std::vector<Delivery>& deliveries) {
   if (deliveries.empty() || handlers_.empty()) return;
-  std::lock_guard<std::mutex> lock(deliver_mu_);
+  std::scoped_lock lock(deliver_mu_);
   for (const Delivery& d : deliveries) {
     for (const Handlers& h : handlers_) {
       switch (d.kind) {
@@ -255,7 +255,7 @@ void InformerCore::Deliver(const std::vector<Delivery>& deliveries) {
 void InformerCore::Resync() {
   std::vector<Delivery> deliveries;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     deliveries.reserve(items_.size());
     for (const auto& [key, entry] : items_) {
       deliveries.push_back({Delivery::kUpdate, key, entry.obj, entry.obj});
@@ -265,7 +265,7 @@ void InformerCore::Resync() {
 }
 
 bool InformerCore::HasSynced() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return synced_;
 }
 
@@ -276,7 +276,7 @@ bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) const {
   if (synced_ || timeout <= std::chrono::milliseconds(0)) return synced_;
   bool timed_out = false;
   const base::TimerId timer = clock_.RunAfter(timeout, [this, &timed_out] {
-    std::lock_guard<std::mutex> l(mu_);
+    std::scoped_lock l(mu_);
     timed_out = true;
     synced_cv_.notify_all();
   });
@@ -287,22 +287,22 @@ bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) const {
 }
 
 InformerCore::Erased InformerCore::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   auto it = items_.find(key);
   return it == items_.end() ? nullptr : it->second.obj;
 }
 
 std::vector<std::string> InformerCore::Keys() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   std::vector<std::string> keys;
   keys.reserve(items_.size());
   for (const auto& [key, entry] : items_) keys.push_back(key);
-  std::sort(keys.begin(), keys.end());
+  std::ranges::sort(keys);
   return keys;
 }
 
 std::vector<InformerCore::Erased> InformerCore::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   std::vector<Erased> out;
   out.reserve(items_.size());
   for (const auto& [key, entry] : items_) out.push_back(entry.obj);
@@ -311,13 +311,13 @@ std::vector<InformerCore::Erased> InformerCore::List() const {
 
 std::vector<std::string> InformerCore::KeysByIndex(const std::string& index,
                                                    const std::string& value) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const int i = IndexNumber(index);
   if (i < 0) return {};
   auto it = indexes_[i].find(value);
   if (it == indexes_[i].end()) return {};
   std::vector<std::string> keys = it->second;
-  std::sort(keys.begin(), keys.end());
+  std::ranges::sort(keys);
   return keys;
 }
 
@@ -331,7 +331,7 @@ std::vector<InformerCore::Erased> InformerCore::ByIndex(const std::string& index
 }
 
 size_t InformerCore::Size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return items_.size();
 }
 

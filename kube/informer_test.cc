@@ -50,11 +50,11 @@ struct Recorder {
   std::mutex mu;
   std::vector<std::string> log;
   void Add(std::string s) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     log.push_back(std::move(s));
   }
   std::vector<std::string> Take() {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     return std::exchange(log, {});
   }
 };
@@ -233,7 +233,7 @@ TEST_CASE("A throwing projection is reported, never fatal") {
   FakeClient c;
   std::vector<std::string> errors;
   InformerOptions o = Options();
-  o.on_error = [&](const KubeError& e) { errors.push_back(e.what()); };
+  o.on_error = [&](const KubeError& e) { errors.emplace_back(e.what()); };
   Informer<PodView> inf(c, o, [](const Json& j) -> std::shared_ptr<const PodView> {
     if (!j["spec"].contains("nodeName")) throw std::runtime_error("no node");
     return Project(j);
@@ -254,17 +254,17 @@ TEST_CASE("On its own thread the cache converges after 1,000 creates, updates an
   std::condition_variable cv;
   int deliveries = 0;
   inf.AddHandlers({[&](auto&&...) {
-                     std::lock_guard<std::mutex> l(mu);
+                     std::scoped_lock l(mu);
                      ++deliveries;
                      cv.notify_all();
                    },
                    [&](auto&&...) {
-                     std::lock_guard<std::mutex> l(mu);
+                     std::scoped_lock l(mu);
                      ++deliveries;
                      cv.notify_all();
                    },
                    [&](auto&&...) {
-                     std::lock_guard<std::mutex> l(mu);
+                     std::scoped_lock l(mu);
                      ++deliveries;
                      cv.notify_all();
                    }});
@@ -290,7 +290,7 @@ TEST_CASE("On its own thread the cache converges after 1,000 creates, updates an
     want.push_back("ns/" + p["metadata"]["name"].get<std::string>());
     CHECK(inf.Get(want.back())->node == p["spec"].value("nodeName", ""));
   }
-  std::sort(want.begin(), want.end());
+  std::ranges::sort(want);
   CHECK(inf.Keys() == want);
   CHECK(inf.Size() == 350);
   const base::Stopwatch stopping;
@@ -303,7 +303,7 @@ struct ResyncCounter {
   explicit ResyncCounter(Informer<PodView>& inf) {
     inf.AddHandlers({nullptr,
                      [this](const std::string&, const auto& old_obj, const auto& new_obj) {
-                       std::lock_guard<std::mutex> l(mu);
+                       std::scoped_lock l(mu);
                        if (old_obj == new_obj) ++resyncs;
                        cv.notify_all();
                      },
@@ -358,7 +358,7 @@ TEST_CASE("Periodic resync is a timer on the informer's clock; Stop cancels it")
   }
   inf.Stop();
   CHECK(clock.PendingTimers() == 0);
-  std::lock_guard<std::mutex> l(r.mu);
+  std::scoped_lock l(r.mu);
   CHECK(r.resyncs == 2);
 }
 

@@ -295,12 +295,12 @@ ClientConfig LoadKubeconfig(const KubeconfigOptions& options) {
     ConfigError(fmt::format("kubeconfig {}: {}: missing", cluster.file->path,
                             Field("clusters", cluster_name, "server")));
   }
-  if (out.server.rfind("https://", 0) != 0 && out.server.rfind("http://", 0) != 0) {
+  if (!out.server.starts_with("https://") && !out.server.starts_with("http://")) {
     ConfigError(fmt::format("kubeconfig {}: {}: \"{}\" is not an http(s) URL", cluster.file->path,
                             Field("clusters", cluster_name, "server"), out.server));
   }
   const std::string given = out.server;
-  const size_t scheme = out.server.rfind("https://", 0) == 0 ? 8 : 7;
+  const size_t scheme = out.server.starts_with("https://") ? 8 : 7;
   while (out.server.size() > scheme && out.server.back() == '/') out.server.pop_back();
   if (out.server.size() == scheme || out.server[scheme] == '/') {
     ConfigError(fmt::format("kubeconfig {}: {}: \"{}\" has no host", cluster.file->path,

@@ -31,7 +31,7 @@ struct TempDir {
   std::string path;
 };
 
-Getenv Env(std::map<std::string, std::string> vars) {
+Getenv Env(const std::map<std::string, std::string>& vars) {
   return [vars](const std::string& k) -> std::optional<std::string> {
     auto it = vars.find(k);
     if (it == vars.end()) return std::nullopt;

@@ -12,8 +12,8 @@ namespace kmt::kube {
 namespace {
 
 bool Blank(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+  return std::ranges::all_of(
+      s, [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
 }
 
 std::string Excerpt(std::string_view s) {

@@ -20,6 +20,7 @@ std::string ReadFile(const std::string& path) {
 
 std::vector<WatchEvent> Decode(const std::vector<std::string>& lines) {
   std::vector<WatchEvent> out;
+  out.reserve(lines.size());
   for (const std::string& l : lines) out.push_back(ParseWatchEvent(l, "watch pods"));
   return out;
 }
@@ -64,6 +65,7 @@ TEST_CASE("The recorded stream carries every event type in order") {
   const std::vector<WatchEvent> events =
       Decode(Frame(ReadFile("kube/testdata/watch_pods.jsonl"), ""));
   std::vector<std::string> types;
+  types.reserve(events.size());
   for (const WatchEvent& e : events) types.push_back(e.type);
   CHECK(types ==
         std::vector<std::string>{"ADDED", "ADDED", "MODIFIED", "BOOKMARK", "DELETED", "ERROR"});

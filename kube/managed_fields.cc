@@ -72,7 +72,7 @@ Json ParseTrimmed(std::string_view text, ObjectsAt at, const ObjectTrim& trim) {
       return true;
     }
     if (event != Json::parse_event_t::key || depth > label_depth) return true;
-    const std::string& key = parsed.get_ref<const std::string&>();
+    const auto& key = parsed.get_ref<const std::string&>();
     for (size_t i = 0; i < n; ++i) {
       if (path[i].depth == depth) on_path[i] = key == path[i].key;
     }

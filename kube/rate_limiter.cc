@@ -37,14 +37,14 @@ TokenBucket::TokenBucket(double qps, int burst, base::Clock& clock)
 void TokenBucket::Wait() {
   std::chrono::nanoseconds wait;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     wait = state_.Reserve(clock_.Now());
   }
   if (wait.count() > 0) clock_.Sleep(wait);
 }
 
 bool TokenBucket::TryTake() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return state_.TryTake(clock_.Now());
 }
 

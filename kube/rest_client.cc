@@ -71,7 +71,7 @@ class RestWatch : public WatchStream {
 
   void Cancel() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::scoped_lock lock(mu_);
       if (cancelled_) return;
       cancelled_ = true;
     }
@@ -81,14 +81,14 @@ class RestWatch : public WatchStream {
 
  private:
   void Finish(std::optional<KubeError> error) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     if (!error_ && error) error_ = std::move(error);
     done_ = true;
     cv_.notify_all();
   }
 
   bool Cancelled() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     return cancelled_;
   }
 
@@ -132,7 +132,7 @@ class RestWatch : public WatchStream {
         for (const std::string& l : lines) {
           if (!WaitForRoom(l.size())) return false;
           WatchEvent e = ParseWatchEvent(l, what_, trim_);
-          std::lock_guard<std::mutex> lock(mu_);
+          std::scoped_lock lock(mu_);
           queue_.push_back({std::move(e), l.size()});
           queued_bytes_ += l.size();
           cv_.notify_all();

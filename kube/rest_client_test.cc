@@ -203,7 +203,7 @@ TEST_CASE("Writes on a kept-alive connection are not held back by Nagle's algori
     c.Create(kPods, "ns", pod);
     ms.push_back(std::chrono::duration<double, std::milli>(t0.Elapsed()).count());
   }
-  std::sort(ms.begin(), ms.end());
+  std::ranges::sort(ms);
   CAPTURE(ms);
   CHECK(ms[ms.size() / 2] < 20.0);
 }
@@ -360,7 +360,7 @@ TEST_CASE("A server that does not answer within the read timeout is a clear erro
   RestClient c(s.Config(), o);
   KubeError e = Catch([&] { c.Get(kNodes, "", "slow"); });
   {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     release = true;
   }
   cv.notify_all();
@@ -420,7 +420,7 @@ TEST_CASE("A 50 MiB response over the cap is refused without buffering it") {
 
 // Serves a watch body in the given pieces, then ends (or holds the
 // connection open when hold is set, until the test ends).
-void ServeWatch(TestServer& s, std::vector<std::string> pieces, bool hold = false) {
+void ServeWatch(TestServer& s, const std::vector<std::string>& pieces, bool hold = false) {
   s.srv.Get("/api/v1/namespaces/ns/pods", [&s, pieces, hold](const httplib::Request& req,
                                                              httplib::Response& res) {
     CHECK(req.get_param_value("watch") == "true");

@@ -172,8 +172,8 @@ class LabelParser {
     if (values.size() == 1 && values[0].empty()) {
       Fail(fmt::format("'{}' needs at least one value", op));
     }
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
+    std::ranges::sort(values);
+    values.erase(std::ranges::unique(values).begin(), values.end());
     return values;
   }
 
@@ -229,8 +229,8 @@ bool RequirementMatches(const LabelRequirement& r, const nlohmann::json& labels)
 }
 
 bool LabelSelector::Matches(const nlohmann::json& labels) const {
-  return std::all_of(requirements_.begin(), requirements_.end(),
-                     [&](const LabelRequirement& r) { return RequirementMatches(r, labels); });
+  return std::ranges::all_of(
+      requirements_, [&](const LabelRequirement& r) { return RequirementMatches(r, labels); });
 }
 
 FieldSelector FieldSelector::Parse(std::string_view text) {
@@ -265,7 +265,7 @@ FieldSelector FieldSelector::Parse(std::string_view text) {
 }
 
 bool FieldSelector::Matches(const nlohmann::json& object) const {
-  return std::all_of(requirements_.begin(), requirements_.end(), [&](const FieldRequirement& r) {
+  return std::ranges::all_of(requirements_, [&](const FieldRequirement& r) {
     return (FieldValue(object, r.field) == r.value) != r.negate;
   });
 }

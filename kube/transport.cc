@@ -108,9 +108,9 @@ Transport::Transport(ClientConfig config, TransportOptions options)
   static std::once_flag ignore_sigpipe;
   std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   std::string rest;
-  if (config_.server.rfind("https://", 0) == 0) {
+  if (config_.server.starts_with("https://")) {
     rest = config_.server.substr(8);
-  } else if (config_.server.rfind("http://", 0) == 0) {
+  } else if (config_.server.starts_with("http://")) {
     tls_ = false;
     port_ = 80;
     rest = config_.server.substr(7);
@@ -281,7 +281,7 @@ std::unique_ptr<httplib::ClientImpl> Transport::Acquire(const Credential& cred, 
 }
 
 void Transport::Release(std::unique_ptr<httplib::ClientImpl> c, const Credential& cred) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   --in_use_;
   if (c && cred.client_cert_pem == idle_cert_) idle_.push_back(std::move(c));
   cv_.notify_one();
@@ -342,7 +342,7 @@ HttpResponse Transport::Do(const std::string& method, const std::string& path_an
     if (!ok) {
       Release(nullptr, cred);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::scoped_lock lock(mu_);
         idle_.clear();  // the server likely went away: its other connections are stale too
       }
       const bool safe =

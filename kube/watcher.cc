@@ -43,7 +43,7 @@ const std::string& Watcher::resource_version() const {
 void Watcher::Cancel() {
   std::shared_ptr<WatchStream> s;
   {
-    std::lock_guard<std::mutex> lock(stream_mu_);
+    std::scoped_lock lock(stream_mu_);
     cancelled_ = true;
     if (const auto* watching = std::get_if<Watching>(&state_)) s = watching->stream;
   }
@@ -52,14 +52,14 @@ void Watcher::Cancel() {
 }
 
 bool Watcher::cancelled() const {
-  std::lock_guard<std::mutex> lock(stream_mu_);
+  std::scoped_lock lock(stream_mu_);
   return cancelled_;
 }
 
 void Watcher::Become(States next) {
   std::shared_ptr<WatchStream> left;
   {
-    std::lock_guard<std::mutex> lock(stream_mu_);
+    std::scoped_lock lock(stream_mu_);
     if (auto* watching = std::get_if<Watching>(&state_)) left = std::move(watching->stream);
     state_ = std::move(next);
   }

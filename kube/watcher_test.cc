@@ -23,7 +23,7 @@ Json Pod(const std::string& name) {
 }
 
 struct Harness {
-  explicit Harness(FakeClient::Options o = {}) : client(std::move(o)) {}
+  explicit Harness(FakeClient::Options o = {}) : client(o) {}
   FakeClient client;
   base::FakeClock clock;
   // The backoffs the watcher waited, in order.
@@ -49,13 +49,13 @@ std::vector<std::string> Summary(const WatcherStep& step) {
   for (const WatcherEvent& e : step.events) {
     switch (e.type) {
       case T::kInit:
-        out.push_back("Init");
+        out.emplace_back("Init");
         break;
       case T::kInitApply:
         out.push_back("InitApply " + e.object["metadata"]["name"].get<std::string>());
         break;
       case T::kInitDone:
-        out.push_back("InitDone");
+        out.emplace_back("InitDone");
         break;
       case T::kApply:
         out.push_back("Apply " + e.object["metadata"]["name"].get<std::string>());
@@ -270,7 +270,8 @@ class ScriptedClient : public FakeClient {
 std::unique_ptr<ScriptedClient::Script> ScriptFromLines(const std::vector<std::string>& lines) {
   auto s = std::make_unique<ScriptedClient::Script>();
   for (const std::string& l : lines) {
-    s->steps.push_back([l] { return std::optional<WatchEvent>(ParseWatchEvent(l, "watch pods")); });
+    s->steps.emplace_back(
+        [l] { return std::optional<WatchEvent>(ParseWatchEvent(l, "watch pods")); });
   }
   return s;
 }
@@ -319,12 +320,12 @@ TEST_CASE("Unknown event types and malformed events never crash: re-watch from t
       R"({"type":"MODIFIED","object":{"metadata":{"name":"a"}}})",
   }));
   auto malformed = std::make_unique<ScriptedClient::Script>();
-  malformed->steps.push_back([]() -> std::optional<WatchEvent> {
+  malformed->steps.emplace_back([]() -> std::optional<WatchEvent> {
     return ParseWatchEvent(R"({"type":"ADDED","obj)", "watch pods");
   });
   c.scripts.push_back(std::move(malformed));
   auto error_500 = std::make_unique<ScriptedClient::Script>();
-  error_500->steps.push_back([] {
+  error_500->steps.emplace_back([] {
     return std::optional<WatchEvent>(
         WatchEvent{"ERROR", {{"kind", "Status"}, {"code", 500}, {"message", "etcd unhappy"}}});
   });
@@ -373,7 +374,7 @@ TEST_CASE("A 410 that breaks the open stream (HTTP 410 on the watch request) rel
   cfg.resource = kPods;
   Watcher w(c, cfg, clock);
   auto gone = std::make_unique<ScriptedClient::Script>();
-  gone->steps.push_back([]() -> std::optional<WatchEvent> {
+  gone->steps.emplace_back([]() -> std::optional<WatchEvent> {
     throw ErrorFromResponse(410,
                             R"({"kind":"Status","code":410,"reason":"Expired",)"
                             R"J("message":"too old resource version: 3 (9)"})J",

@@ -74,7 +74,7 @@ std::string AccessCacheKey(const AccessQuery& query) {
   Append(key, query.user.username);
   Append(key, query.user.uid);
   std::vector<std::string> groups = query.user.groups;
-  std::sort(groups.begin(), groups.end());
+  std::ranges::sort(groups);
   key += 'g' + std::to_string(groups.size());
   for (const auto& g : groups) Append(key, g);
   key += 'e' + std::to_string(query.user.extra.size());
@@ -97,17 +97,17 @@ std::string AccessCacheKey(const AccessQuery& query) {
 
 CachingAccessReviewer::CachingAccessReviewer(AccessReviewer& inner, AccessCacheOptions options,
                                              base::Clock& clock)
-    : inner_(inner), options_(std::move(options)), clock_(clock) {}
+    : inner_(inner), options_(options), clock_(clock) {}
 
 size_t CachingAccessReviewer::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return entries_.size();
 }
 
 AccessDecision CachingAccessReviewer::Review(const AccessQuery& query) {
   const std::string key = AccessCacheKey(query);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     auto it = entries_.find(key);
     if (it != entries_.end()) {
       if (clock_.Now() < it->second.expires) {
@@ -122,7 +122,7 @@ AccessDecision CachingAccessReviewer::Review(const AccessQuery& query) {
   if (!d.evaluation_error.empty() || options_.capacity == 0) return d;
   const auto ttl = d.allowed ? options_.allowed_ttl : options_.denied_ttl;
   if (ttl <= std::chrono::milliseconds::zero()) return d;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const auto expires = clock_.Now() + ttl;
   if (auto it = entries_.find(key); it != entries_.end()) {  // a concurrent miss got there
     it->second.decision = d;

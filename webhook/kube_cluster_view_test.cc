@@ -101,7 +101,7 @@ TEST_CASE("KubeClusterView lists every node across pages") {
   std::vector<std::string> names;
   names.reserve(nodes.size());
   for (const auto& n : nodes) names.push_back(n->name);
-  std::sort(names.begin(), names.end());
+  std::ranges::sort(names);
   CHECK(names == std::vector<std::string>{"node-1", "node-2", "node-3", "node-4", "node-5"});
   for (const auto& n : nodes) {
     CAPTURE(n->name);
@@ -176,7 +176,7 @@ TEST_CASE("An expired node list is refreshed by one review while the others keep
   // Meanwhile another review gets the previous list at once, without a LIST of its own.
   CHECK(view.ListNodes()->size() == 1);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     release = true;
     cv.notify_all();
   }

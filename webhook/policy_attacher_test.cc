@@ -173,7 +173,7 @@ TEST_CASE("Forgery of the policy annotation is denied, naming what failed") {
   VmimValidatorDeps deps{w.access, w.cluster};
   const std::string field = "metadata.annotations[migration-target.kubevirt.io/policy]";
 
-  auto denial = [&](AdmissionRequest req) {
+  auto denial = [&](const AdmissionRequest& req) {
     AdmissionResponse r = ValidateVmim(req, deps);
     CHECK_FALSE(r.allowed);
     REQUIRE(r.status);

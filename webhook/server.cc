@@ -74,29 +74,31 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
   };
 
   std::vector<http::Route> hr;
-  hr.push_back({"GET", "/healthz", [](const http::Request&) { return TextAnswer(200, "ok"); },
-                /*inline_handler=*/true, ""});
-  hr.push_back({"GET", "/readyz",
-                [this](const http::Request&) {
-                  return Ready() ? TextAnswer(200, "ok")
-                                 : TextAnswer(503, "no serving certificate loaded");
-                },
-                /*inline_handler=*/true, ""});
+  hr.emplace_back(
+      "GET", "/healthz", [](const http::Request&) { return TextAnswer(200, "ok"); },
+      /*inline_handler=*/true, "");
+  hr.emplace_back(
+      "GET", "/readyz",
+      [this](const http::Request&) {
+        return Ready() ? TextAnswer(200, "ok") : TextAnswer(503, "no serving certificate loaded");
+      },
+      /*inline_handler=*/true, "");
   for (const Route& route : routes_) {
     const Admitter* admit = &route.admit;
     const ObjectReads* reads = route.reads;
     const std::string path = route.path;
-    hr.push_back({"POST", route.path,
-                  [this, admit, reads, path](const http::Request& req) {
-                    // A review whose attempt on the I/O thread would have waited is read
-                    // again on the worker: what a queued review holds stays its body, within
-                    // max_held_body_bytes, not a decoded review besides it.
-                    ShellAnswer answer = ServeAdmission(req.content_type, req.body, *admit, reads);
-                    if (answer.http_status != 200) LogRejection(path, answer.http_status);
-                    return JsonAnswer(answer.http_status, std::move(answer.body));
-                  },
-                  /*inline_handler=*/false,
-                  /*metric_label=*/route.path});
+    hr.emplace_back(
+        "POST", route.path,
+        [this, admit, reads, path](const http::Request& req) {
+          // A review whose attempt on the I/O thread would have waited is read
+          // again on the worker: what a queued review holds stays its body, within
+          // max_held_body_bytes, not a decoded review besides it.
+          ShellAnswer answer = ServeAdmission(req.content_type, req.body, *admit, reads);
+          if (answer.http_status != 200) LogRejection(path, answer.http_status);
+          return JsonAnswer(answer.http_status, std::move(answer.body));
+        },
+        /*inline_handler=*/false,
+        /*metric_label=*/route.path);
     hr.back().try_inline_max_body = options_.inline_max_body_bytes;
   }
   http_ = std::make_unique<http::Server>(std::move(c), std::move(hr));
@@ -107,7 +109,7 @@ AdmissionServer::~AdmissionServer() { Stop(); }
 void AdmissionServer::LogRejection(const std::string& path, int status) {
   size_t unlogged = 0;
   {
-    std::lock_guard<std::mutex> lock(log_mu_);
+    std::scoped_lock lock(log_mu_);
     const auto now = clock().Now();
     if (now - last_rejection_log_ < std::chrono::seconds(1)) {
       ++rejections_unlogged_;
@@ -124,14 +126,14 @@ void AdmissionServer::LogRejection(const std::string& path, int status) {
         {"rejectedUnloggedSinceLast", std::to_string(unlogged)}}});
 }
 
-void AdmissionServer::Log(ServerLogEntry entry) const {
+void AdmissionServer::Log(const ServerLogEntry& entry) const {
   (options_.log ? options_.log : http::LogToStderr)(entry);
 }
 
 void AdmissionServer::ReloadClientCa() {
   if (!client_ca_) return;
   ReloadResult r = client_ca_->Reload();
-  std::lock_guard<std::mutex> lock(log_mu_);
+  std::scoped_lock lock(log_mu_);
   if (r.outcome == ReloadOutcome::kLoaded) {
     last_client_ca_failure_.clear();
     Log({false, "Loaded client CA", {{"file", client_ca_->file()}, {"ca", r.message}}});
@@ -146,7 +148,7 @@ bool AdmissionServer::ReloadCertificate() {
   ReloadResult r = cert_->Reload();
   switch (r.outcome) {
     case ReloadOutcome::kLoaded: {
-      std::lock_guard<std::mutex> lock(log_mu_);
+      std::scoped_lock lock(log_mu_);
       last_failure_.clear();
       Log({false,
            "Loaded serving certificate",
@@ -155,7 +157,7 @@ bool AdmissionServer::ReloadCertificate() {
     }
     case ReloadOutcome::kFailed: {
       // Once per distinct failure: a missing file is seen again on every poll.
-      std::lock_guard<std::mutex> lock(log_mu_);
+      std::scoped_lock lock(log_mu_);
       if (r.message == last_failure_) return false;
       last_failure_ = r.message;
       Log({true,
@@ -188,7 +190,7 @@ void AdmissionServer::PollCertificate() {
   while (!stopping_) {
     poll_due_ = false;
     poll_timer_ = clock().RunAfter(options_.cert_poll_interval, [this] {
-      std::lock_guard<std::mutex> l(poll_mu_);
+      std::scoped_lock l(poll_mu_);
       poll_timer_.reset();
       poll_due_ = true;
       poll_cv_.notify_all();
@@ -208,7 +210,7 @@ void AdmissionServer::Drain() { http_->Drain(); }
 
 void AdmissionServer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(poll_mu_);
+    std::scoped_lock lock(poll_mu_);
     stopping_ = true;
   }
   poll_cv_.notify_all();

@@ -157,7 +157,7 @@ class AdmissionServer {
   bool ReloadCertificate();
 
  private:
-  void Log(ServerLogEntry entry) const;
+  void Log(const ServerLogEntry& entry) const;
   void ReloadClientCa();
   void PollCertificate();
   base::Clock& clock() const { return options_.clock ? *options_.clock : base::SystemClock(); }

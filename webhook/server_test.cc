@@ -79,7 +79,7 @@ struct Fixture {
     opts.cert_poll_interval = kPollInterval;
     opts.clock = &clock;
     opts.log = [this](const ServerLogEntry& e) {
-      std::lock_guard<std::mutex> lock(logs_mu);
+      std::scoped_lock lock(logs_mu);
       logs.emplace_back(e.msg);
       std::string line = e.msg;
       for (const auto& [k, v] : e.fields) line += " " + k + "=" + v;
@@ -305,7 +305,7 @@ TEST_CASE("Server becomes ready when a certificate appears") {
   f.WriteCert(0x200);
   REQUIRE(f.Eventually([&] { return f.server->Ready(); }));
   CHECK(f.ServedSerial() == "0200");
-  std::lock_guard<std::mutex> lock(f.logs_mu);
+  std::scoped_lock lock(f.logs_mu);
   size_t failures = 0;
   for (const auto& l : f.logs) {
     if (l.find("Failed to load serving certificate") != std::string::npos) ++failures;
@@ -359,7 +359,7 @@ TEST_CASE("Mutual TLS: only clients with a certificate of the client CA are serv
   SECTION("a client CA file that breaks keeps the last bundle, and says so once") {
     WriteFileAtomically(client_ca_file, "not a certificate");
     REQUIRE(f.Eventually([&] {
-      std::lock_guard<std::mutex> lock(f.logs_mu);
+      std::scoped_lock lock(f.logs_mu);
       return std::count(f.logs.begin(), f.logs.end(), "Failed to load client CA") == 1;
     }));
     CHECK(post_as("apiserver") == 200);
@@ -400,10 +400,10 @@ TEST_CASE("Rejected requests are logged at most once a second, with how many wer
     CHECK(res->status == 400);
   }
   auto rejected = [&] {
-    std::lock_guard<std::mutex> lock(f.logs_mu);
+    std::scoped_lock lock(f.logs_mu);
     std::vector<std::string> out;
     for (const auto& l : f.lines) {
-      if (l.rfind("Rejected admission request", 0) == 0) out.push_back(l);
+      if (l.starts_with("Rejected admission request")) out.push_back(l);
     }
     return out;
   };
@@ -486,7 +486,7 @@ TEST_CASE("Certificate rotation while requests run loses no request") {
   CHECK(Json::parse(held_res->body)["response"]["uid"] == "uid-held");
   CHECK(fresh_failures.empty());
   CHECK(kept_failures.empty());
-  std::lock_guard<std::mutex> lock(f.logs_mu);
+  std::scoped_lock lock(f.logs_mu);
   size_t loaded = 0;
   for (const auto& l : f.logs) {
     if (l.find("Loaded serving certificate") != std::string::npos) ++loaded;
@@ -559,7 +559,7 @@ TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss w
   std::vector<bool> seen_u1;  // each admitter run on review u1: whether it could wait
   Admitter admit = [&](const AdmissionRequest& req) {
     if (req.uid == "u1") {
-      std::lock_guard<std::mutex> lock(seen_mu);
+      std::scoped_lock lock(seen_mu);
       seen_u1.push_back(base::BlockingAllowed());
     }
     AccessDecision d = cache.Review({req.user_info, req.ns, "use", "g", "r", ""});
@@ -577,7 +577,7 @@ TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss w
   CHECK(f.server->answered_inline() == 0);
   {
     // Tried on the I/O thread (no waiting), then decided on the worker (waiting allowed).
-    std::lock_guard<std::mutex> lock(seen_mu);
+    std::scoped_lock lock(seen_mu);
     CHECK(seen_u1 == std::vector<bool>{false, true});
   }
 

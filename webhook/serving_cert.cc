@@ -90,7 +90,7 @@ ServingCertificate::ServingCertificate(std::string cert_file, std::string key_fi
 ServingCertificate::~ServingCertificate() = default;
 
 ReloadResult ServingCertificate::Reload() {
-  std::lock_guard<std::mutex> reload_lock(reload_mu_);
+  std::scoped_lock reload_lock(reload_mu_);
   auto cert_bytes = ReadWholeFile(cert_file_);
   if (!cert_bytes) {
     return {ReloadOutcome::kFailed, fmt::format("cannot read certificate file {}", cert_file_)};
@@ -139,7 +139,7 @@ ReloadResult ServingCertificate::Reload() {
   pair->description = webhook::Describe(pair->leaf);
   std::string message = pair->description;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     current_ = std::move(pair);
   }
   return {ReloadOutcome::kLoaded, std::move(message)};
@@ -153,7 +153,7 @@ std::string ServingCertificate::Describe() const {
 }
 
 std::shared_ptr<const ServingCertificate::Pair> ServingCertificate::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return current_;
 }
 
@@ -191,7 +191,7 @@ ClientCertificateAuthority::ClientCertificateAuthority(std::string ca_file)
 ClientCertificateAuthority::~ClientCertificateAuthority() = default;
 
 ReloadResult ClientCertificateAuthority::Reload() {
-  std::lock_guard<std::mutex> reload_lock(reload_mu_);
+  std::scoped_lock reload_lock(reload_mu_);
   auto bytes = ReadWholeFile(ca_file_);
   if (!bytes) {
     return {ReloadOutcome::kFailed, fmt::format("cannot read client CA file {}", ca_file_)};
@@ -221,7 +221,7 @@ ReloadResult ClientCertificateAuthority::Reload() {
                                     bundle->count == 1 ? "" : "s", subjects);
   std::string message = bundle->description;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     current_ = std::move(bundle);
   }
   return {ReloadOutcome::kLoaded, std::move(message)};
@@ -231,7 +231,7 @@ bool ClientCertificateAuthority::Loaded() const { return Current() != nullptr; }
 
 std::shared_ptr<const ClientCertificateAuthority::Bundle> ClientCertificateAuthority::Current()
     const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return current_;
 }
 

@@ -75,17 +75,17 @@ TokenIdentity TokenReviewer::Authenticate(const std::string& token) {
 
 CachingTokenAuthenticator::CachingTokenAuthenticator(TokenAuthenticator& inner,
                                                      TokenCacheOptions options, base::Clock& clock)
-    : inner_(inner), options_(std::move(options)), clock_(clock) {}
+    : inner_(inner), options_(options), clock_(clock) {}
 
 size_t CachingTokenAuthenticator::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   return entries_.size();
 }
 
 TokenIdentity CachingTokenAuthenticator::Authenticate(const std::string& token) {
   const std::string key = Sha256(token);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     auto it = entries_.find(key);
     if (it != entries_.end()) {
       if (clock_.Now() < it->second.expires) {
@@ -99,7 +99,7 @@ TokenIdentity CachingTokenAuthenticator::Authenticate(const std::string& token) 
   TokenIdentity id = inner_.Authenticate(token);  // throws: nothing remembered
   const auto ttl = id.authenticated ? options_.authenticated_ttl : options_.rejected_ttl;
   if (options_.capacity == 0 || ttl <= std::chrono::milliseconds::zero()) return id;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::scoped_lock lock(mu_);
   const auto expires = clock_.Now() + ttl;
   if (auto it = entries_.find(key); it != entries_.end()) {  // a concurrent miss got there
     it->second.identity = id;

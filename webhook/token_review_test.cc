@@ -113,7 +113,7 @@ struct CountingAuthenticator : TokenAuthenticator {
     ++asked;
     if (fail) throw std::runtime_error("the API server is down");
     TokenIdentity id;
-    id.authenticated = token.rfind("good", 0) == 0;
+    id.authenticated = token.starts_with("good");
     if (id.authenticated) id.user.username = "user-of-" + token;
     return id;
   }

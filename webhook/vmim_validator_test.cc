@@ -102,7 +102,7 @@ TEST_CASE("Every tweak names an existing case") {
   const auto cases = testing::TestdataCases("vmim", ".request.json");
   for (const auto& [name, tweak] : Tweaks()) {
     CAPTURE(name);
-    CHECK(std::find(cases.begin(), cases.end(), name) != cases.end());
+    CHECK(std::ranges::find(cases, name) != cases.end());
   }
 }
 

@@ -109,7 +109,7 @@ int main() {
       } else if (in.contains("term")) {
         out = Match(in);
       } else {
-        out = {{"error", "want \"hex\" or \"term\""}};
+        out = {{"error", R"(want "hex" or "term")"}};
       }
     } catch (const std::exception& e) {
       out = {{"error", e.what()}};

@@ -33,6 +33,7 @@ struct Output {
 // Runs a shell command line (from the test's runfiles directory); stdout captured.
 Output Sh(const std::string& command) {
   Output r{-1, {}};
+  // NOLINTNEXTLINE(bugprone-command-processor): running a shell command line is the point.
   FILE* p = popen(command.c_str(), "r");
   REQUIRE(p != nullptr);
   std::array<char, 4096> buf{};
@@ -144,12 +145,12 @@ TEST_CASE("the manifest has every field krew requires, and the archive's sha256"
   CHECK(text.find('@') == std::string::npos);  // every placeholder filled
   CHECK(m["apiVersion"].as<std::string>() == "krew.googlecontainertools.github.com/v1alpha2");
   CHECK(m["kind"].as<std::string>() == "Plugin");
-  const std::string name = m["metadata"]["name"].as<std::string>();
+  const auto name = m["metadata"]["name"].as<std::string>();
   CHECK(std::regex_match(name, std::regex(R"([\w-]+)")));
   // krew-index names the file after the plugin; the plugin is invoked as `kubectl <name>`.
   CHECK(name == "migrate");
   const YAML::Node spec = m["spec"];
-  const std::string short_desc = spec["shortDescription"].as<std::string>();
+  const auto short_desc = spec["shortDescription"].as<std::string>();
   CHECK(!short_desc.empty());
   CHECK(short_desc.find_first_of("\r\n") == std::string::npos);
   CHECK(spec["version"].as<std::string>() == kVersion);
@@ -170,14 +171,14 @@ TEST_CASE("the manifest has every field krew requires, and the archive's sha256"
   CHECK(labels["os"].as<std::string>() == os);
   CHECK(labels["arch"].as<std::string>() == arch);
   CHECK(!p["selector"]["matchExpressions"]);
-  const std::string uri = p["uri"].as<std::string>();
+  const auto uri = p["uri"].as<std::string>();
   CHECK(uri == "https://example.invalid/" + archive.substr(archive.rfind('/') + 1));
-  const std::string sha = p["sha256"].as<std::string>();
+  const auto sha = p["sha256"].as<std::string>();
   CHECK(std::regex_match(sha, std::regex("[a-f0-9]{64}")));
   CHECK(sha == Sha256Hex(ReadFile(archive)));
 
   // krew moves each `from` to `to` (relative to the install directory), then links `bin`.
-  const std::string bin = p["bin"].as<std::string>();
+  const auto bin = p["bin"].as<std::string>();
   CHECK(bin == "kubectl-migrate");
   const YAML::Node files = p["files"];
   REQUIRE(files.IsSequence());
@@ -185,7 +186,7 @@ TEST_CASE("the manifest has every field krew requires, and the archive's sha256"
   auto entries = ArchiveEntries(archive);
   std::set<std::string> installed;
   for (const auto& f : files) {
-    const std::string from = f["from"].as<std::string>(), to = f["to"].as<std::string>();
+    const auto from = f["from"].as<std::string>(), to = f["to"].as<std::string>();
     CAPTURE(from, to);
     CHECK(!from.empty());
     CHECK(to == ".");

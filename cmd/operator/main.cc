@@ -4,9 +4,9 @@
 // then $KUBECONFIG, then the in-cluster service account, then ~/.kube/config.
 // SIGTERM/SIGINT stop gracefully (exit 0); a second one exits at once (1).
 #include <pthread.h>
-#include <signal.h>
 #include <sys/resource.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   kmt::cmd::OperatorFlags flags;
   kmt::cmd::FlagParse parsed = kmt::cmd::ParseOperatorFlags(args, &flags);
   if (parsed.exit_code >= 0) {
-    (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.output << std::endl;
+    (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.output << '\n';
     return parsed.exit_code;
   }
 

@@ -68,8 +68,7 @@ std::optional<ScrapeRefusal> AuthorizeScrape(std::string_view authorization,
   }
   webhook::AccessQuery q;
   q.user = std::move(id.user);
-  if (std::find(q.user.groups.begin(), q.user.groups.end(), kAuthenticatedGroup) ==
-      q.user.groups.end()) {
+  if (std::ranges::find(q.user.groups, kAuthenticatedGroup) == q.user.groups.end()) {
     q.user.groups.emplace_back(kAuthenticatedGroup);
   }
   q.verb = Lower(method);

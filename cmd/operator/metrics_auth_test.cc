@@ -52,7 +52,7 @@ struct Tokens : webhook::TokenAuthenticator {
     ++asked;
     if (fail) throw std::runtime_error("connection refused");
     webhook::TokenIdentity id;
-    if (token.rfind("good-", 0) == 0) {
+    if (token.starts_with("good-")) {
       id.authenticated = true;
       id.user.username = token.substr(5);
     }

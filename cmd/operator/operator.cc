@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/metrics.h"
@@ -116,8 +117,8 @@ struct Operator::Impl {
   // The metrics certificate's reloads, their own thread too: destroyed before metrics_cert.
   base::RealClock metrics_cert_clock;
 
-  Impl(const OperatorFlags& f, OperatorClients c, base::Logger& l, OperatorIdentity id)
-      : flags(f), clients(c), log(l), identity(std::move(id)) {}
+  Impl(OperatorFlags f, OperatorClients c, base::Logger& l, OperatorIdentity id)
+      : flags(std::move(f)), clients(c), log(l), identity(std::move(id)) {}
 
   // What /readyz checks: the caches synced (controller), a certificate loaded (webhook).
   std::vector<HealthCheck> ReadinessChecks() const {
@@ -160,7 +161,7 @@ struct Operator::Impl {
 
   // Called from the election thread; Shutdown takes the thread under the same lock.
   void StartWorkersWhenSynced() {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     if (stopping.load() || starter.joinable()) return;
     starter = std::thread([this] {
       while (!stopping.load()) {
@@ -203,7 +204,7 @@ struct Operator::Impl {
 
   void ScheduleCerts(base::Duration d) {
     if (stopping.load()) return;
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     cert_timer = cert_clock.RunAfter(d, [this] { EnsureCerts(); });
   }
 
@@ -218,7 +219,7 @@ struct Operator::Impl {
       metrics_cert_failure = r.message;
       log.Error("Failed to load metrics serving certificate", {{"error", r.message}});
     }
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     if (stopping.load()) return;  // under mu: Shutdown cancels what was scheduled before
     metrics_cert_timer =
         metrics_cert_clock.RunAfter(std::chrono::seconds(1), [this] { ReloadMetricsCert(); });
@@ -426,7 +427,7 @@ struct Operator::Impl {
         leading = false;
         waiting.SetLeading(false);
         log.Error("Lost lease", {{"lease", flags.leader_election_id}});
-        std::lock_guard<std::mutex> lock(mu);
+        std::scoped_lock lock(mu);
         leadership_lost = true;
         cv.notify_all();
       };
@@ -446,7 +447,7 @@ struct Operator::Impl {
   }
 
   void RequestStop() {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     stop_requested = true;
     cv.notify_all();
   }
@@ -456,7 +457,7 @@ struct Operator::Impl {
     if (stopping.exchange(true)) return;
     std::thread starting;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      std::scoped_lock lock(mu);
       if (cert_timer) cert_clock.Cancel(*cert_timer);
       if (metrics_cert_timer) metrics_cert_clock.Cancel(*metrics_cert_timer);
       starting = std::move(starter);

@@ -49,7 +49,7 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   std::mutex mu;
   std::vector<std::string> lines;
   base::Logger log(clock, base::LogLevel::kInfo, base::LogFormat::kJson, [&](const std::string& l) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     lines.push_back(l);
   });
 
@@ -102,12 +102,12 @@ TEST_CASE("The operator leads, releases gates, serves probes and releases the le
   lease = client.Get(kube::kLeases, "kmt-system", "migration-target-operator");
   CHECK(lease["spec"]["holderIdentity"] == "");
   CHECK(lease["spec"]["leaseDurationSeconds"] == 1);
-  std::lock_guard<std::mutex> lock(mu);
+  std::scoped_lock lock(mu);
   bool released = false;
   for (const auto& l : lines) {
     released =
-        released || (l.find("\"msg\":\"Released gate\"") != std::string::npos &&
-                     l.find("\"pod\":\"vms/virt-launcher-vm-1-target\"") != std::string::npos);
+        released || (l.find(R"("msg":"Released gate")") != std::string::npos &&
+                     l.find(R"("pod":"vms/virt-launcher-vm-1-target")") != std::string::npos);
   }
   CHECK(released);
 }
@@ -118,7 +118,7 @@ TEST_CASE("With a shutdown delay the replica drains first: not ready, still lead
   std::mutex mu;
   std::vector<std::string> lines;
   base::Logger log(clock, base::LogLevel::kInfo, base::LogFormat::kJson, [&](const std::string& l) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::scoped_lock lock(mu);
     lines.push_back(l);
   });
   OperatorFlags flags = ControllerReplicaFlags();
@@ -149,11 +149,11 @@ TEST_CASE("With a shutdown delay the replica drains first: not ready, still lead
   CHECK(stop_requested.Elapsed() >= std::chrono::milliseconds(1500));
   CHECK(client.Get(kube::kLeases, "kmt-system",
                    "migration-target-operator")["spec"]["holderIdentity"] == "");
-  std::lock_guard<std::mutex> lock(mu);
+  std::scoped_lock lock(mu);
   bool drained = false;
   for (const auto& l : lines) {
-    drained = drained || (l.find("\"msg\":\"Draining before stopping\"") != std::string::npos &&
-                          l.find("\"delay\":\"1500ms\"") != std::string::npos);
+    drained = drained || (l.find(R"("msg":"Draining before stopping")") != std::string::npos &&
+                          l.find(R"("delay":"1500ms")") != std::string::npos);
   }
   CHECK(drained);
 }
@@ -327,12 +327,12 @@ class BoundPodListGate {
     cv_.wait_for(lock, std::chrono::seconds(30), [this] { return open_; });
   }
   void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     open_ = true;
     cv_.notify_all();
   }
   int Held() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     return held_;
   }
 
@@ -407,16 +407,16 @@ class SlowCertificateApi {
     --blocked_;
   }
   void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     open_ = true;
     cv_.notify_all();
   }
   bool Blocked() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     return blocked_ > 0;
   }
   int Renewals() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::scoped_lock lock(mu_);
     return renewals_;
   }
 

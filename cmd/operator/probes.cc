@@ -43,7 +43,7 @@ HttpAnswer AnswerChecks(const std::vector<HealthCheck>& checks, bool verbose) {
     failed = failed || !ok;
   }
   if (checks.empty()) parts.emplace_back("ping", true);
-  std::sort(parts.begin(), parts.end());
+  std::ranges::sort(parts);
   HttpAnswer a;
   a.content_type = "text/plain; charset=utf-8";
   if (!failed && !verbose) {
@@ -74,8 +74,7 @@ bool ParseBindAddress(const std::string& text, std::string* host, int* port) {
   std::string h = text.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   const std::string p = text.substr(colon + 1);
-  if (p.empty() || p.size() > 5 || !std::all_of(p.begin(), p.end(), ::isdigit) ||
-      std::stoi(p) > 65535) {
+  if (p.empty() || p.size() > 5 || !std::ranges::all_of(p, ::isdigit) || std::stoi(p) > 65535) {
     throw std::invalid_argument("bind address \"" + text + "\" has an invalid port");
   }
   *host = h.empty() ? "0.0.0.0" : h;
@@ -101,20 +100,21 @@ void ProbeServer::Start() {
   c.configure_tls = options_.configure_tls;
   c.log = options_.log;  // answers are logged by no one
   std::vector<http::Route> routes;
+  routes.reserve(routes_.size());
   for (const auto& [path, answer] : routes_) {
-    routes.push_back({"GET", path,
-                      [answer = answer, gate = options_.gate](const http::Request& req) {
-                        std::optional<HttpAnswer> refused;
-                        if (gate) refused = gate(req.method, req.path, req.authorization);
-                        HttpAnswer a =
-                            refused ? std::move(*refused) : answer(HasParam(req.query, "verbose"));
-                        http::Response r;
-                        r.status = a.status;
-                        r.content_type = a.content_type;
-                        r.body = std::move(a.body);
-                        return r;
-                      },
-                      /*inline_handler=*/false, ""});
+    routes.emplace_back(
+        "GET", path,
+        [answer = answer, gate = options_.gate](const http::Request& req) {
+          std::optional<HttpAnswer> refused;
+          if (gate) refused = gate(req.method, req.path, req.authorization);
+          HttpAnswer a = refused ? std::move(*refused) : answer(HasParam(req.query, "verbose"));
+          http::Response r;
+          r.status = a.status;
+          r.content_type = a.content_type;
+          r.body = std::move(a.body);
+          return r;
+        },
+        /*inline_handler=*/false, "");
   }
   http_ = std::make_unique<http::Server>(std::move(c), std::move(routes));
   http_->Start();  // throws std::runtime_error naming the address

@@ -66,7 +66,7 @@ const Json* At(const Json& root, std::initializer_list<std::string_view> path) {
 }
 
 std::string StringOr(const Json* j, std::string fallback = "") {
-  return j != nullptr && j->is_string() ? j->get<std::string>() : fallback;
+  return j != nullptr && j->is_string() ? j->get<std::string>() : std::move(fallback);
 }
 
 struct World {
@@ -182,7 +182,7 @@ std::string CheckPatch(const AdmissionRequest& req, const Json& response) {
     return "the patched pod does not carry the gate exactly once: " + patched.dump();
   }
   std::vector<std::string> others = *after;
-  others.erase(std::find(others.begin(), others.end(), gate));
+  others.erase(std::ranges::find(others, gate));
   std::vector<std::string> before = Gates(req.object).value_or(std::vector<std::string>{});
   if (others != before) return "the patch changed the pod's other gates: " + patched.dump();
   // Apart from the gate list the pod is unchanged.
@@ -249,7 +249,7 @@ std::string Check(std::string_view input) {
     return "a denial without a status code >= 400: " + answer.body;
   }
   const std::string message = StringOr(At(*response, {"status", "message"}));
-  if (message.rfind("internal error", 0) == 0) {
+  if (message.starts_with("internal error")) {
     return "an admitter let an exception reach the shell: " + message;
   }
   if (!decoded.request) return {};

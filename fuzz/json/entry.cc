@@ -241,10 +241,10 @@ std::string Check(std::string_view input) {
   const size_t found = paths.size();
   for (size_t i = 0; i < found; ++i) {
     Keys below = paths[i];
-    below.push_back("no such member");
+    below.emplace_back("no such member");
     paths.push_back(std::move(below));
   }
-  paths.push_back({});
+  paths.emplace_back();
   paths.push_back({"metadata", "name"});
   for (const Keys& keys : paths) {
     if (auto b = CheckReads(doc, keys); !b.empty()) return b;

@@ -56,8 +56,8 @@ const fs::path& Dir() {
 
 std::string CheckConfig(const kube::ClientConfig& c) {
   std::string_view server = c.server;
-  const bool https = server.rfind("https://", 0) == 0;
-  if (!https && server.rfind("http://", 0) != 0) return "server is not an http(s) URL: " + c.server;
+  const bool https = server.starts_with("https://");
+  if (!https && !server.starts_with("http://")) return "server is not an http(s) URL: " + c.server;
   if (server.size() == (https ? 8 : 7)) return "server has no host: " + c.server;
   if (server.back() == '/') return "server ends with a slash: " + c.server;
   if (c.source.empty()) return "no source";
@@ -105,7 +105,7 @@ std::string Check(std::string_view input) {
     if (e.kind() != kube::ErrorKind::kConfig) {
       return fmt::format("a KubeError of kind {}: {}", static_cast<int>(e.kind()), e.what());
     }
-    if (std::string_view(e.what()).rfind("kubeconfig", 0) != 0) {
+    if (!std::string_view(e.what()).starts_with("kubeconfig")) {
       return std::string("a message that does not name the file: ") + e.what();
     }
     return {};

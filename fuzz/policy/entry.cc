@@ -143,10 +143,10 @@ std::string CheckPolicy(const Json& object) {
 }
 
 // Applies a JSON Patch of `add`s on /metadata/annotations[/key] (all the attacher may write).
-std::optional<Json> ApplyAnnotationAdds(Json obj, const Json& patch, std::string* why) {
+std::optional<Json> ApplyAnnotationAdds(const Json& obj, const Json& patch, std::string* why) {
   for (const Json& op : patch) {
     const std::string path = op.value("path", "");
-    if (op.value("op", "") != "add" || path.rfind("/metadata/annotations", 0) != 0) {
+    if (op.value("op", "") != "add" || !path.starts_with("/metadata/annotations")) {
       *why = "the attacher's patch does more than add annotations: " + op.dump();
       return std::nullopt;
     }
@@ -227,9 +227,8 @@ std::string CheckValidate(const Json& object, bool other_user) {
 std::string CheckMaxInbound(const std::string& text) {
   const std::optional<int64_t> n = api::ParseMaxInbound(text);
   if (!n || *n < 1 || *n > api::kMaxInboundLimit) return "ParseMaxInbound out of 1..10000";
-  const bool canonical =
-      !text.empty() && text.size() <= 5 && text[0] != '0' &&
-      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool canonical = !text.empty() && text.size() <= 5 && text[0] != '0' &&
+                         std::ranges::all_of(text, [](char c) { return c >= '0' && c <= '9'; });
   if (canonical && std::stoll(text) <= api::kMaxInboundLimit && *n != std::stoll(text)) {
     return fmt::format("ParseMaxInbound(\"{}\") = {}", text, *n);
   }

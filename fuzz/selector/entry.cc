@@ -39,8 +39,8 @@ std::string CheckRequirement(const kube::LabelRequirement& r) {
   const bool no_values = r.op == Op::kExists || r.op == Op::kDoesNotExist;
   if (no_values != r.values.empty()) return "values on exists/!key, or none on another operator";
   if (!set && !no_values && r.values.size() != 1) return "more than one value";
-  if (set && !std::is_sorted(r.values.begin(), r.values.end())) return "unsorted set";
-  if (set && std::adjacent_find(r.values.begin(), r.values.end()) != r.values.end()) {
+  if (set && !std::ranges::is_sorted(r.values)) return "unsorted set";
+  if (set && std::ranges::adjacent_find(r.values) != r.values.end()) {
     return "a set with a duplicate";
   }
   const bool matches_absent =
@@ -60,7 +60,7 @@ std::string CheckRequirement(const kube::LabelRequirement& r) {
   const Json labels = {{r.key, value}};
   const bool positive = !matches_absent;
   if (kube::RequirementMatches(r, labels) != positive) {
-    return fmt::format("requirement on \"{}\" (op {}) against label \"{}\"", r.key,
+    return fmt::format(R"(requirement on "{}" (op {}) against label "{}")", r.key,
                        static_cast<int>(r.op), value);
   }
   return {};
@@ -71,7 +71,7 @@ std::string CheckLabel(std::string_view text) {
   try {
     s = kube::LabelSelector::Parse(text);
   } catch (const std::invalid_argument& e) {
-    if (std::string_view(e.what()).rfind("label selector \"", 0) != 0) {
+    if (!std::string_view(e.what()).starts_with("label selector \"")) {
       return std::string("a parse error that does not name the selector: ") + e.what();
     }
     return {};

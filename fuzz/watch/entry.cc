@@ -81,8 +81,8 @@ std::vector<std::string_view> Chunks(std::string_view s, const std::vector<size_
 }
 
 bool Blank(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+  return std::ranges::all_of(
+      s, [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
 }
 
 // The framer's specification, written the slow way.

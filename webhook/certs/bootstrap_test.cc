@@ -24,7 +24,7 @@ std::string Slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-json WebhookConfig(const char* kind, std::vector<std::string> names) {
+json WebhookConfig(const char* kind, const std::vector<std::string>& names) {
   json hooks = json::array();
   for (const auto& n : names) {
     hooks.push_back({{"name", n},

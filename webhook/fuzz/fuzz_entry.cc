@@ -58,7 +58,7 @@ std::string CheckTermParser(std::string_view input) {
   }
   const std::string& prefix = api::AddedTermFieldPath();
   for (const api::Cause& c : parsed.causes) {
-    if (c.field.compare(0, prefix.size(), prefix) != 0) {
+    if (!c.field.starts_with(prefix)) {
       return fmt::format("cause field \"{}\" is not under {}", c.field, prefix);
     }
   }

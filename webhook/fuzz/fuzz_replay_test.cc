@@ -18,7 +18,7 @@ std::vector<std::string> CorpusFiles() {
   for (const auto& e : std::filesystem::directory_iterator("webhook/fuzz/corpus")) {
     if (e.is_regular_file()) files.push_back(e.path().string());
   }
-  std::sort(files.begin(), files.end());
+  std::ranges::sort(files);
   return files;
 }
 

@@ -29,7 +29,7 @@ class FakeClusterView : public ClusterView {
   std::map<std::string, Json> namespaces;
   std::optional<std::string> policies_error, namespace_error;
 
-  void AddNode(std::string name, std::vector<std::pair<std::string, std::string>> labels) {
+  void AddNode(std::string name, const std::vector<std::pair<std::string, std::string>>& labels) {
     api::NodeInfo n;
     n.name = std::move(name);
     n.labels = api::Labels(labels);
@@ -46,6 +46,7 @@ class FakeClusterView : public ClusterView {
   NodeList ListNodes() override {
     if (nodes_error) throw std::runtime_error(*nodes_error);
     std::vector<std::shared_ptr<const api::NodeInfo>> list;
+    list.reserve(nodes.size());
     for (const api::NodeInfo& n : nodes) list.push_back(std::make_shared<const api::NodeInfo>(n));
     return std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(
         std::move(list));

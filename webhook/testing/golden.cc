@@ -37,12 +37,11 @@ std::vector<std::string> TestdataCases(const std::string& dir, const std::string
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(kTestdata) + "/" + dir)) {
     std::string name = entry.path().filename().string();
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
       names.push_back(name.substr(0, name.size() - suffix.size()));
     }
   }
-  std::sort(names.begin(), names.end());
+  std::ranges::sort(names);
   return names;
 }
 
