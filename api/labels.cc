@@ -8,6 +8,7 @@
 #include <new>
 #include <shared_mutex>
 #include <unordered_map>
+#include <utility>
 
 namespace kmt::api {
 namespace internal {
@@ -19,11 +20,14 @@ struct PoolEntry {
   InternId id = kNoIntern;        // its index + 1
 };
 
-// One immutable label set, shared by every Labels equal to it; its entries follow it.
+// One immutable label set, shared by every Labels equal to it; its own entries follow it.
+// A node's set holds its node-labeller labels (IsNodeLabellerKey) as a set of their own,
+// `shared`, which every node of that CPU model refers to; its own entries are the rest.
 struct LabelSet {
   std::atomic<uint32_t> refs;
-  uint32_t size;
-  LabelSet* next;  // chain of its bucket in the set table (16 bytes of header in all)
+  uint32_t size;     // own entries
+  LabelSet* next;    // chain of its bucket in the set table
+  LabelSet* shared;  // holds a reference; nullptr when none (24 bytes of header in all)
   Labels::Entry* entries() { return reinterpret_cast<Labels::Entry*>(this + 1); }
   const Labels::Entry* entries() const { return reinterpret_cast<const Labels::Entry*>(this + 1); }
 };
@@ -141,26 +145,30 @@ Pool& ThePool() {
   return *pool;
 }
 
-size_t HashOf(const Labels::Entry* entries, size_t n) {
+size_t HashOf(const Labels::Entry* entries, size_t n, const LabelSet* shared) {
   return std::hash<std::string_view>{}(
-      std::string_view(reinterpret_cast<const char*>(entries), n * sizeof(Labels::Entry)));
+             std::string_view(reinterpret_cast<const char*>(entries), n * sizeof(Labels::Entry))) ^
+         std::hash<const LabelSet*>{}(shared);
 }
+
+size_t HashOf(const LabelSet* s) { return HashOf(s->entries(), s->size, s->shared); }
 
 // The distinct label sets, chained per bucket: no node allocations, and at most two sets
 // per bucket on average (~4-8 bytes of table per set). Hashes are recomputed, not stored.
 class SetTable {
  public:
-  // `entries` (sorted by key id, unique keys, each id holding one reference) as a shared
-  // set holding one reference for the caller: an existing equal set (the entries'
-  // references are then given back) or a new one that takes them over.
-  LabelSet* Intern(const std::vector<Labels::Entry>& entries) {
-    const size_t hash = HashOf(entries.data(), entries.size());
+  // `entries` (sorted by key id, unique keys, each id holding one reference) and `shared`
+  // (a reference, or nullptr) as a shared set holding one reference for the caller: an
+  // existing equal set (the entries' and shared's references are then given back) or a new
+  // one that takes them over.
+  LabelSet* Intern(const std::vector<Labels::Entry>& entries, LabelSet* shared) {
+    const size_t hash = HashOf(entries.data(), entries.size(), shared);
     LabelSet* found = nullptr;
     {
       std::scoped_lock lock(mu_);
       if (!buckets_.empty()) {
         for (LabelSet* s = buckets_[hash & (buckets_.size() - 1)]; s != nullptr; s = s->next) {
-          if (s->size == entries.size() &&
+          if (s->size == entries.size() && s->shared == shared &&
               std::equal(entries.begin(), entries.end(), s->entries())) {
             s->refs.fetch_add(1, std::memory_order_relaxed);
             found = s;
@@ -170,7 +178,7 @@ class SetTable {
       }
       if (found == nullptr) {
         void* mem = ::operator new(sizeof(LabelSet) + entries.size() * sizeof(Labels::Entry));
-        found = new (mem) LabelSet{{1}, static_cast<uint32_t>(entries.size()), nullptr};
+        found = new (mem) LabelSet{{1}, static_cast<uint32_t>(entries.size()), nullptr, shared};
         std::ranges::copy(entries, found->entries());
         if (count_ + 1 > 2 * buckets_.size()) Grow();
         LabelSet*& head = buckets_[hash & (buckets_.size() - 1)];
@@ -181,6 +189,7 @@ class SetTable {
       }
     }
     ThePool().Release(entries.data(), entries.data() + entries.size());
+    if (shared != nullptr) Release(shared);  // the found set holds its own reference
     return found;
   }
 
@@ -191,14 +200,16 @@ class SetTable {
     {
       std::scoped_lock lock(mu_);
       if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-      LabelSet** link = &buckets_[HashOf(s->entries(), s->size) & (buckets_.size() - 1)];
+      LabelSet** link = &buckets_[HashOf(s) & (buckets_.size() - 1)];
       while (*link != s) link = &(*link)->next;
       *link = s->next;
       --count_;
     }
     ThePool().Release(s->entries(), s->entries() + s->size);
+    LabelSet* shared = s->shared;
     s->~LabelSet();
     ::operator delete(s);
+    if (shared != nullptr) Release(shared);
   }
 
   size_t Count() {
@@ -212,7 +223,7 @@ class SetTable {
     for (LabelSet* head : buckets_) {
       while (head != nullptr) {
         LabelSet* next = head->next;
-        LabelSet*& slot = grown[HashOf(head->entries(), head->size) & (grown.size() - 1)];
+        LabelSet*& slot = grown[HashOf(head) & (grown.size() - 1)];
         head->next = slot;
         slot = head;
         head = next;
@@ -309,7 +320,19 @@ Labels Labels::Make(std::vector<Entry> entries) {
   }
   entries.resize(kept);
   if (!dropped.empty()) ThePool().Release(dropped.data(), dropped.data() + dropped.size());
-  l.set_ = TheSets().Intern(entries);
+  // Node-labeller's labels, when a node has enough of them to be worth a set of their own
+  // (stable_partition keeps both parts sorted by key id).
+  const auto own_end = std::ranges::stable_partition(entries, [](const Entry& e) {
+                         return !IsNodeLabellerKey(InternText(e.first));
+                       }).begin();
+  LabelSet* shared = nullptr;
+  if (std::cmp_greater_equal(entries.end() - own_end, kMinSharedLabels)) {
+    shared = TheSets().Intern(std::vector<Entry>(own_end, entries.end()), nullptr);
+    entries.erase(own_end, entries.end());
+  } else {
+    std::ranges::sort(entries, {}, &Entry::first);
+  }
+  l.set_ = TheSets().Intern(entries, shared);
   return l;
 }
 
@@ -369,17 +392,45 @@ Labels::~Labels() {
   if (set_ != nullptr) TheSets().Release(set_);
 }
 
-const Labels::Entry* Labels::begin() const { return set_ == nullptr ? nullptr : set_->entries(); }
-const Labels::Entry* Labels::end() const {
-  return set_ == nullptr ? nullptr : set_->entries() + set_->size;
+namespace {
+
+InternId FindIn(const LabelSet* s, InternId key) {
+  const Labels::Entry* begin = s->entries();
+  const Labels::Entry* end = begin + s->size;
+  const Labels::Entry* it = std::ranges::lower_bound(begin, end, key, {}, &Labels::Entry::first);
+  return (it != end && it->first == key) ? it->second : kNoIntern;
 }
 
-size_t Labels::size() const { return set_ == nullptr ? 0 : set_->size; }
+// Calls fn(entry) for every entry of `s`, its own and its shared set's.
+template <typename F>
+void ForEachEntry(const LabelSet* s, F&& fn) {
+  for (; s != nullptr; s = s->shared) {
+    for (const Labels::Entry* it = s->entries(); it != s->entries() + s->size; ++it) fn(*it);
+  }
+}
+
+}  // namespace
+
+bool IsNodeLabellerKey(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return false;
+  const std::string_view prefix = key.substr(0, slash);
+  // The TSC frequency is the host's own, not its CPU model's.
+  if (key.find("tsc-frequency", slash) != std::string_view::npos) return false;
+  return prefix == "node-labeller.kubevirt.io" || prefix == "node.kubevirt.io" ||
+         prefix.ends_with(".node.kubevirt.io");
+}
+
+size_t Labels::size() const {
+  if (set_ == nullptr) return 0;
+  return set_->size + (set_->shared != nullptr ? set_->shared->size : 0);
+}
 
 InternId Labels::FindId(InternId key) const {
-  if (key == kNoIntern) return kNoIntern;
-  const Entry* it = std::ranges::lower_bound(begin(), end(), key, {}, &Entry::first);
-  return (it != end() && it->first == key) ? it->second : kNoIntern;
+  if (key == kNoIntern || set_ == nullptr) return kNoIntern;
+  const InternId v = FindIn(set_, key);
+  if (v != kNoIntern || set_->shared == nullptr) return v;
+  return FindIn(set_->shared, key);
 }
 
 const std::string* Labels::Find(std::string_view key) const {
@@ -391,18 +442,15 @@ const std::string* Labels::Find(std::string_view key) const {
 std::vector<std::pair<std::string, std::string>> Labels::Sorted() const {
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(size());
-  for (const auto& it : *this) {
-    out.emplace_back(InternText(it.first), InternText(it.second));
-  }
+  ForEachEntry(
+      set_, [&](const Entry& e) { out.emplace_back(InternText(e.first), InternText(e.second)); });
   std::ranges::sort(out);
   return out;
 }
 
 nlohmann::json Labels::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& it : *this) {
-    j[InternText(it.first)] = InternText(it.second);
-  }
+  ForEachEntry(set_, [&](const Entry& e) { j[InternText(e.first)] = InternText(e.second); });
   return j;
 }
 

@@ -16,6 +16,14 @@
 // Identical label sets share one immutable block (the label set of every pod of one
 // ReplicaSet, every target pod's nodeSelector): a Labels is one pointer, copying it is an
 // atomic increment, and == compares pointers. Everything here is thread-safe.
+//
+// Sets that differ only outside node-labeller's labels share those too: KubeVirt's
+// node-labeller gives every node of one CPU model the same ~100 labels (IsNodeLabellerKey),
+// next to the node's own hostname and zone. A set with at least kMinSharedLabels of them
+// keeps them as one shared set of their own, refcounted like any set and gone with the last
+// node of that model, and holds only the rest itself; lookups search both (a second binary
+// search on a miss). The split is decided by the keys alone, so equal sets are still one
+// block. Nothing is pooled per value beyond the texts themselves.
 #pragma once
 
 #include <cstddef>
@@ -82,6 +90,13 @@ struct InternStats {
 };
 InternStats InternPoolStats();
 
+// A key node-labeller writes, the same on every node of one CPU model: prefix
+// *.node.kubevirt.io, node.kubevirt.io or node-labeller.kubevirt.io, except the TSC frequency
+// labels (the host's own).
+bool IsNodeLabellerKey(std::string_view key);
+// How many such labels a set needs before they are kept as a shared set of their own.
+inline constexpr size_t kMinSharedLabels = 16;
+
 class Labels {
  public:
   using Entry = std::pair<InternId, InternId>;  // key, value
@@ -117,8 +132,6 @@ class Labels {
  private:
   // Takes the references of `entries` (acquired ids) and returns the shared set.
   static Labels Make(std::vector<Entry> entries);
-  const Entry* begin() const;
-  const Entry* end() const;
 
   internal::LabelSet* set_ = nullptr;  // nullptr: no labels
 };
