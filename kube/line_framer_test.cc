@@ -138,5 +138,25 @@ TEST_CASE("Malformed lines are clear errors") {
   CHECK(ParseWatchEvent("{\"type\":\"SURPRISE\",\"object\":{}}", "w").type == "SURPRISE");
 }
 
+TEST_CASE("A framed line's object is trimmed while it is parsed, as ParseTrimmed trims") {
+  // Split at every byte, as chunks arrive; each line goes through the one filtered parser.
+  const std::string stream =
+      R"({"type":"ADDED","object":{"metadata":{"name":"p","labels":{"a":"1","b":"2","c":"3"},)"
+      R"("managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}]},"spec":{"labels":{"x":1}}}})"
+      "\n";
+  const ObjectTrim trim{.managed_fields = true, .max_label_bytes = 2 * (1 + kMaxLabelValueBytes)};
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    CAPTURE(cut);
+    const std::vector<std::string> lines =
+        Frame(std::string_view(stream).substr(0, cut), std::string_view(stream).substr(cut));
+    REQUIRE(lines.size() == 1);
+    const WatchEvent e = ParseWatchEvent(lines[0], "watch pods", trim);
+    CHECK(e.type == "ADDED");
+    CHECK(e.object == Json::parse(R"({"metadata":{"name":"p","labels":{"a":"1","b":"2"},)"
+                                  R"("kmt:labelsDropped":1},"spec":{"labels":{"x":1}}})"));
+    CHECK(e.object == ParseTrimmed(lines[0], ObjectsAt::kWatchEvent, trim)["object"]);
+  }
+}
+
 }  // namespace
 }  // namespace kmt::kube

@@ -1,8 +1,9 @@
 // kube/managed_fields.cc
 #include "kube/managed_fields.h"
 
-#include <array>
 #include <string>
+
+#include "base/json_filter.h"
 
 namespace kmt::kube {
 
@@ -28,66 +29,74 @@ class LabelBudget {
   size_t dropped_ = 0;
 };
 
+// What each container the filter sees inside is, for the objects at `at`.
+enum Kind : int {
+  kListRoot,   // {"items": [...]}: its items are objects
+  kEventRoot,  // {"object": ...}: its object is one
+  kItems,      // the items array
+  kObject,     // an object to trim: its metadata is filtered
+  kMetadata,   // the object's metadata
+  kLabels,     // metadata.labels, within the budget
+};
+
+class Trim final : public base::JsonFilter {
+ public:
+  explicit Trim(const ObjectTrim& trim) : trim_(trim), budget_(trim.max_label_bytes) {}
+
+  Verdict Member(const base::JsonScope& in, std::string_view key) override {
+    switch (in.kind) {
+      case kListRoot:
+        return key == "items" ? Verdict::Filter({kItems}) : Verdict::Whole();
+      case kEventRoot:
+        return key == "object" ? Verdict::Filter({kObject}) : Verdict::Whole();
+      case kObject:
+        if (key != "metadata") return Verdict::Whole();
+        budget_ = LabelBudget(trim_.max_label_bytes);  // each object has a budget of its own
+        return Verdict::Filter({kMetadata});
+      case kMetadata:
+        if (trim_.managed_fields && key == "managedFields") return Verdict::Skip();
+        if (trim_.max_label_bytes > 0 && key == "labels") return Verdict::Filter({kLabels});
+        return Verdict::Whole();
+      case kLabels:
+        return budget_.Keep(key) ? Verdict::Whole() : Verdict::Skip();
+      default:
+        return Verdict::Whole();  // "items" that is an object: nothing in it is trimmed
+    }
+  }
+
+  Verdict Element(const base::JsonScope& in) override {
+    return in.kind == kItems ? Verdict::Filter({kObject}) : Verdict::Whole();
+  }
+
+  void End(const base::JsonScope& in, Json& container) override {
+    if (in.kind == kMetadata && container.is_object() && budget_.dropped() > 0) {
+      container[std::string(kLabelsDropped)] = budget_.dropped();
+    }
+  }
+
+ private:
+  const ObjectTrim& trim_;
+  LabelBudget budget_;  // of the metadata being read (metadata holds no other object's)
+};
+
 }  // namespace
 
 Json ParseTrimmed(std::string_view text, ObjectsAt at, const ObjectTrim& trim) {
   if (!trim.any()) return Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  // The keys that lead to the object's metadata, by nesting depth (arrays add a depth
-  // without a key). nlohmann reports a member's key at the depth of its object, and an
-  // object's end at the depth of the key it is the value of.
-  struct Step {
-    int depth;
-    std::string_view key;
-  };
-  std::array<Step, 2> path{};
-  size_t n = 0;
+  Trim filter(trim);
+  Kind root = kObject;
   switch (at) {
     case ObjectsAt::kTop:
-      path = {{{1, "metadata"}}};
-      n = 1;
+      root = kObject;
       break;
     case ObjectsAt::kListItems:
-      path = {{{1, "items"}, {3, "metadata"}}};
-      n = 2;
+      root = kListRoot;
       break;
     case ObjectsAt::kWatchEvent:
-      path = {{{1, "object"}, {2, "metadata"}}};
-      n = 2;
+      root = kEventRoot;
       break;
   }
-  const int meta_depth = path[n - 1].depth;  // where the key "metadata" is reported
-  const int field_depth = meta_depth + 1;    // metadata's own keys
-  const int label_depth = meta_depth + 2;    // the label keys
-  // on_path[i]: the key most recently seen at path[i].depth was path[i].key.
-  std::array<bool, 2> on_path{};
-  bool in_labels = false;  // the key most recently seen at field_depth was "labels"
-  LabelBudget budget(trim.max_label_bytes);
-  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_end) {
-      // metadata's end: say how many labels were left out.
-      if (depth == meta_depth && trim.max_label_bytes > 0 && on_path[n - 1] &&
-          budget.dropped() > 0 && parsed.is_object()) {
-        parsed[std::string(kLabelsDropped)] = budget.dropped();
-      }
-      return true;
-    }
-    if (event != Json::parse_event_t::key || depth > label_depth) return true;
-    const auto& key = parsed.get_ref<const std::string&>();
-    for (size_t i = 0; i < n; ++i) {
-      if (path[i].depth == depth) on_path[i] = key == path[i].key;
-    }
-    if (depth == meta_depth && on_path[n - 1]) budget = LabelBudget(trim.max_label_bytes);
-    for (size_t i = 0; i < n; ++i) {
-      if (!on_path[i]) return true;
-    }
-    if (depth == field_depth) {
-      in_labels = key == "labels";
-      return !(trim.managed_fields && key == "managedFields");
-    }
-    if (depth == label_depth && in_labels && trim.max_label_bytes > 0) return budget.Keep(key);
-    return true;
-  };
-  return Json::parse(text, callback, /*allow_exceptions=*/false);
+  return base::ParseFiltered(text, filter, base::JsonFilter::Verdict::Filter({root}));
 }
 
 void TrimObject(Json& object, const ObjectTrim& trim) {

@@ -5,7 +5,9 @@
 // pod's managedFields is about half its JSON) and no reader in this project uses it.
 // Informers ask for it to be left out (ListOptions/WatchOptions::omit_managed_fields);
 // dropping it while parsing, instead of erasing it afterwards, means it is never built
-// as a DOM, which is what bounds an initial LIST page's memory.
+// as a DOM, which is what bounds an initial LIST page's memory. The parse is the project's
+// one filtered parser (base/json_filter.h): what is left out is lexed, never built. LIST
+// pages (RestClient) and watch lines (ParseWatchEvent) both come through here.
 //
 // Labels are what a tenant controls on its own pods, without a limit on their number (an
 // object may reach the API server's ~1.5 MB). Caches of every pod in the cluster ask for a

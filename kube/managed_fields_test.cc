@@ -1,9 +1,13 @@
 // kube/managed_fields_test.cc
 #include "kube/managed_fields.h"
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace kmt::kube {
 namespace {
@@ -150,6 +154,185 @@ TEST_CASE("TrimObject on a parsed object equals ParseTrimmed on its text") {
   Json not_an_object = Json::array({1, 2});
   TrimObject(not_an_object, ObjectTrim{.managed_fields = true, .max_label_bytes = 1});
   CHECK(not_an_object == Json::array({1, 2}));
+}
+
+// The oracle: ParseTrimmed as it was before it became a user of base/json_filter.h, on
+// nlohmann's callback parser (which builds each dropped value before discarding it). Kept here
+// only to show the filtered parse gives the same bytes.
+Json CallbackParseTrimmed(std::string_view text, ObjectsAt at, const ObjectTrim& trim) {
+  if (!trim.any()) return Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  struct Step {
+    int depth;
+    std::string_view key;
+  };
+  std::array<Step, 2> path{};
+  size_t n = 0;
+  switch (at) {
+    case ObjectsAt::kTop:
+      path = {{{1, "metadata"}}};
+      n = 1;
+      break;
+    case ObjectsAt::kListItems:
+      path = {{{1, "items"}, {3, "metadata"}}};
+      n = 2;
+      break;
+    case ObjectsAt::kWatchEvent:
+      path = {{{1, "object"}, {2, "metadata"}}};
+      n = 2;
+      break;
+  }
+  const int meta_depth = path[n - 1].depth;
+  const int field_depth = meta_depth + 1;
+  const int label_depth = meta_depth + 2;
+  std::array<bool, 2> on_path{};
+  bool in_labels = false;
+  size_t left = 0, dropped = 0;
+  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_end) {
+      if (depth == meta_depth && trim.max_label_bytes > 0 && on_path[n - 1] && dropped > 0 &&
+          parsed.is_object()) {
+        parsed[std::string(kLabelsDropped)] = dropped;
+      }
+      return true;
+    }
+    if (event != Json::parse_event_t::key || depth > label_depth) return true;
+    const auto& key = parsed.get_ref<const std::string&>();
+    for (size_t i = 0; i < n; ++i) {
+      if (path[i].depth == depth) on_path[i] = key == path[i].key;
+    }
+    if (depth == meta_depth && on_path[n - 1]) {
+      left = trim.max_label_bytes;
+      dropped = 0;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!on_path[i]) return true;
+    }
+    if (depth == field_depth) {
+      in_labels = key == "labels";
+      return !(trim.managed_fields && key == "managedFields");
+    }
+    if (depth == label_depth && in_labels && trim.max_label_bytes > 0) {
+      const size_t cost = key.size() + kMaxLabelValueBytes;
+      if (dropped == 0 && cost <= left) {
+        left -= cost;
+        return true;
+      }
+      ++dropped;
+      return false;
+    }
+    return true;
+  };
+  return Json::parse(text, callback, /*allow_exceptions=*/false);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The objects of the recorded watch streams, each also with a server-side apply history and
+// with a tenant's share of labels, as the API server sends them.
+std::vector<Json> TestdataObjects() {
+  std::vector<Json> out;
+  for (const char* file :
+       {"kube/testdata/watch_pods.jsonl", "kube/testdata/watch_pods_crlf.jsonl"}) {
+    std::istringstream lines(ReadFile(file));
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;
+      Json event = Json::parse(line);
+      if (!event["object"].is_object() || !event["object"].contains("metadata")) continue;
+      Json pod = event["object"];
+      out.push_back(pod);
+      pod["metadata"]["managedFields"] = Json::array(
+          {{{"manager", "virt-controller"},
+            {"operation", "Update"},
+            {"fieldsType", "FieldsV1"},
+            {"fieldsV1",
+             {{"f:metadata", {{"f:labels", {{".", Json::object()}}}}},
+              {"f:spec", {{"f:containers", {{R"(k:{"name":"compute"})", Json::object()}}}}}}}},
+           {{"manager", "kubelet"},
+            {"subresource", "status"},
+            {"fieldsV1", {{"f:status", Json::object()}}}}});
+      out.push_back(pod);
+      for (int i = 0; i < 40; ++i) {
+        char key[40];
+        std::snprintf(key, sizeof key, "tenant.example.com/label-%02d", i);
+        pod["metadata"]["labels"][key] = std::string(static_cast<size_t>(i), 'v');
+      }
+      out.push_back(pod);
+    }
+  }
+  REQUIRE(out.size() >= 9);
+  return out;
+}
+
+TEST_CASE("ParseTrimmed gives the bytes the callback-based parse gave, on the testdata bodies") {
+  const std::vector<Json> objects = TestdataObjects();
+  const Json list = {{"apiVersion", "v1"},
+                     {"kind", "PodList"},
+                     {"metadata", {{"resourceVersion", "7"}, {"continue", "c"}}},
+                     {"items", objects}};
+  std::vector<std::pair<std::string, ObjectsAt>> bodies = {{list.dump(), ObjectsAt::kListItems}};
+  for (const Json& o : objects) {
+    bodies.emplace_back(o.dump(), ObjectsAt::kTop);
+    bodies.emplace_back(Json{{"type", "MODIFIED"}, {"object", o}}.dump(), ObjectsAt::kWatchEvent);
+  }
+  // The recorded lines themselves, BOOKMARK and ERROR included, as the watcher reads them.
+  std::istringstream lines(ReadFile("kube/testdata/watch_pods.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) bodies.emplace_back(line, ObjectsAt::kWatchEvent);
+  }
+  for (const bool mf : {false, true}) {
+    for (const size_t budget : {size_t{0}, size_t{1}, size_t{200}, size_t{1024}, size_t{4096}}) {
+      const ObjectTrim trim{.managed_fields = mf, .max_label_bytes = budget};
+      for (const auto& [body, at] : bodies) {
+        CAPTURE(mf, budget, static_cast<int>(at), body.substr(0, 120));
+        const Json got = ParseTrimmed(body, at, trim);
+        REQUIRE_FALSE(got.is_discarded());
+        CHECK(got.dump() == CallbackParseTrimmed(body, at, trim).dump());
+        // The same body parsed for another place is whole, as before.
+        for (const ObjectsAt other :
+             {ObjectsAt::kTop, ObjectsAt::kListItems, ObjectsAt::kWatchEvent}) {
+          CHECK(ParseTrimmed(body, other, trim).dump() ==
+                CallbackParseTrimmed(body, other, trim).dump());
+        }
+      }
+      // A list's items, trimmed in the list, are each what TrimObject makes of them.
+      const Json got = ParseTrimmed(list.dump(), ObjectsAt::kListItems, trim);
+      REQUIRE(got["items"].size() == objects.size());
+      for (size_t i = 0; i < objects.size(); ++i) {
+        Json want = objects[i];
+        TrimObject(want, trim);
+        CHECK(got["items"][i].dump() == want.dump());
+      }
+    }
+  }
+}
+
+TEST_CASE("Odd shapes are trimmed only where an object's metadata is, as before") {
+  const ObjectTrim trim{.managed_fields = true, .max_label_bytes = 70};
+  for (
+      const char* body : {
+          R"({"items": {"metadata": {"managedFields": 1}}})",
+          R"({"items": [1, "s", null, [], {"metadata": [{"managedFields": 1}]}]})",
+          R"({"items": [{"metadata": {"labels": ["a", "b"], "managedFields": {"x": 1}}}]})",
+          R"({"items": [{"metadata": {"labels": {"aa": {"deep": 1}, "bb": 2}, "labels": {"cc": 3}}}]})",
+          R"({"items": [{"metadata": null}, {"metadata": 3}, {"spec": {"metadata": {"managedFields": 1}}}]})",
+          R"({"object": [{"metadata": {"managedFields": 1}}], "type": "ADDED"})",
+          R"({"type": "ADDED", "object": {"metadata": {"labels": {}}, "labels": {"a": 1}}})",
+          R"([{"metadata": {"managedFields": 1}}])",
+          R"("metadata")",
+          R"({"metadata": {"managedFields": [], "managedFields": 2, "name": "n"}})",
+      }) {
+    for (const ObjectsAt at : {ObjectsAt::kTop, ObjectsAt::kListItems, ObjectsAt::kWatchEvent}) {
+      CAPTURE(body, static_cast<int>(at));
+      CHECK(ParseTrimmed(body, at, trim).dump() == CallbackParseTrimmed(body, at, trim).dump());
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <exception>
 #include <utility>
 
+#include "base/json_filter.h"
 #include "kube/base64.h"
 
 namespace kmt::webhook {
@@ -211,128 +212,34 @@ ObjectReads::ObjectReads(std::initializer_list<std::vector<std::string>> paths) 
 
 namespace {
 
-// Builds a review's DOM as nlohmann's own parser does (numbers keep their type, a repeated
-// member's last value wins), except that request.object's and request.oldObject's members
-// outside `reads` are never built: SAX events inside a skipped value only count its depth.
-class KeptDom {
+// A review's DOM as nlohmann's own parser builds it (base/json_filter.h), except that
+// request.object's and request.oldObject's members outside `reads` are never built.
+class KeptMembers final : public base::JsonFilter {
  public:
-  explicit KeptDom(const ObjectReads& reads) : reads_(reads) {}
+  explicit KeptMembers(const ObjectReads& reads) : reads_(reads) {}
 
-  Json& result() { return root_; }
-  const std::string& error() const { return error_; }
+  // What a filtered container is: the review, its request, or an object read through `reads`.
+  enum Kind : int { kReview, kRequest, kReads };
 
-  bool null() { return Value(nullptr); }
-  bool boolean(bool v) { return Value(v); }
-  bool number_integer(Json::number_integer_t v) { return Value(v); }
-  bool number_unsigned(Json::number_unsigned_t v) { return Value(v); }
-  bool number_float(Json::number_float_t v, const std::string& /*text*/) { return Value(v); }
-  bool string(std::string& v) { return Value(std::move(v)); }
-  bool binary(Json::binary_t& v) { return Value(std::move(v)); }
-  bool start_object(size_t /*elements*/) { return Open(Json::object()); }
-  bool start_array(size_t /*elements*/) { return Open(Json::array()); }
-  bool end_object() { return Close(); }
-  bool end_array() { return Close(); }
-
-  bool key(std::string& k) {
-    if (skipping_ > 0) return true;
-    key_ = std::move(k);
-    const Frame& parent = open_.back();
-    if (parent.filter == nullptr) {
-      next_ = {Next::kWhole, nullptr};
-    } else if (auto it = parent.filter->members.find(key_); it != parent.filter->members.end()) {
-      next_ = it->second.whole ? Pending{Next::kWhole, nullptr} : Pending{Next::kPart, &it->second};
-    } else {
-      next_ = parent.envelope ? Pending{Next::kWhole, nullptr} : Pending{Next::kSkip, nullptr};
+  Verdict Member(const base::JsonScope& in, std::string_view key) override {
+    switch (in.kind) {
+      case kReview:
+        return key == "request" ? Verdict::Filter({kRequest}) : Verdict::Whole();
+      case kRequest:
+        return key == "object" || key == "oldObject" ? Verdict::Filter({kReads, &reads_.root()})
+                                                     : Verdict::Whole();
+      default:
+        break;
     }
-    // The envelope: request, then its object and oldObject, which `reads_` filters.
-    if (parent.envelope && parent.depth == 0 && key_ == "request")
-      next_ = {Next::kRequest, nullptr};
-    if (parent.envelope && parent.depth == 1 && (key_ == "object" || key_ == "oldObject")) {
-      next_ = {Next::kPart, &reads_.root()};
-    }
-    return true;
+    const auto& members = static_cast<const ObjectReads::Node*>(in.data)->members;
+    auto it = members.find(key);
+    if (it == members.end()) return Verdict::Skip();
+    return it->second.whole ? Verdict::Whole() : Verdict::Filter({kReads, &it->second});
   }
-
-  bool parse_error(size_t /*position*/, const std::string& /*token*/,
-                   const nlohmann::detail::exception& e) {
-    error_ = e.what();
-    return false;
-  }
+  // An array's elements are kept whole (default Element).
 
  private:
-  enum class Next { kWhole, kPart, kSkip, kRequest };
-  struct Pending {
-    Next next = Next::kWhole;
-    const ObjectReads::Node* filter = nullptr;
-  };
-  struct Frame {
-    Json* value;
-    const ObjectReads::Node* filter;  // null: keep every member
-    bool envelope;                    // the review or its request: members kept unless filtered
-    int depth;                        // of the envelope: 0 the review, 1 its request
-  };
-
-  // Where the next value goes (null: it is skipped).
-  Json* Slot() {
-    if (open_.empty()) return &root_;
-    Json& parent = *open_.back().value;
-    if (parent.is_array()) {
-      parent.push_back(nullptr);
-      return &parent.back();
-    }
-    if (next_.next == Next::kSkip) return nullptr;
-    return &parent[key_];
-  }
-
-  bool Value(Json v) {
-    if (skipping_ > 0) return true;
-    if (Json* slot = Slot()) *slot = std::move(v);
-    return true;
-  }
-
-  bool Open(Json container) {
-    if (skipping_ > 0) {
-      ++skipping_;
-      return true;
-    }
-    const bool in_array = !open_.empty() && open_.back().value->is_array();
-    Json* slot = Slot();
-    if (slot == nullptr) {
-      skipping_ = 1;
-      return true;
-    }
-    *slot = std::move(container);
-    Frame frame{slot, nullptr, false, 0};
-    if (open_.empty()) {
-      frame.envelope = slot->is_object();  // the review
-    } else if (in_array) {
-      frame.filter = nullptr;  // an array's elements are kept whole
-    } else if (next_.next == Next::kRequest && slot->is_object()) {
-      frame.envelope = true;
-      frame.depth = 1;
-    } else if (next_.next == Next::kPart && slot->is_object()) {
-      frame.filter = next_.filter;
-    }
-    open_.push_back(frame);
-    return true;
-  }
-
-  bool Close() {
-    if (skipping_ > 0) {
-      --skipping_;
-      return true;
-    }
-    open_.pop_back();
-    return true;
-  }
-
   const ObjectReads& reads_;
-  Json root_;
-  std::vector<Frame> open_;
-  Pending next_;
-  std::string key_;
-  size_t skipping_ = 0;  // > 0: inside a skipped value, its nesting
-  std::string error_;
 };
 
 }  // namespace
@@ -352,12 +259,14 @@ DecodeResult DecodeAdmissionReview(std::string_view body, const ObjectReads* rea
   }
   Json review;
   if (reads != nullptr) {
-    KeptDom dom(*reads);
-    if (!Json::sax_parse(body.begin(), body.end(), &dom)) {
-      result.error = fmt::format("AdmissionReview is not valid JSON: {}", dom.error());
+    KeptMembers kept(*reads);
+    std::string error;
+    review = base::ParseFiltered(body, kept,
+                                 base::JsonFilter::Verdict::Filter({KeptMembers::kReview}), &error);
+    if (review.is_discarded()) {
+      result.error = fmt::format("AdmissionReview is not valid JSON: {}", error);
       return result;
     }
-    review = std::move(dom.result());
   } else {
     try {
       review = Json::parse(body.begin(), body.end());

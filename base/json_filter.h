@@ -1,0 +1,78 @@
+// base/json_filter.h — one parse of a JSON text into a Json DOM that never builds what its
+// reader leaves out: the only filtered parser of the project (issue 41).
+//
+// A list page's metadata.managedFields, a tenant's labels beyond a budget, the members of an
+// admitted pod its admitter never reads: each is skipped while the text is parsed. A filter
+// decides every member on its key (and the container it sits in) before the member's value is
+// read; a skipped value is only lexed, never built, and costs no allocation (nlohmann's SAX
+// parser hands strings over in its one reused buffer). Everything kept is built as
+// Json::parse builds it: numbers keep their type, a repeated member's last kept value wins.
+//
+//   class KeepName : public JsonFilter {            // {"metadata": {"name": ...}} only
+//     Verdict Member(const JsonScope& in, std::string_view key) override {
+//       if (in.kind == 0) return key == "metadata" ? Verdict::Filter({1}) : Verdict::Skip();
+//       return key == "name" ? Verdict::Whole() : Verdict::Skip();
+//     }
+//   };
+//   KeepName f;
+//   Json pod = ParseFiltered(text, f, JsonFilter::Verdict::Filter({0}));
+//
+// A filter is asked only inside the containers it asked to see (Verdict::Filter); inside a
+// value kept whole the parse runs without it, as fast as Json::parse. The parse takes the
+// text's bytes as they are ([text.begin(), text.end()): no terminator, no copy) and, like
+// nlohmann's SAX parser, keeps no recursion of its own, so its stack does not grow with the
+// text's nesting.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/json.h"
+
+namespace kmt::base {
+
+// A filter's own note on a container it asked to see inside, handed back with each of the
+// container's members or elements and at its end. The parser never reads it.
+struct JsonScope {
+  int kind = 0;                // the filter's tag for what this container is
+  const void* data = nullptr;  // the filter's data for it (a node of a tree of paths, say)
+};
+
+class JsonFilter {
+ public:
+  // What becomes of one value, decided before it is read.
+  struct Verdict {
+    enum class Keep : uint8_t {
+      kSkip,    // lexed, never built; the member (or element) is absent from the DOM
+      kWhole,   // built whole, without asking the filter about anything inside it
+      kFilter,  // an object or array: each member or element decided in `scope`, then End();
+                // any other value is kept as it is
+    };
+    Keep keep = Keep::kWhole;
+    JsonScope scope;
+
+    static Verdict Skip() { return {Keep::kSkip, {}}; }
+    static Verdict Whole() { return {Keep::kWhole, {}}; }
+    static Verdict Filter(JsonScope scope) { return {Keep::kFilter, scope}; }
+  };
+
+  virtual ~JsonFilter() = default;
+
+  // The member `key` of an object entered with Filter(object), before its value is read.
+  virtual Verdict Member(const JsonScope& object, std::string_view key) = 0;
+  // Each element of an array entered with Filter(array), before it is read. By default whole.
+  virtual Verdict Element(const JsonScope& array);
+  // A container entered with Filter(scope), once its last member or element is built: the
+  // filter may add to it (a count of what it left out, say). By default nothing.
+  virtual void End(const JsonScope& scope, Json& container);
+};
+
+// Parses `text` (one JSON value, strict: nothing but whitespace after it), the root decided by
+// `root` (kSkip reads as kWhole: a parse always yields its root). Never throws for any input:
+// when the text is not JSON it returns a discarded value (Json::is_discarded()) and, when
+// `error` is given, puts nlohmann's message there ("[json.exception.parse_error.101] ...").
+Json ParseFiltered(std::string_view text, JsonFilter& filter, JsonFilter::Verdict root,
+                   std::string* error = nullptr);
+
+}  // namespace kmt::base
