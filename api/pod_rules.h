@@ -85,9 +85,7 @@ class PodRules {
     int64_t min_match = 0;  // global minimum (minDomains applied)
     size_t domains = 0;     // domains counted
     bool self_match = false;
-    bool FewerThanMinDomains() const {
-      return static_cast<int64_t>(domains) < constraint->min_domains;
-    }
+    bool FewerThanMinDomains() const { return std::cmp_less(domains, constraint->min_domains); }
   };
 
   bool AffinityTermHasPod(const CompiledPodTerm& t, InternId value) const;

@@ -48,6 +48,7 @@ TEST_CASE("Every broken rule is a cause with its field path from the object's ro
                                                          {"key": "c", "operator": "Gt", "values": ["1"]}]}},
     "addedNodeSelectorTerm": {"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["x"]}]}})"));
   CHECK_FALSE(p.policy);
+  // NOLINTBEGIN(bugprone-suspicious-missing-comma): the longer messages are split over lines.
   const std::vector<std::string> want = {
       "spec.priority: Invalid value: \"high\": must be of type integer, not string",
       "spec.match.origin: Unsupported value: \"Drain\": supported values: \"Any\", \"Evacuation\", "
@@ -65,6 +66,7 @@ TEST_CASE("Every broken rule is a cause with its field path from the object's ro
       "spec.addedNodeSelectorTerm.matchFields[0].key: Invalid value: \"metadata.labels\": not a "
       "valid field selector key",
   };
+  // NOLINTEND(bugprone-suspicious-missing-comma)
   CHECK(Fields(p) == want);
 }
 

@@ -42,6 +42,7 @@ class JsonPatch {
   // The operations, moved out (for callers that keep them as a list).
   std::vector<nlohmann::json> TakeOps() && { return std::move(ops_); }
   // The patch document: a JSON array of the operations.
+  // NOLINTNEXTLINE(modernize-return-braced-init-list): {ops_} would be an array of the array.
   nlohmann::json ToJson() const { return nlohmann::json(ops_); }
 
  private:

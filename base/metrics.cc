@@ -208,7 +208,7 @@ std::string Registry::Render() const {
   };
   auto simple = [&](const auto& families, const char* type) {
     for (const auto& [name, f] : families) {
-      std::lock_guard<std::mutex> flock(f->mu_);
+      std::scoped_lock flock(f->mu_);
       if (f->series_.empty()) continue;
       std::string text = header(name, f->help_, type);
       for (const auto& [values, s] : f->series_) {

@@ -312,7 +312,7 @@ int Main(int argc, char** argv) {
   const ClusterFixture fixture(*client, vmims);
   WaitAllowed(*client, fixture.ns());
   const LiveMix mix(fixture);
-  const LoadRequest sar{kSarPath, RequesterSar(fixture.ns())};
+  LoadRequest sar{kSarPath, RequesterSar(fixture.ns())};
 
   LoadOptions floor_options;
   floor_options.host = ServerHost(config.server);

@@ -94,6 +94,7 @@ LoadResult RunOpenLoop(const LoadOptions& o, const std::function<LoadRequest(uin
     last_answer = std::max(last_answer, Clock::now());
   };
   std::vector<std::thread> threads;
+  threads.reserve(clients.size());
   for (auto& cli : clients) threads.emplace_back(worker, std::ref(*cli));
   for (auto& t : threads) t.join();
   result.sent = total;

@@ -97,7 +97,8 @@ void Report(const json& vmim, Seen& seen, Streams io) {
     const std::string status = base::StringAt(c, {"status"});
     const std::string reason = base::StringAt(c, {"reason"});
     const std::string message = base::StringAt(c, {"message"});
-    std::string text = status + " " + reason + " " + message;
+    std::string text = status;
+    text.append(" ").append(reason).append(" ").append(message);
     if (seen.conditions[type] == text) continue;
     seen.conditions[type] = text;
     io.out << "condition " << type << "=" << status << " (" << reason << "): " << message << "\n";

@@ -26,7 +26,7 @@ json FromYaml(const YAML::Node& n) {
     }
     case YAML::NodeType::Scalar: {
       if (n.Tag() == "!") return n.as<std::string>();  // quoted
-      const auto s = n.as<std::string>();
+      auto s = n.as<std::string>();
       if (s == "true") return true;
       if (s == "false") return false;
       if (s == "null") return nullptr;

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "base/clock.h"
 #include "controller/informer_view.h"
@@ -118,7 +119,7 @@ void Seed(kmt::kube::FakeClient& client, const Counts& c, int node_count) {
     client.Create(kmt::kube::kVirtualMachineInstanceMigrations, kNs, v);
   }
   for (int i = 0; i < c.target_pods; ++i) {
-    const std::string job_uid = "11111111-aaaa-bbbb-cccc-" + Num(100000000000 + i);
+    const std::string job_uid = "11111111-aaaa-bbbb-cccc-" + std::to_string(100000000000L + i);
     client.Create(kmt::kube::kPods, kNs, Launcher(i, job_uid, /*gated=*/true, ""));
   }
   for (int i = 0; i < c.bound_pods; ++i) {
@@ -143,10 +144,8 @@ size_t CachedHeap(const Counts& c, int node_count) {
   const auto s = view.sizes();
   view.Stop();  // watch threads and their buffers gone; the caches stay
   const size_t after = HeapInUse();
-  if (s.vmims != static_cast<size_t>(c.vmims) ||
-      s.target_pods != static_cast<size_t>(c.target_pods) ||
-      s.nodes != static_cast<size_t>(c.nodes) ||
-      s.bound_pods != static_cast<size_t>(c.bound_pods)) {
+  if (std::cmp_not_equal(s.vmims, c.vmims) || std::cmp_not_equal(s.target_pods, c.target_pods) ||
+      std::cmp_not_equal(s.nodes, c.nodes) || std::cmp_not_equal(s.bound_pods, c.bound_pods)) {
     std::fprintf(stderr, "cached %zu VMIMs, %zu target pods, %zu nodes, %zu bound pods\n", s.vmims,
                  s.target_pods, s.nodes, s.bound_pods);
     std::exit(1);

@@ -49,8 +49,8 @@ namespace {
 // The lines about an Event carry its reconcile's fields, or at least the VMIM.
 base::LogContext EventLog(base::Logger& log, const ObjectRef& about,
                           const EventLogFields& log_fields) {
-  if (!log_fields.empty()) return base::LogContext(log, log_fields);
-  return base::LogContext(log, {{"vmim", about.ns + "/" + about.name}});
+  if (!log_fields.empty()) return {log, log_fields};
+  return {log, {{"vmim", about.ns + "/" + about.name}}};
 }
 
 }  // namespace

@@ -108,7 +108,7 @@ TEST_CASE("Executor releases the gate, writes the condition, records the Event")
         json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
           {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]}]}}})"));
-  CHECK(r.released_pods[0] == pod["metadata"]["uid"]);
+  CHECK(r.released_pods[0] == pod["metadata"]["uid"].get<std::string>());
 
   json vmim = w.GetVmim();
   CHECK(vmim["status"]["conditions"] ==

@@ -62,7 +62,7 @@ Json DesiredPolicyStatus(const Json& policy, const std::vector<api::MigrationInf
         (parsed.causes.empty() ? std::string("invalid") : api::ToString(parsed.causes.front()));
   }
   const Json* before = current != nullptr ? ReadyCondition(*current) : nullptr;
-  if (before != nullptr && base::StringAt(*before, "status") == ready["status"] &&
+  if (before != nullptr && base::StringAt(*before, "status") == base::StringAt(ready, "status") &&
       before->contains("lastTransitionTime")) {
     ready["lastTransitionTime"] = (*before)["lastTransitionTime"];
   } else {

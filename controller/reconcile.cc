@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "api/added_term.h"
 #include "api/explain.h"
@@ -122,7 +123,7 @@ InboundJudgement JudgeInbound(const api::TargetPod& pod, const api::NodeSelector
       }
     }
     const size_t count = holders.size() + elsewhere;
-    if (static_cast<int64_t>(count) < cap) {
+    if (std::cmp_less(count, cap)) {
       j.free.push_back(node.name);
       continue;
     }

@@ -538,8 +538,9 @@ std::vector<Row> Rows() {
           ThreeNodes()};
     r.target_node = node;
     r.target_pod = kPodName;
-    const std::string msg =
-        never + "the migration ended on node " + node + ", " + where + " (Succeeded)";
+    std::string msg = never;
+    msg.append("the migration ended on node ").append(node).append(", ").append(where);
+    msg.append(" (Succeeded)");
     r.conditions = {MC("addedNodeSelectorTermApplied", "False", "TargetPodEscapedGate", msg,
                        kNowText, kNowText)};
     r.changed = true;

@@ -42,6 +42,12 @@ incl_rc=${PIPESTATUS[0]}
 /usr/bin/python3 hack/include_graph.py --self-test || incl_rc=1
 incl_summary=$(grep -E '^includes: ' /tmp/kmt-includes.log | tail -1 | sed 's/^includes: //')
 
+echo "=== tidy: clang-tidy with the repo's .clang-tidy over every C++ file (hack/clang_tidy.sh)"
+KMT_CACHE="$CACHE_ROOT" hack/clang_tidy.sh 2>&1 | tee /tmp/kmt-tidy.log
+tidy_rc=${PIPESTATUS[0]}
+tidy_summary=$(grep -E '^tidy: [0-9]+ passed, [0-9]+ failed' /tmp/kmt-tidy.log | tail -1 | sed 's/^tidy: //')
+[[ -n $tidy_summary ]] || tidy_summary="0 passed, 1 failed"
+
 echo "=== tier 1+2: bazel test //..."
 bazel test --disk_cache="$CACHE_ROOT/bazel-disk" --test_summary=short //... 2>&1 | tee /tmp/kmt-bazel-test.log \
   | grep -v -E 'linux-sandbox|^[0-9]+\.[0-9]+: src/main/tools'
@@ -157,10 +163,10 @@ if [[ ${KMT_SKIP_E2E:-0} != 1 ]]; then
 fi
 
 # Arguments: "name=summary" for each tier ("N passed, M failed"), then "--", then each exit code.
-python3 - "format=$fmt_summary" "includes=$incl_summary" "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
+python3 - "format=$fmt_summary" "includes=$incl_summary" "tidy=$tidy_summary" "unit=$unit_summary" "asan=$asan_summary" "tsan=$tsan_summary" "rbac=$rbac_summary" \
   "monitoring=$mon_summary" "differential=$diff_summary" "e2e=$e2e_summary" "kube-cluster=$kc_summary" \
   "image=$img_summary" "incluster=$inc_summary" "bench=$bench_summary" -- \
-  "$fmt_rc" "$incl_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$mon_rc" "$diff_rc" "$e2e_rc" "$kc_rc" "$img_rc" "$inc_rc" "$bench_rc" <<'PY'
+  "$fmt_rc" "$incl_rc" "$tidy_rc" "$bazel_rc" "$asan_rc" "$tsan_rc" "$rbac_rc" "$mon_rc" "$diff_rc" "$e2e_rc" "$kc_rc" "$img_rc" "$inc_rc" "$bench_rc" <<'PY'
 import re, sys
 args = sys.argv[1:]
 sep = args.index("--")
@@ -175,4 +181,4 @@ if any(int(rc) != 0 for rc in args[sep + 1:]):
     f = max(f, 1)
 print(f"summary: {p} passed, {f} failed")
 PY
-[[ $fmt_rc -eq 0 && $incl_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $mon_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 && $kc_rc -eq 0 && $img_rc -eq 0 && $inc_rc -eq 0 && $bench_rc -eq 0 ]]
+[[ $fmt_rc -eq 0 && $incl_rc -eq 0 && $tidy_rc -eq 0 && $bazel_rc -eq 0 && $asan_rc -eq 0 && $tsan_rc -eq 0 && $rbac_rc -eq 0 && $mon_rc -eq 0 && $diff_rc -eq 0 && $e2e_rc -eq 0 && $kc_rc -eq 0 && $img_rc -eq 0 && $inc_rc -eq 0 && $bench_rc -eq 0 ]]

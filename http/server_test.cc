@@ -818,6 +818,7 @@ TEST_CASE("Several I/O threads serve many keep-alive clients at once") {
   Server server(c, EchoRoutes());
   server.Start();
   std::vector<std::future<int>> clients;
+  clients.reserve(8);
   for (int i = 0; i < 8; ++i) {
     clients.push_back(std::async(std::launch::async, [&server, i] {
       httplib::Client cli("127.0.0.1", server.port());

@@ -174,7 +174,7 @@ bool Converges(KubeClient& c, Informer<TargetPodView>& inf, const std::string& n
     for (const Json& p : all["items"]) {
       if (!same) break;
       auto v = inf.Get(ns + "/" + p["metadata"]["name"].get<std::string>());
-      same = v && v->resource_version == p["metadata"]["resourceVersion"];
+      same = v && v->resource_version == p["metadata"]["resourceVersion"].get<std::string>();
     }
     return same;
   });
@@ -303,6 +303,7 @@ TEST_CASE("Memory per cached pod") {
   const std::string ns = MakeNamespace(c, "kmt-memory");
   {
     std::vector<std::thread> writers;
+    writers.reserve(4);
     for (int t = 0; t < 4; ++t) {
       writers.emplace_back([&, t] {
         for (int i = t; i < n; i += 4)

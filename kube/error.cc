@@ -167,7 +167,7 @@ KubeError Build(int http_status, nlohmann::json status, const std::string& body,
   }
   std::string message =
       fmt::format("{}: HTTP {} {}: {}", what, http_status, ErrorKindName(kind), detail);
-  return {kind, std::move(message), http_status, std::move(status), retry_after};
+  return {kind, message, http_status, std::move(status), retry_after};
 }
 
 }  // namespace

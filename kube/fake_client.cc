@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 #include "base/blocking.h"
 #include "kube/internal/fake_support.h"
@@ -253,7 +254,7 @@ Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions&
     const Json& meta = obj["metadata"];
     if (!labels.Matches(meta.contains("labels") ? meta["labels"] : Json())) continue;
     if (!fields.Matches(obj)) continue;
-    if (opts.limit > 0 && static_cast<int64_t>(items.size()) >= opts.limit) {
+    if (opts.limit > 0 && std::cmp_greater_equal(items.size(), opts.limit)) {
       more = true;
       ++remaining;
       continue;

@@ -104,8 +104,7 @@ std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_vi
     }
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
-  std::lock_guard<std::mutex> slock(s->mu);
+  std::scoped_lock lock(mu_, s->mu);
   const std::string& rv_text = opts.resource_version;
   if (rv_text.empty() || rv_text == "0") {
     // "Get state and start at most recent": synthetic ADDED for what exists.

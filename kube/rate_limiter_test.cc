@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 
 struct SimTime {
   base::FakeClock clock;
-  TokenBucket Make(double qps, int burst) { return TokenBucket(qps, burst, clock); }
+  TokenBucket Make(double qps, int burst) { return {qps, burst, clock}; }
 };
 
 TEST_CASE("Burst goes at once, then one request per 1/qps") {

@@ -305,7 +305,6 @@ TEST_CASE("TLS failures name the server and the reason") {
 
 TEST_CASE("Client certificates authenticate") {
   TestServer s(/*require_client_cert=*/true);
-  std::string subject;
   s.srv.Get("/api/v1/nodes/n", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"kind":"Node"})", "application/json");
   });

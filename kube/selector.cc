@@ -246,9 +246,12 @@ FieldSelector FieldSelector::Parse(std::string_view text) {
     size_t op_len = 2;
     if (op_pos != std::string_view::npos) {
       r.negate = true;
-    } else if ((op_pos = part.find("==")) == std::string_view::npos) {
-      op_pos = part.find('=');
-      op_len = 1;
+    } else {
+      op_pos = part.find("==");
+      if (op_pos == std::string_view::npos) {
+        op_pos = part.find('=');
+        op_len = 1;
+      }
     }
     if (op_pos == std::string_view::npos || op_pos == 0) {
       throw std::invalid_argument(fmt::format(

@@ -41,7 +41,7 @@ struct Harness {
     c.page_size = 2;
     return c;
   }
-  Watcher Make() { return Watcher(client, Config(), clock); }
+  Watcher Make() { return {client, Config(), clock}; }
 };
 
 std::vector<std::string> Summary(const WatcherStep& step) {

@@ -82,7 +82,7 @@ struct Fixture {
       std::scoped_lock lock(logs_mu);
       logs.emplace_back(e.msg);
       std::string line = e.msg;
-      for (const auto& [k, v] : e.fields) line += " " + k + "=" + v;
+      for (const auto& [k, v] : e.fields) line.append(" ").append(k).append("=").append(v);
       lines.push_back(std::move(line));
     };
     if (tweak) tweak(opts);

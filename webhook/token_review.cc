@@ -27,7 +27,7 @@ std::string Sha256(const std::string& data) {
   if (EVP_Digest(data.data(), data.size(), digest, &n, EVP_sha256(), nullptr) != 1) {
     throw std::runtime_error("SHA-256 failed");  // OpenSSL broken: nothing sensible to do
   }
-  return std::string(reinterpret_cast<const char*>(digest), n);
+  return {reinterpret_cast<const char*>(digest), n};
 }
 
 }  // namespace

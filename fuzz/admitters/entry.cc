@@ -86,7 +86,7 @@ struct World {
       case 2:
         access.deny_reason = "denied by policy \"x\"\n\xff";
         break;
-      case 3:
+      default:  // 3
         access.error = "connection refused";
         break;
     }

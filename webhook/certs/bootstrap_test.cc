@@ -59,7 +59,7 @@ struct Fixture {
     o.cert_dir = dir.string();
     return o;
   }
-  CertBootstrap Make(BootstrapOptions o) { return CertBootstrap(fake, std::move(o), clock); }
+  CertBootstrap Make(BootstrapOptions o) { return {fake, std::move(o), clock}; }
   std::string CaBundle(const kube::Resource& r) {
     return fake.Get(r, "", "migration-target")["webhooks"][0]["clientConfig"].value("caBundle", "");
   }

@@ -38,7 +38,7 @@ std::string CertPem(X509* cert) {
   Check(PEM_write_bio_X509(bio.get(), cert) == 1, "PEM_write_bio_X509");
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<size_t>(n));
+  return {data, static_cast<size_t>(n)};
 }
 
 std::string KeyPem(EVP_PKEY* key) {
@@ -47,7 +47,7 @@ std::string KeyPem(EVP_PKEY* key) {
         "PEM_write_bio_PrivateKey");
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<size_t>(n));
+  return {data, static_cast<size_t>(n)};
 }
 
 CertPtr ReadCert(const std::string& pem) {
