@@ -1,11 +1,10 @@
 #include "api/explain.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "api/names.h"
+#include "base/testing/files.h"
 
 namespace Catch {
 template <>
@@ -20,19 +19,12 @@ namespace kmt::api {
 namespace {
 
 using json = nlohmann::json;
-
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using kmt::base::testing::ReadTestJson;
 
 // KubeVirt's target pod (requests: 115m cpu, 2294Mi+60M memory, kvm/tun/vhost-net 1,
 // ephemeral-storage 50M; nodeSelector of three labels; affinity: host-model term and the
 // anti-affinity to the source pod; tolerations: not-ready/unreachable NoExecute).
-TargetPod Pod() { return TargetPod::FromJson(ReadJson("api/testdata/and/one_term.pod.json")); }
+TargetPod Pod() { return TargetPod::FromJson(ReadTestJson("api/testdata/and/one_term.pod.json")); }
 
 const std::string kVmiUid = "7ac26e32-a799-4eec-9a2a-cc8ae86621b0";
 

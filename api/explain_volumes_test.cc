@@ -1,10 +1,9 @@
 // The explainer's volume filters (VolumeBinding, VolumeZone: api/pod_volumes.h), apart
 // from explain_test.cc so the two grow without touching each other.
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "api/explain.h"
+#include "base/testing/files.h"
 
 namespace Catch {
 template <>
@@ -19,18 +18,11 @@ namespace kmt::api {
 namespace {
 
 using json = nlohmann::json;
+using kmt::base::testing::ReadTestJson;
 using K = ReasonKind;
 
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
-
 // KubeVirt's target pod (namespace "vms" is the fixture's).
-TargetPod Pod() { return TargetPod::FromJson(ReadJson("api/testdata/and/one_term.pod.json")); }
+TargetPod Pod() { return TargetPod::FromJson(ReadTestJson("api/testdata/and/one_term.pod.json")); }
 
 NodeInfo Node(const std::string& name, const json& labels = json::object()) {
   json l = {{"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},

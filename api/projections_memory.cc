@@ -4,12 +4,11 @@
 #include <malloc.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/projections.h"
+#include "base/testing/files.h"
 
 namespace {
 
@@ -17,13 +16,7 @@ using json = nlohmann::json;
 using kmt::api::MigrationInfo;
 using kmt::api::NodeInfo;
 using kmt::api::TargetPod;
-
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using kmt::base::testing::ReadTestJson;
 
 size_t HeapInUse() { return mallinfo2().uordblks; }
 
@@ -62,8 +55,8 @@ double PerObject(int count, Make make) {
 }  // namespace
 
 int main() {
-  json pod = ReadJson("api/testdata/and/one_term.pod.json");
-  const json vmim = ReadJson("api/testdata/vmim.json");
+  json pod = ReadTestJson("api/testdata/and/one_term.pod.json");
+  const json vmim = ReadTestJson("api/testdata/vmim.json");
   auto target = [&](bool gated) {
     return [&, gated](int i) {
       json p = pod;

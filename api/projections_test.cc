@@ -2,27 +2,20 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "api/names.h"
 #include "api/term_and.h"
+#include "base/testing/files.h"
 
 namespace kmt::api {
 namespace {
 
 using json = nlohmann::json;
-
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using kmt::base::testing::ReadTestJson;
+using kmt::base::testing::TestFileStems;
 
 TEST_CASE("NodeInfo keeps name, labels, cordon, taints, readiness and allocatable") {
-  const NodeInfo n = NodeInfo::FromJson(ReadJson("api/testdata/node.json"));
+  const NodeInfo n = NodeInfo::FromJson(ReadTestJson("api/testdata/node.json"));
   CHECK(n.name == "node-3");
   CHECK(n.labels.size() == 12);
   CHECK(*n.labels.Find("topology.kubernetes.io/zone") == "a");
@@ -45,7 +38,7 @@ TEST_CASE("NodeInfo keeps name, labels, cordon, taints, readiness and allocatabl
 }
 
 TEST_CASE("Pod requests count sidecar init containers with the containers (KEP-753)") {
-  json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  json pod = ReadTestJson("api/testdata/and/one_term.pod.json");
   // Regular containers: 100m + 15m cpu, 2294Mi + 60M memory.
   pod["spec"]["initContainers"] = json::parse(R"([
       {"name": "console", "restartPolicy": "Always",
@@ -61,7 +54,7 @@ TEST_CASE("Pod requests count sidecar init containers with the containers (KEP-7
 }
 
 TEST_CASE("TargetPod keeps what the controller and the explainer use") {
-  json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  json pod = ReadTestJson("api/testdata/and/one_term.pod.json");
   pod["spec"]["initContainers"] = json::parse(
       R"([{"name": "init", "resources": {"requests": {"cpu": "2", "memory": "40M"}}}])");
   const TargetPod p = TargetPod::FromJson(pod);
@@ -124,16 +117,13 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
 }
 
 TEST_CASE("A gated pod's patch basis keeps only the affinity the AND reads") {
-  auto name = GENERATE(as<std::string>{}, "host_model_already_present", "no_affinity", "one_term",
-                       "only_pod_anti_affinity", "only_preferred", "other_gates_kept",
-                       "required_zero_terms", "requirement_already_present", "three_terms",
-                       "unknown_fields_untouched");
+  auto name = GENERATE(from_range(TestFileStems("api/testdata/and", ".pod.json")));
   CAPTURE(name);
-  const json pod = ReadJson("api/testdata/and/" + name + ".pod.json");
+  const json pod = ReadTestJson("api/testdata/and/" + name + ".pod.json");
   const TargetPod p = TargetPod::FromJson(pod);
   REQUIRE(p.has_gate);
   // The same operations as from the whole pod, for the golden term and for another one.
-  for (const json& t : {ReadJson("api/testdata/and/" + name + ".term.json"),
+  for (const json& t : {ReadTestJson("api/testdata/and/" + name + ".term.json"),
                         json::parse(R"({"matchFields": [{"key": "metadata.name", "operator": "In",
                                         "values": ["node-3"]}]})")}) {
     const NodeSelectorTerm term = *ParseNodeSelectorTerm(t, "").term;
@@ -152,7 +142,7 @@ TEST_CASE("A gated pod's patch basis keeps only the affinity the AND reads") {
 }
 
 TEST_CASE("TargetPod keeps its claim names, unresolved (api/pod_volumes.h)") {
-  json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  json pod = ReadTestJson("api/testdata/and/one_term.pod.json");
   CHECK(TargetPod::FromJson(pod).claims.empty());
   pod["spec"]["volumes"].push_back(
       {{"name", "rootdisk"}, {"persistentVolumeClaim", {{"claimName", "vm-root"}}}});
@@ -163,7 +153,7 @@ TEST_CASE("TargetPod keeps its claim names, unresolved (api/pod_volumes.h)") {
 }
 
 TEST_CASE("MigrationInfo keeps the request, KubeVirt's selector, conditions and nodes") {
-  const MigrationInfo m = MigrationInfo::FromJson(ReadJson("api/testdata/vmim.json"));
+  const MigrationInfo m = MigrationInfo::FromJson(ReadTestJson("api/testdata/vmim.json"));
   CHECK(m.ns == "vms");
   CHECK(m.name == "move-rhel9");
   CHECK(m.uid == "5f0e9b8a-2c1d-4e5f-8a9b-0c1d2e3f4a5b");

@@ -1,26 +1,19 @@
 #include "api/term_and.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "api/names.h"
+#include "base/testing/files.h"
 
 namespace kmt::api {
 namespace {
 
 using json = nlohmann::json;
-
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return json::parse(ss.str());
-}
+using kmt::base::testing::ReadTestJson;
+using kmt::base::testing::TestFileStems;
 
 NodeSelectorTerm ReadTerm(const std::string& path) {
-  TermParse p = ParseNodeSelectorTerm(ReadJson(path), "");
+  TermParse p = ParseNodeSelectorTerm(ReadTestJson(path), "");
   REQUIRE(p.term.has_value());
   return *p.term;
 }
@@ -35,15 +28,12 @@ json Patch(const std::vector<json>& ops) {
 bool IsTest(const json& op) { return op["op"] == "test"; }
 
 TEST_CASE("The AND, applied with nlohmann's JSON Patch, yields the golden pod") {
-  const std::string name =
-      GENERATE(as<std::string>{}, "no_affinity", "only_pod_anti_affinity", "only_preferred",
-               "required_zero_terms", "one_term", "three_terms", "host_model_already_present",
-               "requirement_already_present", "other_gates_kept", "unknown_fields_untouched");
+  const std::string name = GENERATE(from_range(TestFileStems("api/testdata/and", ".pod.json")));
   CAPTURE(name);
   const std::string dir = "api/testdata/and/" + name;
-  const json pod = ReadJson(dir + ".pod.json");
+  const json pod = ReadTestJson(dir + ".pod.json");
   const NodeSelectorTerm term = ReadTerm(dir + ".term.json");
-  const json golden = ReadJson(dir + ".golden.json");
+  const json golden = ReadTestJson(dir + ".golden.json");
 
   const std::vector<json> ops = AndTermIntoPod(pod, term, kGate);
   CAPTURE(Patch(ops).dump());
@@ -120,7 +110,7 @@ TEST_CASE("The AND, applied with nlohmann's JSON Patch, yields the golden pod") 
 }
 
 TEST_CASE("Exact operations for KubeVirt's host-model term") {
-  const json pod = ReadJson("api/testdata/and/one_term.pod.json");
+  const json pod = ReadTestJson("api/testdata/and/one_term.pod.json");
   const NodeSelectorTerm term = ReadTerm("api/testdata/and/one_term.term.json");
   const std::string req =
       "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
@@ -150,7 +140,7 @@ TEST_CASE("Exact operations for KubeVirt's host-model term") {
 }
 
 TEST_CASE("Without spec.affinity the patch is guarded by resourceVersion") {
-  const json pod = ReadJson("api/testdata/and/no_affinity.pod.json");
+  const json pod = ReadTestJson("api/testdata/and/no_affinity.pod.json");
   const NodeSelectorTerm term = ReadTerm("api/testdata/and/no_affinity.term.json");
   const std::vector<json> ops = AndTermIntoPod(pod, term, kGate);
   REQUIRE(ops.size() >= 2);
@@ -158,7 +148,7 @@ TEST_CASE("Without spec.affinity the patch is guarded by resourceVersion") {
 }
 
 TEST_CASE("A pod that already carries the term but is gated only loses the gate") {
-  json pod = ReadJson("api/testdata/and/one_term.golden.json");
+  json pod = ReadTestJson("api/testdata/and/one_term.golden.json");
   pod["spec"]["schedulingGates"] = {{{"name", "a"}}, {{"name", kGate}}, {{"name", kGate}}};
   const NodeSelectorTerm term = ReadTerm("api/testdata/and/one_term.term.json");
   const std::vector<json> ops = AndTermIntoPod(pod, term, kGate);
@@ -191,19 +181,17 @@ TEST_CASE("Malformed pods and empty terms yield no operations and never throw") 
   CHECK(AndTermIntoPod(pod, term, kGate).empty());
   CHECK_FALSE(PodCarriesTerm(pod, term));
   CHECK_FALSE(PodHasGate(pod, kGate));
-  CHECK(AndTermIntoPod(ReadJson("api/testdata/and/one_term.pod.json"), NodeSelectorTerm{}, kGate)
-            .empty());
+  CHECK(
+      AndTermIntoPod(ReadTestJson("api/testdata/and/one_term.pod.json"), NodeSelectorTerm{}, kGate)
+          .empty());
 }
 
 TEST_CASE("AffinityTheAndReads keeps what the AND tests and writes into, and nothing else") {
   const NodeSelectorTerm term{{{"zone", "In", {"a"}}}, {{"metadata.name", "In", {"node-3"}}}};
   SECTION("every golden pod: the same operations") {
-    auto name = GENERATE(as<std::string>{}, "host_model_already_present", "no_affinity", "one_term",
-                         "only_pod_anti_affinity", "only_preferred", "other_gates_kept",
-                         "required_zero_terms", "requirement_already_present", "three_terms",
-                         "unknown_fields_untouched");
+    auto name = GENERATE(from_range(TestFileStems("api/testdata/and", ".pod.json")));
     CAPTURE(name);
-    const json pod = ReadJson("api/testdata/and/" + name + ".pod.json");
+    const json pod = ReadTestJson("api/testdata/and/" + name + ".pod.json");
     const NodeSelectorTerm golden_term = ReadTerm("api/testdata/and/" + name + ".term.json");
     json trimmed = pod;
     if (pod["spec"].contains("affinity")) {
@@ -234,29 +222,29 @@ TEST_CASE("AffinityTheAndReads keeps what the AND tests and writes into, and not
     CHECK(Patch(AndTermIntoPod(trimmed, term, kGate)) == Patch(AndTermIntoPod(pod, term, kGate)));
   }
   SECTION("what is dropped") {
-    const json affinity = ReadJson("api/testdata/and/one_term.pod.json")["spec"]["affinity"];
+    const json affinity = ReadTestJson("api/testdata/and/one_term.pod.json")["spec"]["affinity"];
     REQUIRE(affinity.contains("podAntiAffinity"));
     CHECK(AffinityTheAndReads(affinity) ==
           json{{"nodeAffinity",
                 {{"requiredDuringSchedulingIgnoredDuringExecution",
                   affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]}}}});
     const json only_preferred =
-        ReadJson("api/testdata/and/only_preferred.pod.json")["spec"]["affinity"];
+        ReadTestJson("api/testdata/and/only_preferred.pod.json")["spec"]["affinity"];
     CHECK(AffinityTheAndReads(only_preferred) ==
           json{{"nodeAffinity", only_preferred["nodeAffinity"]}});
     const json only_anti =
-        ReadJson("api/testdata/and/only_pod_anti_affinity.pod.json")["spec"]["affinity"];
+        ReadTestJson("api/testdata/and/only_pod_anti_affinity.pod.json")["spec"]["affinity"];
     CHECK(AffinityTheAndReads(only_anti) == only_anti);  // tested whole
   }
 }
 
 TEST_CASE("PodCarriesTerm needs every required term to hold every requirement") {
-  const json pod = ReadJson("api/testdata/and/requirement_already_present.pod.json");
+  const json pod = ReadTestJson("api/testdata/and/requirement_already_present.pod.json");
   CHECK(PodCarriesTerm(
       pod, {{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}));
   CHECK_FALSE(PodCarriesTerm(
       pod, {{{"topology.kubernetes.io/zone", "In", {"a", "b"}}}, {}}));  // term 1 lacks it
-  CHECK_FALSE(PodCarriesTerm(ReadJson("api/testdata/and/only_preferred.pod.json"),
+  CHECK_FALSE(PodCarriesTerm(ReadTestJson("api/testdata/and/only_preferred.pod.json"),
                              {{{"disktype", "In", {"ssd"}}}, {}}));  // preferred does not count
   CHECK(SelectorCarriesTerm({{{{{"a", "Exists", {}}, {"b", "In", {"1", "2"}}}, {}}}},
                             {{{"b", "In", {"2", "1"}}}, {}}));

@@ -237,16 +237,7 @@ int Main(int argc, char** argv) {
       },
       "2 s per rate, 50 and 200 req/s, 1 s idle (--rates, --seconds, --idle-seconds given after "
       "it win)");
-  app.add_option_function<std::string>(
-      "--rates",
-      [&](const std::string& v) {
-        try {
-          rates = ParseRates(v);
-        } catch (const std::invalid_argument& e) {
-          throw CLI::ValidationError("--rates", e.what());
-        }
-      },
-      "Review rates per second, comma-separated (default 50,200,400,800)");
+  AddRatesOption(app, rates, "Review rates per second, comma-separated (default 50,200,400,800)");
   app.add_option_function<double>(
       "--seconds", [&](double v) { seconds_ms = static_cast<int>(v * 1000); },
       "Seconds per rate, per run (default 10)");

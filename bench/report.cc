@@ -93,4 +93,17 @@ std::vector<double> ParseRates(const std::string& s) {
   return out;
 }
 
+CLI::Option* AddRatesOption(CLI::App& app, std::vector<double>& rates, const std::string& help) {
+  return app.add_option_function<std::string>(
+      "--rates",
+      [&rates](const std::string& v) {
+        try {
+          rates = ParseRates(v);
+        } catch (const std::invalid_argument& e) {
+          throw CLI::ValidationError("--rates", e.what());
+        }
+      },
+      help);
+}
+
 }  // namespace kmt::bench

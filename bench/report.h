@@ -5,6 +5,7 @@
 // DESIGN.md §6 and whether it is met. bench/run.sh concatenates the tables.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ std::string FormatRatio(double ratio);
 // A benchmark's --rates: "1000,3000,5000" → {1000, 3000, 5000}. Throws std::invalid_argument
 // naming the piece that is not a positive number.
 std::vector<double> ParseRates(const std::string& s);
+
+// Adds --rates to `app`, parsed by ParseRates into `rates`; a bad list is CLI11's usage error
+// (exit status 105) naming the piece, not a run at rate 0.
+CLI::Option* AddRatesOption(CLI::App& app, std::vector<double>& rates, const std::string& help);
 
 // Appends `text` to `path` (creating it); does nothing for an empty path. Throws
 // std::runtime_error when the file cannot be written.

@@ -1,5 +1,6 @@
 #include "bench/report.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -70,6 +71,29 @@ TEST_CASE("ParseRates refuses what is not a list of positive numbers") {
     CAPTURE(bad);
     CHECK_THROWS_AS(ParseRates(bad), std::invalid_argument);
   }
+}
+
+TEST_CASE("AddRatesOption parses --rates, and a bad list is a usage error naming the piece") {
+  std::vector<double> rates{1};
+  CLI::App app{"t"};
+  AddRatesOption(app, rates, "rates");
+  // CLI::App::parse takes its arguments reversed and consumes them.
+  const auto parse = [&app](std::vector<std::string> args) {
+    std::ranges::reverse(args);
+    app.parse(args);
+  };
+  parse({"--rates", "50,200"});
+  CHECK(rates == std::vector<double>{50, 200});
+
+  CHECK_THROWS_WITH(parse({"--rates", "50,x"}),
+                    Catch::Matchers::Contains("\"x\" is not a positive number"));
+  try {
+    parse({"--rates", "0"});
+    FAIL("a rate of 0 was accepted");
+  } catch (const CLI::ValidationError& e) {
+    CHECK(e.get_exit_code() == static_cast<int>(CLI::ExitCodes::ValidationError));
+  }
+  CHECK(rates == std::vector<double>{50, 200});
 }
 
 }  // namespace

@@ -72,16 +72,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"Webhook latency and server CPU against two floors", "webhook_benchmark"};
   app.add_flag_callback(
       "--quick", [&] { seconds_ms = 1000; }, "One second per rate");
-  app.add_option_function<std::string>(
-      "--rates",
-      [&](const std::string& v) {
-        try {
-          rates = ParseRates(v);
-        } catch (const std::invalid_argument& e) {
-          throw CLI::ValidationError("--rates", e.what());
-        }
-      },
-      "Request rates per second, comma-separated (default 1000,3000,5000)");
+  AddRatesOption(app, rates, "Request rates per second, comma-separated (default 1000,3000,5000)");
   app.add_option_function<double>(
       "--seconds", [&](double v) { seconds_ms = static_cast<int>(v * 1000); },
       "Seconds per rate (default 5)");

@@ -2,21 +2,14 @@
 #include "kube/line_framer.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
+#include "base/testing/files.h"
 #include "kube/error.h"
 
 namespace kmt::kube {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using base::testing::ReadTestFile;
 
 std::vector<WatchEvent> Decode(const std::vector<std::string>& lines) {
   std::vector<WatchEvent> out;
@@ -38,7 +31,7 @@ TEST_CASE("A recorded stream decodes the same at every split offset") {
   const std::string path =
       GENERATE("kube/testdata/watch_pods.jsonl", "kube/testdata/watch_pods_crlf.jsonl");
   CAPTURE(path);
-  const std::string stream = ReadFile(path);
+  const std::string stream = ReadTestFile(path);
   const std::vector<WatchEvent> whole = Decode(Frame(stream, ""));
   REQUIRE(whole.size() == (path.find("crlf") == std::string::npos ? 6u : 3u));
   CHECK(whole[0].type == "ADDED");
@@ -63,7 +56,7 @@ TEST_CASE("A recorded stream decodes the same at every split offset") {
 
 TEST_CASE("The recorded stream carries every event type in order") {
   const std::vector<WatchEvent> events =
-      Decode(Frame(ReadFile("kube/testdata/watch_pods.jsonl"), ""));
+      Decode(Frame(ReadTestFile("kube/testdata/watch_pods.jsonl"), ""));
   std::vector<std::string> types;
   types.reserve(events.size());
   for (const WatchEvent& e : events) types.push_back(e.type);
@@ -74,7 +67,7 @@ TEST_CASE("The recorded stream carries every event type in order") {
 }
 
 TEST_CASE("A stream cut mid-event leaves a partial line") {
-  const std::string stream = ReadFile("kube/testdata/watch_pods.jsonl");
+  const std::string stream = ReadTestFile("kube/testdata/watch_pods.jsonl");
   const size_t second = stream.find('\n') + 1;
   for (size_t cut = second + 1; cut < stream.find('\n', second); cut += 97) {
     CAPTURE(cut);

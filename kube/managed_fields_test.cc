@@ -4,13 +4,16 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/testing/files.h"
+
 namespace kmt::kube {
 namespace {
+
+using base::testing::ReadTestFile;
 
 // An object whose metadata.managedFields must go, next to members of the same name that
 // must stay: a spec field, an annotation key, and a list's own metadata.
@@ -225,21 +228,13 @@ Json CallbackParseTrimmed(std::string_view text, ObjectsAt at, const ObjectTrim&
   return Json::parse(text, callback, /*allow_exceptions=*/false);
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The objects of the recorded watch streams, each also with a server-side apply history and
 // with a tenant's share of labels, as the API server sends them.
 std::vector<Json> TestdataObjects() {
   std::vector<Json> out;
   for (const char* file :
        {"kube/testdata/watch_pods.jsonl", "kube/testdata/watch_pods_crlf.jsonl"}) {
-    std::istringstream lines(ReadFile(file));
+    std::istringstream lines(ReadTestFile(file));
     for (std::string line; std::getline(lines, line);) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.empty()) continue;
@@ -282,7 +277,7 @@ TEST_CASE("ParseTrimmed gives the bytes the callback-based parse gave, on the te
     bodies.emplace_back(Json{{"type", "MODIFIED"}, {"object", o}}.dump(), ObjectsAt::kWatchEvent);
   }
   // The recorded lines themselves, BOOKMARK and ERROR included, as the watcher reads them.
-  std::istringstream lines(ReadFile("kube/testdata/watch_pods.jsonl"));
+  std::istringstream lines(ReadTestFile("kube/testdata/watch_pods.jsonl"));
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty()) bodies.emplace_back(line, ObjectsAt::kWatchEvent);
   }
