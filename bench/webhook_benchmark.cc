@@ -139,6 +139,10 @@ int Main(int argc, char** argv) {
     if (!server->Ready()) throw std::runtime_error("the real server did not load the certificate");
     return {server->port(), [routes] { return routes->timer.Take(); },
             [server, routes] {
+              std::fprintf(stderr,
+                           "real server: %zu reviews answered on the I/O thread, %zu deferred "
+                           "to the workers\n",
+                           server->answered_inline(), server->deferred_to_workers());
               server->Stop();
               routes->view.Stop();
             }};

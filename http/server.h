@@ -43,6 +43,7 @@
 
 #include <openssl/ssl.h>
 
+#include <any>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -69,6 +70,11 @@ struct Request {
   // The Authorization header as sent ("" when absent; a repeated header: the first).
   std::string authorization;
   std::string body;
+  // Route::try_inline_max_body: what the handler's attempt on the I/O thread kept for its run
+  // on the handler pool, should the attempt have waited (the admission server's decoded
+  // review), so that run does not redo it. The handler sets it during the attempt; the pool's
+  // run gets the same Request. Empty otherwise.
+  mutable std::any carried;
 };
 
 struct Response {
@@ -101,7 +107,8 @@ struct Route {
   // read it, inside a base::NonBlockingScope: when the handler returns, its answer is written
   // at once, with no hand-off to another thread; when it reaches a call that would wait
   // (base::WouldBlock, base/blocking.h), the attempt is dropped and the request goes to the
-  // handler pool, where the handler runs again from the start. 0: never (the pool always).
+  // handler pool, where the handler runs again from the start (with what the attempt left in
+  // Request::carried). 0: never (the pool always).
   // Bounded so that a large body's parse never holds up the I/O thread's other connections.
   size_t try_inline_max_body = 0;
 };

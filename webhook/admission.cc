@@ -247,6 +247,7 @@ class KeptMembers final : public base::JsonFilter {
 DecodeResult DecodeAdmissionReview(std::string_view body, const ObjectReads* reads) {
   DecodeResult result;
   const JsonShape shape = MeasureJson(body, kMaxJsonDepth, kMaxJsonNodes);
+  result.json_nodes = shape.nodes;
   if (shape.depth > kMaxJsonDepth) {
     result.error = fmt::format("AdmissionReview nests deeper than {} levels", kMaxJsonDepth);
     return result;

@@ -104,7 +104,8 @@ AdmissionResponse Errored(int code, std::string message);
 struct DecodeResult {
   std::optional<AdmissionRequest> request;  // set on success
   std::string error;                        // set on failure
-  std::string uid;  // request.uid whenever it could be read (also on failure)
+  std::string uid;        // request.uid whenever it could be read (also on failure)
+  size_t json_nodes = 0;  // the body's JSON nodes as kMaxJsonNodes counts them (MeasureJson)
 };
 
 // The members of request.object and request.oldObject an admitter reads, as paths of member

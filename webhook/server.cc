@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <openssl/ssl.h>
 
+#include <any>
+#include <atomic>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
+#include "base/blocking.h"
 #include "webhook/serving_cert.h"
 
 namespace kmt::webhook {
@@ -44,6 +48,30 @@ http::Response JsonAnswer(int status, std::string body) {
 
 http::Response TextAnswer(int status, std::string body) {
   return Answer(status, "text/plain", std::move(body));
+}
+
+// A review decoded on the I/O thread and kept for the worker that decides it (see
+// ServerOptions::max_kept_review_bytes); gives its bytes back to the budget when it goes.
+struct KeptReview {
+  KeptReview(ReadResult r, size_t b, std::shared_ptr<std::atomic<size_t>> budget)
+      : review(std::move(r)), bytes(b), kept_bytes(std::move(budget)) {}
+  ~KeptReview() { kept_bytes->fetch_sub(bytes, std::memory_order_relaxed); }
+  KeptReview(const KeptReview&) = delete;
+  KeptReview& operator=(const KeptReview&) = delete;
+
+  const ReadResult review;
+  const size_t bytes;
+  const std::shared_ptr<std::atomic<size_t>> kept_bytes;
+};
+using KeptReviewPtr = std::shared_ptr<const KeptReview>;
+
+// Takes `bytes` from `budget` unless that would pass `limit`.
+bool Reserve(std::atomic<size_t>& budget, size_t bytes, size_t limit) {
+  size_t held = budget.load(std::memory_order_relaxed);
+  do {
+    if (bytes > limit || held > limit - bytes) return false;
+  } while (!budget.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+  return true;
 }
 
 }  // namespace
@@ -90,10 +118,7 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
     hr.emplace_back(
         "POST", route.path,
         [this, admit, reads, path](const http::Request& req) {
-          // A review whose attempt on the I/O thread would have waited is read
-          // again on the worker: what a queued review holds stays its body, within
-          // max_held_body_bytes, not a decoded review besides it.
-          ShellAnswer answer = ServeAdmission(req.content_type, req.body, *admit, reads);
+          ShellAnswer answer = Serve(req, *admit, reads);
           if (answer.http_status != 200) LogRejection(path, answer.http_status);
           return JsonAnswer(answer.http_status, std::move(answer.body));
         },
@@ -105,6 +130,30 @@ AdmissionServer::AdmissionServer(ServerOptions options, std::vector<Route> route
 }
 
 AdmissionServer::~AdmissionServer() { Stop(); }
+
+ShellAnswer AdmissionServer::Serve(const http::Request& req, const Admitter& admit,
+                                   const ObjectReads* reads) {
+  if (const auto* kept = std::any_cast<KeptReviewPtr>(&req.carried)) {
+    return DecideReview((*kept)->review, admit);  // the worker's run of a deferred review
+  }
+  ReadResult review = ReadReview(req.content_type, req.body, reads);
+  try {
+    return DecideReview(review, admit);
+  } catch (const base::WouldBlock&) {
+    // The attempt on the I/O thread would wait: its worker decides from this review, kept
+    // only within the budget (a queued review otherwise holds just its body).
+    const size_t bytes = req.body.size() + 64 * review.json_nodes;
+    if (Reserve(*kept_bytes_, bytes, options_.max_kept_review_bytes)) {
+      req.carried =
+          KeptReviewPtr(std::make_shared<const KeptReview>(std::move(review), bytes, kept_bytes_));
+    }
+    throw;
+  }
+}
+
+size_t AdmissionServer::kept_review_bytes() const {
+  return kept_bytes_->load(std::memory_order_relaxed);
+}
 
 void AdmissionServer::LogRejection(const std::string& path, int status) {
   size_t unlogged = 0;

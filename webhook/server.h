@@ -16,7 +16,8 @@
 // the VMIM from the informer) is decided and answered on the I/O thread that read it, with no
 // thread hand-off (http::Route::try_inline_max_body, base/blocking.h): the I/O thread tries
 // first, and the first call on the way that would wait sends the review to the pool, where it
-// is decided again from the start. Only bodies up to inline_max_body_bytes are tried so, and
+// is decided again from the start, from the review the I/O thread decoded (not parsed twice,
+// within max_kept_review_bytes). Only bodies up to inline_max_body_bytes are tried so, and
 // only while at most 64 connections are open (http::ServerConfig::inline_max_connections):
 // under a flood of connections the I/O threads owe handshakes and reads to others, and every
 // review goes to the workers, whose threads also write the answers.
@@ -102,6 +103,13 @@ struct ServerOptions {
   // never holds up the I/O thread's other connections. A VMIM review is 1-3 KiB, a
   // virt-launcher pod's 8-16 KiB. 0: every review goes to the workers.
   size_t inline_max_body_bytes = size_t{64} * 1024;
+  // A review whose attempt on the I/O thread would have waited keeps what that attempt
+  // decoded for its worker (http::Request::carried), which then decides it without parsing
+  // the body again, while the decoded reviews kept so, together, are estimated at most this
+  // many bytes: the body's size plus 64 per JSON node (nlohmann's DOM costs at most ~60 per
+  // node counted by kMaxJsonNodes, webhook/admission.h). Beyond it a queued review holds only
+  // its body, as before, and is parsed again on the worker. 0: none is kept.
+  size_t max_kept_review_bytes = size_t{8} * 1024 * 1024;
 
   // Request and connection counts (the operator's /metrics); not owned, may be null.
   http::ServerObserver* observer = nullptr;
@@ -152,12 +160,18 @@ class AdmissionServer {
   size_t answered_inline() const;
   size_t deferred_to_workers() const;
 
+  // The estimated bytes of decoded reviews kept now for the workers (max_kept_review_bytes).
+  size_t kept_review_bytes() const;
+
   // Checks the certificate files now instead of waiting for the next poll; returns whether
   // a new pair is being served.
   bool ReloadCertificate();
 
  private:
   void Log(const ServerLogEntry& entry) const;
+  // One admission request: read and decided, or decided from what its attempt on the I/O
+  // thread kept (see max_kept_review_bytes).
+  ShellAnswer Serve(const http::Request& req, const Admitter& admit, const ObjectReads* reads);
   void ReloadClientCa();
   void PollCertificate();
   base::Clock& clock() const { return options_.clock ? *options_.clock : base::SystemClock(); }
@@ -167,6 +181,9 @@ class AdmissionServer {
   std::unique_ptr<ServingCertificate> cert_;
   std::unique_ptr<ClientCertificateAuthority> client_ca_;  // null: no client certificates
   std::string last_client_ca_failure_;                     // guarded by log_mu_
+  // Bytes of the decoded reviews kept for the workers; shared with each kept review, which
+  // gives its bytes back when it goes.
+  std::shared_ptr<std::atomic<size_t>> kept_bytes_ = std::make_shared<std::atomic<size_t>>(0);
   std::unique_ptr<http::Server> http_;
   std::atomic<bool> serving_{false};
   std::mutex log_mu_;

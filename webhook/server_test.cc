@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
@@ -595,6 +596,132 @@ TEST_CASE("A review the cache can decide is answered on the I/O thread; a miss w
   CHECK(f.server->deferred_to_workers() == 2);
   release.set_value();
   CHECK(slow.get());
+}
+
+// An admitter that must wait (as a SubjectAccessReview the cache does not hold): each run
+// records where its request lives and whether it may wait, then answers with the request's
+// namespace as a warning. The runs of review "hold" wait for `gate` on the worker.
+struct WaitingAdmitter {
+  struct Run {
+    std::string uid;
+    // Where the request's object keeps its metadata (moving the decoded review keeps it).
+    uintptr_t request;
+    bool may_wait;
+  };
+  std::mutex mu;
+  std::vector<Run> runs;
+  std::shared_future<void> gate;
+  std::atomic<bool> holding{false};
+
+  std::vector<Run> RunsOf(const std::string& uid) {
+    std::scoped_lock lock(mu);
+    std::vector<Run> out;
+    for (const Run& r : runs) {
+      if (r.uid == uid) out.push_back(r);
+    }
+    return out;
+  }
+
+  Admitter Admit() {
+    return [this](const AdmissionRequest& req) {
+      {
+        std::scoped_lock lock(mu);
+        runs.push_back({req.uid, reinterpret_cast<uintptr_t>(&req.object.at("metadata")),
+                        base::BlockingAllowed()});
+      }
+      base::MayBlock();
+      if (req.uid == "hold") {
+        holding = true;
+        gate.wait();
+      }
+      AdmissionResponse r = Allowed();
+      r.warnings = {"saw " + req.ns + " " + Json(req.object).dump()};
+      return r;
+    };
+  }
+};
+
+TEST_CASE("A deferred review is decided on the worker from the review the I/O thread decoded") {
+  WaitingAdmitter waiting;
+  Fixture f({{"/validate", waiting.Admit()}});
+  auto cli = f.Client();
+  auto r = cli->Post("/validate", Review("u1", "pad"), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  const Json response = Json::parse(r->body)["response"];
+  CHECK(response["uid"] == "u1");
+  CHECK(response["allowed"] == true);
+  CHECK(response["warnings"] ==
+        Json::array({R"(saw ns1 {"metadata":{"name":"x"},"padding":"pad"})"}));
+  CHECK(f.server->deferred_to_workers() == 1);
+  CHECK(f.server->answered_inline() == 0);
+  const std::vector<WaitingAdmitter::Run> runs = waiting.RunsOf("u1");
+  REQUIRE(runs.size() == 2);
+  CHECK_FALSE(runs[0].may_wait);              // the attempt on the I/O thread
+  CHECK(runs[1].may_wait);                    // the worker's
+  CHECK(runs[0].request == runs[1].request);  // one decoded review, not parsed again
+  // Given back once the review is answered.
+  CHECK(f.Eventually([&] { return f.server->kept_review_bytes() == 0; }));
+}
+
+TEST_CASE("With no budget for kept reviews, a deferred review is decoded again, same answer") {
+  WaitingAdmitter waiting;
+  Fixture f({{"/validate", waiting.Admit()}}, true,
+            [](ServerOptions& o) { o.max_kept_review_bytes = 0; });
+  auto cli = f.Client();
+  auto r = cli->Post("/validate", Review("u1", "pad"), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  const Json response = Json::parse(r->body)["response"];
+  CHECK(response["uid"] == "u1");
+  CHECK(response["warnings"] ==
+        Json::array({R"(saw ns1 {"metadata":{"name":"x"},"padding":"pad"})"}));
+  const std::vector<WaitingAdmitter::Run> runs = waiting.RunsOf("u1");
+  CHECK(runs.size() == 2);
+  CHECK(f.server->kept_review_bytes() == 0);  // nothing was kept
+}
+
+TEST_CASE("Decoded reviews kept for the workers stay within max_kept_review_bytes") {
+  // One worker, held by the first deferred review; the second waits in the queue. The budget
+  // has room for one decoded review: the second holds only its body and is decoded again.
+  const std::string held = Review("hold", std::string(100, 'a'));
+  const std::string queued = Review("next", std::string(100, 'b'));
+  const size_t held_bytes = held.size() + 64 * DecodeAdmissionReview(held).json_nodes;
+  const size_t queued_bytes = queued.size() + 64 * DecodeAdmissionReview(queued).json_nodes;
+  std::promise<void> release;
+  WaitingAdmitter waiting;
+  waiting.gate = release.get_future().share();
+  Fixture f({{"/validate", waiting.Admit()}}, true, [&](ServerOptions& o) {
+    o.workers = 1;
+    o.max_kept_review_bytes = held_bytes + queued_bytes - 1;
+  });
+  auto post = [&](const std::string& body) {
+    return std::async(std::launch::async, [&f, body] {
+      auto r = f.Client()->Post("/validate", body, "application/json");
+      return r && r->status == 200 ? Json::parse(r->body)["response"] : Json();
+    });
+  };
+  auto first = post(held);
+  REQUIRE(f.Eventually([&] { return waiting.holding.load(); }));
+  CHECK(f.server->kept_review_bytes() == held_bytes);
+  auto second = post(queued);
+  REQUIRE(f.Eventually([&] { return f.server->deferred_to_workers() == 2; }));
+  CHECK(f.server->kept_review_bytes() == held_bytes);  // the second is not kept
+  release.set_value();
+  const Json a = first.get();
+  const Json b = second.get();
+  CHECK(a["uid"] == "hold");
+  CHECK(a["allowed"] == true);
+  CHECK(b["uid"] == "next");
+  CHECK(b["allowed"] == true);
+  CHECK(b["warnings"] ==
+        Json::array({"saw ns1 " + Json::parse(queued)["request"]["object"].dump()}));
+  const std::vector<WaitingAdmitter::Run> held_runs = waiting.RunsOf("hold");
+  const std::vector<WaitingAdmitter::Run> queued_runs = waiting.RunsOf("next");
+  REQUIRE(held_runs.size() == 2);
+  REQUIRE(queued_runs.size() == 2);
+  CHECK(held_runs[0].request == held_runs[1].request);
+  CHECK(f.Eventually([&] { return f.server->kept_review_bytes() == 0; }));
 }
 
 TEST_CASE("Stop is idempotent and the port is released") {

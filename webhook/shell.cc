@@ -37,15 +37,10 @@ std::string EncodeAnswer(const AdmissionResponse& response) {
   return EncodeAdmissionReview(response).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// The body checked and decoded: `answer` when that already decides the HTTP answer (a bad
-// body, or a review that cannot be decoded but whose uid can be echoed), else `request`.
-struct ReadReviewResult {
-  std::optional<ShellAnswer> answer;
-  AdmissionRequest request;
-};
+}  // namespace
 
-ReadReviewResult ReadReview(std::string_view content_type, std::string_view body,
-                            const ObjectReads* reads) {
+ReadResult ReadReview(std::string_view content_type, std::string_view body,
+                      const ObjectReads* reads) {
   if (body.empty()) {
     return {ShellAnswer{400, StatusJson(400, "BadRequest", "request body is empty")}, {}};
   }
@@ -56,7 +51,7 @@ ReadReviewResult ReadReview(std::string_view content_type, std::string_view body
             {}};
   }
   DecodeResult decoded = DecodeAdmissionReview(body, reads);
-  if (decoded.request) return {std::nullopt, std::move(*decoded.request)};
+  if (decoded.request) return {std::nullopt, std::move(*decoded.request), decoded.json_nodes};
   if (decoded.uid.empty()) {
     return {ShellAnswer{400, StatusJson(400, "BadRequest", decoded.error)}, {}};
   }
@@ -65,7 +60,7 @@ ReadReviewResult ReadReview(std::string_view content_type, std::string_view body
   return {ShellAnswer{200, EncodeAnswer(response)}, {}};
 }
 
-ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit) {
+ShellAnswer DecideReview(const ReadResult& review, const Admitter& admit) {
   if (review.answer) return *review.answer;
   AdmissionResponse response;
   try {
@@ -81,11 +76,9 @@ ShellAnswer Decide(const ReadReviewResult& review, const Admitter& admit) {
   return {200, EncodeAnswer(response)};
 }
 
-}  // namespace
-
 ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
                            const Admitter& admit, const ObjectReads* reads) {
-  return Decide(ReadReview(content_type, body, reads), admit);
+  return DecideReview(ReadReview(content_type, body, reads), admit);
 }
 
 }  // namespace kmt::webhook

@@ -14,7 +14,9 @@
 // webhook/fuzz drives it with arbitrary bytes).
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,8 +34,25 @@ struct ShellAnswer {
 };
 
 // With `reads`, the review's object holds only the members the admitter reads (ObjectReads).
+// The same as DecideReview(ReadReview(content_type, body, reads), admit).
 ShellAnswer ServeAdmission(std::string_view content_type, std::string_view body,
                            const Admitter& admit, const ObjectReads* reads = nullptr);
+
+// ServeAdmission in two halves, so that a review decided twice (the admission server's
+// attempt on its I/O thread, then on a worker: webhook/server.h) is read once.
+// The body checked and decoded: `answer` when that alone decides the HTTP answer (an empty
+// body, another content type, a review that cannot be decoded), else `request`.
+struct ReadResult {
+  std::optional<ShellAnswer> answer;
+  AdmissionRequest request;
+  size_t json_nodes = 0;  // the body's (DecodeResult::json_nodes), 0 when not decoded
+};
+ReadResult ReadReview(std::string_view content_type, std::string_view body,
+                      const ObjectReads* reads = nullptr);
+// The answer to a review ReadReview read: its `answer`, or `admit`'s. base::WouldBlock from
+// `admit` passes through (the review is decided again where it may wait); any other exception
+// becomes a 500 admission response.
+ShellAnswer DecideReview(const ReadResult& review, const Admitter& admit);
 
 // A metav1.Status JSON body (kind Status, status Failure).
 std::string StatusJson(int code, std::string_view reason, std::string_view message);
