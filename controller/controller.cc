@@ -14,9 +14,10 @@ namespace kmt::controller {
 namespace {
 // How soon a plan that waits for the bound-pod cache (a new leader's) tries again.
 constexpr base::Duration kBoundPodsPoll = std::chrono::milliseconds(500);
-// How long a key whose gates were released while other keys waited puts off its conditions
-// and Events (see ApplyPlan): by then the caches have seen the release, so its next plan is
-// the status write alone.
+// How long a key whose gates were released while other keys waited may put off its conditions
+// and Events (see ApplyPlan): its target pod's next event brings it back once no release
+// waits, and this at the latest; by then the caches have seen the release, so its next plan
+// is the status write alone.
 constexpr base::Duration kStatusDeferral = std::chrono::milliseconds(1000);
 }  // namespace
 
@@ -52,7 +53,19 @@ void Controller::OnMigration(const api::MigrationInfo& vmim) { Enqueue(KeyOf(vmi
 
 void Controller::OnTargetPod(const api::TargetPod& pod) {
   if (pod.migration_job_name.empty()) return;  // not a migration target pod
-  Enqueue(KeyOf(pod.ns, pod.migration_job_name));
+  const std::string key = KeyOf(pod.ns, pod.migration_job_name);
+  bool owed = false;
+  if (!pod.has_gate) {
+    std::scoped_lock lock(status_owed_mu_);
+    owed = status_owed_.contains(key);
+  }
+  // The event of a pod released while other keys waited (or of its binding) is for the
+  // conditions and Events alone: it waits for the keys ahead, kStatusDeferral at most.
+  if (owed) {
+    queue_.AddYielding(key, kStatusDeferral);
+  } else {
+    Enqueue(key);
+  }
   // A binding or a finished pod of a policy's migration may free a node for its waiters.
   bool waiting;
   {
@@ -189,7 +202,10 @@ Controller::KeyOutcome Controller::ReconcileKey(const std::string& key,
   if (!SplitKey(key, &ns, &name)) return KeyOutcome::Terminal("malformed key, not namespace/name");
   try {
     Observation observation;
-    if (!Observe(ns, name, observation)) return KeyOutcome::Done();  // deleted: nothing to do
+    if (!Observe(ns, name, observation)) {
+      OweStatus(key, false);
+      return KeyOutcome::Done();  // deleted: nothing to do
+    }
     if (observation.waits_for_bound_pods) {
       log.Debug("Waiting for the bound-pod cache to sync");
       return KeyOutcome::After(kBoundPodsPoll);
@@ -242,9 +258,21 @@ bool Controller::Observe(const std::string& ns, const std::string& name, Observa
   return true;
 }
 
+void Controller::OweStatus(const std::string& key, bool owed) {
+  std::scoped_lock lock(status_owed_mu_);
+  if (owed) {
+    status_owed_.insert(key);
+  } else {
+    status_owed_.erase(key);
+  }
+}
+
 Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Observed& observed,
                                              const Plan& plan, const base::LogContext& log) {
-  if (plan.Empty()) return KeyOutcome::Done();
+  if (plan.Empty()) {
+    OweStatus(key, false);
+    return KeyOutcome::Done();
+  }
   if (plan.waits_for_inbound) {
     std::scoped_lock lock(waiters_mu_);
     waiters_[observed.vmim.policy].insert(key);
@@ -257,12 +285,14 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
   // deletion, which the executor orders against the conditions.
   const bool defer_status = !plan.pod_patches.empty() && plan.pod_deletions.empty() &&
                             !plan.reservation && !plan.waits_for_inbound &&
-                            (plan.conditions_changed || !plan.events.empty()) && queue_.Len() > 0;
+                            (plan.conditions_changed || !plan.events.empty()) &&
+                            queue_.LenAhead() > 0;
+  OweStatus(key, defer_status);
   Plan release_only;
   if (defer_status) {
     release_only.pod_patches = plan.pod_patches;
     log.Debug("Releasing now, conditions after the waiting keys",
-              {{"waiting", std::to_string(queue_.Len())}});
+              {{"waiting", std::to_string(queue_.LenAhead())}});
   }
   const Plan& applied = defer_status ? release_only : plan;
   const ExecResult done = executor_.Apply(observed.vmim, applied, log);

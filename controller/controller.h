@@ -130,6 +130,8 @@ class Controller {
   bool Observe(const std::string& ns, const std::string& name, Observation& into);
   // Applies the plan and says what comes of it: released reservations, gate-release and
   // escape metrics, and the executor's outcome as the key's.
+  // Marks whether `key`'s conditions and Events were put off by its last pass (status_owed_).
+  void OweStatus(const std::string& key, bool owed);
   KeyOutcome ApplyPlan(const std::string& key, const Observed& observed, const Plan& plan,
                        const base::LogContext& log);
   // The one place a result becomes queue, metric and log work.
@@ -165,6 +167,11 @@ class Controller {
   // Keys held by a policy's limit, by policy: woken by OnPolicyMigration and target pods.
   std::mutex waiters_mu_;
   std::map<std::string, std::set<std::string>> waiters_;
+  // Keys whose gates were released with their conditions and Events put off (ApplyPlan):
+  // their target pods' events, which now only report, yield to the keys that still wait
+  // for a release. A key leaves the set at its next pass that does not put them off.
+  std::mutex status_owed_mu_;
+  std::set<std::string> status_owed_;
 };
 
 // "ns/name" ↔ parts. SplitKey returns false on a key without exactly one '/'.

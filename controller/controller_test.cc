@@ -116,16 +116,35 @@ TEST_CASE("While other keys wait, a gate is released at once and its conditions 
   CHECK(writes == 1);
   CHECK(w.Conditions().empty());
   CHECK(w.controller.queue().WaitingDelayed() == 1);
+  // The released pod's event (the watch's MODIFIED) is for the conditions and Event alone:
+  // it yields to the key that waits.
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  CHECK(w.controller.queue().Yielding() == 1);
+  CHECK(w.controller.queue().LenAhead() == 1);
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);  // the other key
   // The key comes back for its conditions and Event once the others are served.
-  w.clock.Advance(milliseconds(999));
-  CHECK(w.controller.queue().Len() == 0);
-  w.clock.Advance(milliseconds(1));
-  REQUIRE(w.controller.queue().Len() == 1);
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
   CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
   CHECK(w.client.Count(kube::kEvents) == 1);
   CHECK_FALSE(w.controller.ProcessNext().has_value());
+  // At kStatusDeferral the key comes back at the latest, in case no event came: by now there
+  // is nothing left to write.
+  w.clock.Advance(milliseconds(999));
+  CHECK(w.controller.queue().Len() == 0);
+  w.clock.Advance(milliseconds(1));
+  REQUIRE(w.controller.queue().Len() == 1);
+  w.client.ClearCalls();
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  for (const kube::FakeCall& c : w.client.Calls()) {
+    CHECK((c.verb == kube::Verb::kGet || c.verb == kube::Verb::kList));
+  }
+  CHECK(w.client.Count(kube::kEvents) == 1);
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+
+  // Once written, the pod's events go ahead again.
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  CHECK(w.controller.queue().Yielding() == 0);
+  CHECK(w.controller.queue().LenAhead() == 1);
 
   // With nothing else waiting, one pass does it all (the first test).
 }

@@ -21,18 +21,60 @@ WorkQueue::~WorkQueue() {
 void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_) return;
   if (!dirty_.insert(key).second) return;  // already queued or marked for re-run
-  if (processing_.count(key)) return;      // Done() queues it again
+  yield_after_done_.erase(key);            // it runs again from the first lane
+  if (auto y = yielding_at_.find(key); y != yielding_at_.end()) {
+    // Moved to the first lane; it keeps the time it was first queued.
+    yielding_.erase(y->second.at);
+    yielding_at_.erase(y);
+    queue_.push_back(key);
+    DepthLocked();
+    cv_.notify_one();
+    return;
+  }
+  if (processing_.count(key)) return;  // Done() queues it again
   PushLocked(key);
 }
 
 void WorkQueue::PushLocked(const std::string& key) {
   queue_.push_back(key);
   added_at_.emplace(key, clock_.Now());
-  if (metrics_) {
-    metrics_->Added();
-    metrics_->Depth(static_cast<int64_t>(queue_.size()));
-  }
+  if (metrics_) metrics_->Added();
+  DepthLocked();
   cv_.notify_one();
+}
+
+void WorkQueue::DepthLocked() const {
+  if (metrics_) metrics_->Depth(static_cast<int64_t>(queue_.size() + yielding_.size()));
+}
+
+void WorkQueue::YieldLocked(const std::string& key, base::SteadyTime due) {
+  yielding_.push_back(key);
+  yielding_at_.emplace(key, YieldingKey{std::prev(yielding_.end()), due});
+  added_at_.emplace(key, clock_.Now());
+  if (metrics_) metrics_->Added();
+  DepthLocked();
+  cv_.notify_one();
+}
+
+void WorkQueue::AddYielding(const std::string& key, base::Duration max_wait) {
+  std::scoped_lock lock(mu_);
+  if (shutting_down_) return;
+  if (dirty_.count(key)) return;  // queued in the first lane, or to run again after Done
+  const base::SteadyTime due = clock_.Now() + max_wait;
+  if (processing_.count(key)) {
+    auto [it, added] = yield_after_done_.emplace(key, due);
+    if (!added) it->second = std::min(it->second, due);
+    return;
+  }
+  if (auto y = yielding_at_.find(key); y != yielding_at_.end()) {
+    y->second.due = std::min(y->second.due, due);
+    return;
+  }
+  YieldLocked(key, due);
+}
+
+bool WorkQueue::YieldingDueLocked() const {
+  return !yielding_.empty() && yielding_at_.at(yielding_.front()).due <= clock_.Now();
 }
 
 void WorkQueue::Add(const std::string& key) {
@@ -93,11 +135,12 @@ int WorkQueue::NumRequeues(const std::string& key) const {
 }
 
 std::string WorkQueue::PopLocked() {
+  if (queue_.empty() || YieldingDueLocked()) return PopYieldingLocked();
   std::string key = std::move(queue_.front());
   queue_.pop_front();
   const base::SteadyTime now = clock_.Now();
+  DepthLocked();
   if (metrics_) {
-    metrics_->Depth(static_cast<int64_t>(queue_.size()));
     auto it = added_at_.find(key);
     if (it != added_at_.end()) metrics_->QueueLatency(now - it->second);
   }
@@ -107,16 +150,31 @@ std::string WorkQueue::PopLocked() {
   return key;
 }
 
+std::string WorkQueue::PopYieldingLocked() {
+  std::string key = std::move(yielding_.front());
+  yielding_.pop_front();
+  yielding_at_.erase(key);
+  const base::SteadyTime now = clock_.Now();
+  DepthLocked();
+  if (metrics_) {
+    auto it = added_at_.find(key);
+    if (it != added_at_.end()) metrics_->QueueLatency(now - it->second);
+  }
+  added_at_.erase(key);
+  processing_.emplace(key, now);
+  return key;
+}
+
 std::optional<std::string> WorkQueue::Get() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
-  if (queue_.empty()) return std::nullopt;
+  cv_.wait(lock, [this] { return !queue_.empty() || !yielding_.empty() || shutting_down_; });
+  if (queue_.empty() && yielding_.empty()) return std::nullopt;
   return PopLocked();
 }
 
 std::optional<std::string> WorkQueue::TryGet() {
   std::scoped_lock lock(mu_);
-  if (queue_.empty()) return std::nullopt;
+  if (queue_.empty() && yielding_.empty()) return std::nullopt;
   return PopLocked();
 }
 
@@ -126,11 +184,15 @@ void WorkQueue::Done(const std::string& key) {
   if (it == processing_.end()) return;
   if (metrics_) metrics_->WorkDuration(clock_.Now() - it->second);
   processing_.erase(it);
+  auto yield = yield_after_done_.find(key);
   if (dirty_.count(key)) {
     // Re-added while it was processing: now it may run again. Shutting down
     // does not drop it, so a draining worker still sees it.
     PushLocked(key);
+  } else if (yield != yield_after_done_.end()) {
+    YieldLocked(key, yield->second);
   }
+  if (yield != yield_after_done_.end()) yield_after_done_.erase(yield);
   if (draining_ && processing_.empty()) cv_.notify_all();
 }
 
@@ -155,7 +217,17 @@ bool WorkQueue::ShuttingDown() const {
 
 size_t WorkQueue::Len() const {
   std::scoped_lock lock(mu_);
+  return queue_.size() + yielding_.size();
+}
+
+size_t WorkQueue::LenAhead() const {
+  std::scoped_lock lock(mu_);
   return queue_.size();
+}
+
+size_t WorkQueue::Yielding() const {
+  std::scoped_lock lock(mu_);
+  return yielding_.size();
 }
 
 size_t WorkQueue::Processing() const {

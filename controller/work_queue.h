@@ -12,6 +12,13 @@
 //   - AddRateLimited(key, not_before) is the same, but no earlier than
 //     not_before (what a server's Retry-After asked), capped at the limiter's
 //     max_delay: AddAfter(key, max(When(key), min(not_before, max_delay)));
+//   - AddYielding(key, max_wait) queues the key in a second lane for work that
+//     can wait (a status write after a release): a yielding key is handed out
+//     only when no key waits in the first lane, or once it has waited max_wait
+//     (then ahead of the first lane, oldest first). An Add of a yielding key
+//     moves it to the first lane; a key already queued there, or re-added
+//     while it processes, stays there. Added while the key is processing, it
+//     enters the lane at Done. Not in client-go: its workqueue has one lane.
 //   - ShutDown() refuses new adds and wakes the workers; Get() keeps handing out
 //     what is queued, then returns nullopt. ShutDownWithDrain() also waits for
 //     the keys being processed to be Done.
@@ -20,6 +27,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -57,6 +65,7 @@ class WorkQueue {
   void AddAfter(const std::string& key, base::Duration delay);
   void AddRateLimited(const std::string& key);
   void AddRateLimited(const std::string& key, base::Duration not_before);
+  void AddYielding(const std::string& key, base::Duration max_wait);
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key) const;
 
@@ -71,7 +80,9 @@ class WorkQueue {
   void ShutDownWithDrain();
   bool ShuttingDown() const;
 
-  size_t Len() const;             // keys queued, not counting those processing
+  size_t Len() const;             // keys queued in both lanes, not counting those processing
+  size_t LenAhead() const;        // keys queued in the first lane: what a yielding key waits for
+  size_t Yielding() const;        // keys queued in the yielding lane
   size_t Processing() const;      // keys between Get and Done
   size_t WaitingDelayed() const;  // keys with a pending delayed add
 
@@ -80,6 +91,11 @@ class WorkQueue {
   // Appends `key` to the queue (it is dirty and not processing) and wakes a worker.
   void PushLocked(const std::string& key);
   std::string PopLocked();
+  std::string PopYieldingLocked();
+  // The yielding lane's oldest key is due: its max_wait has passed.
+  bool YieldingDueLocked() const;
+  void YieldLocked(const std::string& key, base::SteadyTime due);
+  void DepthLocked() const;
   void AddAfterLocked(const std::string& key, base::Duration delay);
 
   struct Delayed {
@@ -96,6 +112,15 @@ class WorkQueue {
   std::unordered_map<std::string, base::SteadyTime> processing_;  // key -> Get time
   std::unordered_map<std::string, base::SteadyTime> added_at_;  // key -> time it entered the queue
   std::unordered_map<std::string, Delayed> delayed_;
+  // The yielding lane, oldest first, and each key's place and due time in it.
+  struct YieldingKey {
+    std::list<std::string>::iterator at;
+    base::SteadyTime due;
+  };
+  std::list<std::string> yielding_;
+  std::unordered_map<std::string, YieldingKey> yielding_at_;
+  // Keys that asked to yield while processing: they enter the lane at Done.
+  std::unordered_map<std::string, base::SteadyTime> yield_after_done_;
   RateLimiter limiter_;
   base::Duration max_delay_;  // the limiter's longest backoff: caps a not_before
   bool shutting_down_ = false;

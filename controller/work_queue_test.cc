@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -247,6 +248,129 @@ TEST_CASE("Metrics hooks see depth, adds, retries, latency and work duration") {
   clock.Advance(milliseconds(5));
   REQUIRE(m.adds == 3);
   REQUIRE(m.depth == 2);
+}
+
+TEST_CASE("A yielding key is handed out once no other key waits") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  q.Add("ns/a");
+  q.AddYielding("ns/y", seconds(1));
+  q.Add("ns/b");
+  CHECK(q.Len() == 3);
+  CHECK(q.LenAhead() == 2);
+  CHECK(q.Yielding() == 1);
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/a", "ns/b", "ns/y"});
+  CHECK(q.Len() == 0);
+}
+
+TEST_CASE("A yielding key that has waited max_wait goes ahead of the others") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  q.AddYielding("ns/y", seconds(1));
+  q.AddYielding("ns/z", seconds(2));
+  q.Add("ns/a");
+  clock.Advance(milliseconds(999));
+  q.Add("ns/b");
+  auto first = q.TryGet();
+  REQUIRE(first == "ns/a");
+  q.Done(*first);
+  clock.Advance(milliseconds(1));
+  // ns/y is due, ns/z is not: ns/y, then the first lane, then ns/z.
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/y", "ns/b", "ns/z"});
+}
+
+TEST_CASE("Add moves a yielding key to the first lane; AddYielding never moves one back") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  q.AddYielding("ns/y", seconds(1));
+  q.Add("ns/a");
+  q.Add("ns/y");
+  CHECK(q.Yielding() == 0);
+  CHECK(q.LenAhead() == 2);
+  q.AddYielding("ns/a", seconds(1));  // queued ahead already: stays there
+  q.AddYielding("ns/y", seconds(1));
+  q.Add("ns/b");
+  CHECK(q.Yielding() == 0);
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/a", "ns/y", "ns/b"});
+}
+
+TEST_CASE("Repeated AddYielding collapses and keeps the earliest due time") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  q.AddYielding("ns/y", seconds(5));
+  q.AddYielding("ns/y", seconds(1));
+  q.AddYielding("ns/y", seconds(9));
+  CHECK(q.Yielding() == 1);
+  q.Add("ns/a");
+  clock.Advance(seconds(1));
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/y", "ns/a"});
+}
+
+TEST_CASE("AddYielding while processing: the key enters its lane at Done, unless re-added") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  q.Add("ns/y");
+  auto key = q.TryGet();
+  REQUIRE(key == "ns/y");
+  q.AddYielding("ns/y", seconds(1));
+  CHECK(q.Len() == 0);  // never handed to a second worker
+  CHECK_FALSE(q.TryGet().has_value());
+  q.Add("ns/a");
+  q.Done(*key);
+  CHECK(q.Yielding() == 1);
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/a", "ns/y"});
+
+  // Re-added while processing as well: it runs again from the first lane.
+  q.Add("ns/y");
+  key = q.TryGet();
+  q.AddYielding("ns/y", seconds(1));
+  q.Add("ns/y");
+  q.Add("ns/b");
+  q.Done(*key);
+  CHECK(q.Yielding() == 0);
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/b", "ns/y"});
+
+  // Added to the first lane, then asked to yield, while processing: the first lane wins.
+  q.Add("ns/y");
+  key = q.TryGet();
+  q.Add("ns/y");
+  q.AddYielding("ns/y", seconds(1));
+  q.Done(*key);
+  CHECK(q.Yielding() == 0);
+  CHECK(q.LenAhead() == 1);
+}
+
+TEST_CASE("Get wakes for a yielding key; shut down, yielding keys are still handed out") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  std::optional<std::string> got;
+  std::thread t([&] { got = q.Get(); });
+  q.AddYielding("ns/y", seconds(1));
+  t.join();
+  REQUIRE(got == "ns/y");
+  q.Done(*got);
+  q.AddYielding("ns/z", seconds(1));
+  q.ShutDown();
+  q.AddYielding("ns/refused", seconds(1));
+  REQUIRE(q.Get() == "ns/z");
+  REQUIRE_FALSE(q.Get().has_value());
+}
+
+TEST_CASE("Metrics count both lanes") {
+  base::FakeClock clock;
+  RecordingMetrics m;
+  WorkQueue q(clock, {}, &m);
+  q.AddYielding("ns/y", seconds(1));
+  q.Add("ns/a");
+  REQUIRE(m.adds == 2);
+  REQUIRE(m.depth == 2);
+  q.Add("ns/y");  // moved to the first lane: not another add
+  REQUIRE(m.adds == 2);
+  REQUIRE(m.depth == 2);
+  clock.Advance(milliseconds(40));
+  REQUIRE(Drain(q).size() == 2);
+  REQUIRE(m.depth == 0);
+  REQUIRE(m.latencies == std::vector<base::Duration>{milliseconds(40), milliseconds(40)});
 }
 
 }  // namespace
