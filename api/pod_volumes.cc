@@ -80,6 +80,10 @@ std::vector<PodClaim> PodClaimsFromJson(const json& pod) {
   return out;
 }
 
+std::vector<std::vector<std::string>> PodClaimsReads() {
+  return {{"spec", "volumes", "persistentVolumeClaim", "claimName"}};
+}
+
 std::string StorageClassToRead(const json& pvc) {
   if (!base::StringAt(base::At(pvc, "spec"), "volumeName").empty()) return "";
   const json& beta =

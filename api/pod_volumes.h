@@ -110,6 +110,9 @@ struct PodClaim {
 
 // The pod's claims, unresolved: each claimName once, in spec.volumes order.
 std::vector<PodClaim> PodClaimsFromJson(const nlohmann::json& pod);
+// The members of the pod PodClaimsFromJson reads (paths of member names, an array's elements
+// each: base::ObjectReads).
+std::vector<std::vector<std::string>> PodClaimsReads();
 
 // What ResolveClaim needs besides the PVC (empty: nothing): the StorageClass of a claim
 // with no spec.volumeName (the beta annotation volume.beta.kubernetes.io/storage-class

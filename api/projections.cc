@@ -245,6 +245,13 @@ Resources PodRequests(const json& pod) {
   return total;
 }
 
+std::vector<base::ObjectReads::Path> PodRequestsReads() {
+  return {{"spec", "containers", "resources", "requests"},
+          {"spec", "initContainers", "resources", "requests"},
+          {"spec", "initContainers", "restartPolicy"},
+          {"spec", "overhead"}};
+}
+
 NodeInfo NodeInfo::FromJson(const json& node) {
   NodeInfo n;
   const json& meta = base::At(node, "metadata");
@@ -266,6 +273,21 @@ NodeInfo NodeInfo::FromJson(const json& node) {
   n.ready = ParseConditionStatus(base::StringAt(Condition(status, "Ready"), "status"));
   n.allocatable.AddList(base::At(status, "allocatable"));
   return n;
+}
+
+const base::ObjectReads& NodeInfo::Reads() {
+  static const base::ObjectReads reads{
+      {"metadata", "name"},
+      {"metadata", "labels"},
+      {"spec", "unschedulable"},
+      {"spec", "taints", "key"},
+      {"spec", "taints", "value"},
+      {"spec", "taints", "effect"},
+      {"status", "conditions", "type"},  // Condition(status, "Ready")
+      {"status", "conditions", "status"},
+      {"status", "allocatable"},
+  };
+  return reads;
 }
 
 TargetPod TargetPod::FromJson(const json& pod) {
@@ -330,6 +352,38 @@ TargetPod TargetPod::FromJson(const json& pod) {
   return p;
 }
 
+const base::ObjectReads& TargetPod::Reads() {
+  static const base::ObjectReads reads = [] {
+    std::vector<base::ObjectReads::Path> paths = {
+        {"metadata", "namespace"},
+        {"metadata", "name"},
+        {"metadata", "uid"},
+        {"metadata", "resourceVersion"},
+        {"metadata", "labels"},
+        {"metadata", "annotations", std::string(kAnnotationMigrationJobName)},
+        {"metadata", "creationTimestamp"},
+        {"spec", "nodeName"},
+        {"spec", "schedulingGates"},  // whole: patch_gates keeps it as it is
+        {"spec", "tolerations", "key"},
+        {"spec", "tolerations", "operator"},
+        {"spec", "tolerations", "value"},
+        {"spec", "tolerations", "effect"},
+        {"spec", "nodeSelector"},
+        {"spec", "affinity"},  // whole: AffinityTheAndReads and the required terms
+        {"spec", "topologySpreadConstraints"},
+        {"status", "phase"},
+        {"status", "conditions", "type"},  // Condition(status, "PodScheduled")
+        {"status", "conditions", "status"},
+        {"status", "conditions", "reason"},
+        {"status", "conditions", "message"},
+    };
+    for (auto& p : PodRequestsReads()) paths.push_back(std::move(p));
+    for (auto& p : PodClaimsReads()) paths.push_back(std::move(p));
+    return base::ObjectReads(paths);
+  }();
+  return reads;
+}
+
 json TargetPod::PatchBasis() const {
   if (!has_gate) return nullptr;
   json basis = {{"metadata", json::object()}, {"spec", json::object()}};
@@ -362,6 +416,24 @@ BoundPod BoundPod::FromJson(const json& pod) {
     b.labels_dropped = static_cast<uint32_t>(std::min<int64_t>(dropped.get<int64_t>(), UINT32_MAX));
   }
   return b;
+}
+
+const base::ObjectReads& BoundPod::Reads() {
+  static const base::ObjectReads reads = [] {
+    std::vector<base::ObjectReads::Path> paths = {
+        {"metadata", "namespace"},
+        {"metadata", "name"},
+        {"metadata", "labels"},
+        {"metadata", "deletionTimestamp"},
+        {"metadata", std::string(kMetadataLabelsDropped)},  // the trim's count, when it cut
+        {"spec", "nodeName"},
+        {"spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"},
+        {"status", "phase"},
+    };
+    for (auto& p : PodRequestsReads()) paths.push_back(std::move(p));
+    return base::ObjectReads(paths);
+  }();
+  return reads;
 }
 
 NamespaceInfo NamespaceInfo::FromJson(const json& ns) {
@@ -407,6 +479,33 @@ MigrationInfo MigrationInfo::FromJson(const json& vmim) {
   m.source_node = base::StringAt(state, "sourceNode");
   m.target_pod = base::StringAt(state, "targetPod");
   return m;
+}
+
+const base::ObjectReads& MigrationInfo::Reads() {
+  static const base::ObjectReads reads{
+      {"metadata", "namespace"},
+      {"metadata", "name"},
+      {"metadata", "uid"},
+      {"metadata", "resourceVersion"},
+      {"metadata", "creationTimestamp"},
+      {"metadata", "annotations", std::string(kAnnotationEvacuationMigration)},
+      {"metadata", "annotations", std::string(kPolicyAnnotation)},
+      {"metadata", "annotations", std::string(kMaxInboundAnnotation)},
+      {"metadata", "annotations", std::string(kAddedTermAnnotation)},  // AddedTermSource
+      {"spec", "vmiName"},
+      {"spec", "addedNodeSelector"},
+      {"status", "phase"},
+      {"status", "conditions", "type"},
+      {"status", "conditions", "status"},
+      {"status", "conditions", "reason"},
+      {"status", "conditions", "message"},
+      {"status", "conditions", "lastProbeTime"},
+      {"status", "conditions", "lastTransitionTime"},
+      {"status", "migrationState", "targetNode"},
+      {"status", "migrationState", "sourceNode"},
+      {"status", "migrationState", "targetPod"},
+  };
+  return reads;
 }
 
 bool MigrationInfo::Final() const { return IsTerminalPhase(phase); }

@@ -16,6 +16,7 @@
 #include "api/labels.h"
 #include "api/node_selector.h"
 #include "api/pod_volumes.h"
+#include "base/json_filter.h"
 
 namespace kmt::api {
 
@@ -63,6 +64,9 @@ struct NodeInfo {
   Resources allocatable;                              // status.allocatable
 
   static NodeInfo FromJson(const nlohmann::json& node);
+  // The members of a node FromJson reads: the informer builds nothing else of a node.
+  static const base::ObjectReads& Reads();
+  bool operator==(const NodeInfo&) const = default;
 };
 
 // Interned texts (tolerations repeat across every pod); none reads as "".
@@ -162,10 +166,14 @@ struct TargetPod {
   std::string patch_gates;
 
   static TargetPod FromJson(const nlohmann::json& pod);
+  // The members of a pod FromJson reads (and the informer's index, MigrationJobIndexValues,
+  // a label): the informer builds nothing else of a target pod.
+  static const base::ObjectReads& Reads();
   // The basis as JSON, for AndTermIntoPod (null when the pod is not gated): {"metadata": {uid,
   // resourceVersion}, "spec": {affinity, schedulingGates}}, each member only when the pod
   // had it.
   nlohmann::json PatchBasis() const;
+  bool operator==(const TargetPod&) const = default;
 };
 
 // A pod already bound to a node: what the explainer needs from it.
@@ -182,6 +190,9 @@ struct BoundPod {
   uint32_t labels_dropped = 0;
 
   static BoundPod FromJson(const nlohmann::json& pod);
+  // The members of a pod FromJson reads: the informer builds nothing else of a bound pod.
+  static const base::ObjectReads& Reads();
+  bool operator==(const BoundPod&) const = default;
 };
 
 struct MigrationCondition {
@@ -205,12 +216,17 @@ struct MigrationInfo {
   std::optional<int64_t> max_inbound;
 
   static MigrationInfo FromJson(const nlohmann::json& vmim);
+  // The members of a VMIM FromJson reads: the informer builds nothing else of a VMIM.
+  static const base::ObjectReads& Reads();
   // Succeeded or Failed: KubeVirt never moves a VMIM out of these.
   bool Final() const;
+  bool operator==(const MigrationInfo&) const = default;
 };
 
 // Sum of spec.containers[].resources.requests, raised to any larger init container,
 // plus spec.overhead; pods = 1.
 Resources PodRequests(const nlohmann::json& pod);
+// The members of the pod PodRequests reads.
+std::vector<base::ObjectReads::Path> PodRequestsReads();
 
 }  // namespace kmt::api

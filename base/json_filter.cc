@@ -10,6 +10,56 @@ JsonFilter::Verdict JsonFilter::Element(const JsonScope& /*array*/) { return Ver
 
 void JsonFilter::End(const JsonScope& /*scope*/, Json& /*container*/) {}
 
+ObjectReads::ObjectReads(std::initializer_list<Path> paths) {
+  for (const Path& path : paths) Add(path);
+}
+
+ObjectReads::ObjectReads(const std::vector<Path>& paths) {
+  for (const Path& path : paths) Add(path);
+}
+
+ObjectReads ObjectReads::With(const std::vector<Path>& more) const {
+  ObjectReads out(paths_);
+  for (const Path& path : more) out.Add(path);
+  return out;
+}
+
+void ObjectReads::Add(const Path& path) {
+  paths_.push_back(path);
+  Node* node = &root_;
+  for (const std::string& name : path) {
+    if (node->whole) return;  // read whole already
+    node = &node->members[name];
+  }
+  node->whole = true;
+  node->members.clear();
+}
+
+JsonFilter::Verdict ObjectReads::Member(const Node& node, std::string_view key, int kind) {
+  auto it = node.members.find(key);
+  if (it == node.members.end()) return JsonFilter::Verdict::Skip();
+  return it->second.whole ? JsonFilter::Verdict::Whole()
+                          : JsonFilter::Verdict::Filter({kind, &it->second});
+}
+
+void ObjectReads::Keep(const Node& node, Json& value) {
+  if (node.whole) return;
+  if (value.is_array()) {
+    for (Json& element : value) Keep(node, element);
+    return;
+  }
+  if (!value.is_object()) return;
+  for (auto it = value.begin(); it != value.end();) {
+    auto read = node.members.find(it.key());
+    if (read == node.members.end()) {
+      it = value.erase(it);
+    } else {
+      Keep(read->second, it.value());
+      ++it;
+    }
+  }
+}
+
 namespace {
 
 using Keep = JsonFilter::Verdict::Keep;

@@ -25,8 +25,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/json.h"
 
@@ -66,6 +70,42 @@ class JsonFilter {
   // A container entered with Filter(scope), once its last member or element is built: the
   // filter may add to it (a count of what it left out, say). By default nothing.
   virtual void End(const JsonScope& scope, Json& container);
+};
+
+// The members of an object a reader reads, as paths of member names ({"metadata", "labels"}):
+// what a filter keeps of an object when only those are read (the webhook's admitters, the
+// informers' projections). A member whose path is listed is kept whole; one whose path is a
+// proper prefix of a listed path is read through its node: an object keeps just its listed
+// members, an array has each element read through the same node (so {"spec", "containers",
+// "resources"} keeps every container's resources), any other value is kept as it is; every
+// other member is left out. A path through a member listed whole adds nothing.
+class ObjectReads {
+ public:
+  using Path = std::vector<std::string>;
+  struct Node {
+    std::map<std::string, Node, std::less<>> members;
+    bool whole = false;  // the member's whole value
+  };
+  ObjectReads(std::initializer_list<Path> paths);
+  explicit ObjectReads(const std::vector<Path>& paths);
+  // These reads and `more`.
+  ObjectReads With(const std::vector<Path>& more) const;
+
+  const Node& root() const { return root_; }
+  const std::vector<Path>& paths() const { return paths_; }
+
+  // The verdict on member `key` of an object read through `node`: Skip when it is not read,
+  // Whole when its path is listed, else Filter({kind, its node}). An array entered so has
+  // each element read through the same node: Element's verdict is Filter({kind, node}).
+  static JsonFilter::Verdict Member(const Node& node, std::string_view key, int kind);
+
+  // The same on a value already built: leaves out of `value` what `node` does not read.
+  static void Keep(const Node& node, Json& value);
+
+ private:
+  void Add(const Path& path);
+  Node root_;
+  std::vector<Path> paths_;
 };
 
 // Parses `text` (one JSON value, strict: nothing but whitespace after it), the root decided by

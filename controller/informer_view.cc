@@ -15,11 +15,14 @@ namespace {
 
 constexpr const char* kJobIndex = "migrationJobUID";
 
+// An informer of `r` whose objects are read by the projection T: only its reads are built.
+template <typename T>
 kube::InformerOptions Options(const kube::Resource& r, std::string label_selector,
                               std::string field_selector, std::chrono::milliseconds resync,
                               const InformerViewOptions& o) {
   kube::InformerOptions opts;
   opts.watch.resource = r;
+  opts.watch.reads = &T::Reads();
   opts.watch.label_selector = std::move(label_selector);
   opts.watch.field_selector = std::move(field_selector);
   opts.watch.page_size = o.page_size;
@@ -32,8 +35,8 @@ kube::InformerOptions Options(const kube::Resource& r, std::string label_selecto
 // cache keeps at most api::kBoundPodLabelBytes of them per pod, cut while parsing (the
 // explainer says when a selector needed the rest: api::Explainer::LabelsNote).
 kube::InformerOptions BoundPodOptions(const InformerViewOptions& o) {
-  kube::InformerOptions opts = Options(kube::kPods, "", std::string(api::kBoundPodsFieldSelector),
-                                       std::chrono::milliseconds(0), o);
+  kube::InformerOptions opts = Options<api::BoundPod>(
+      kube::kPods, "", std::string(api::kBoundPodsFieldSelector), std::chrono::milliseconds(0), o);
   opts.watch.max_label_bytes = api::kBoundPodLabelBytes;
   return opts;
 }
@@ -67,15 +70,18 @@ InformerView::InformerView(kube::KubeClient& client, const base::Clock& clock,
     : client_(client),
       clock_(clock),
       vmims_(client,
-             Options(kube::kVirtualMachineInstanceMigrations, "", "", options.vmim_resync, options),
+             Options<api::MigrationInfo>(kube::kVirtualMachineInstanceMigrations, "", "",
+                                         options.vmim_resync, options),
              Projected<api::MigrationInfo>),
       targets_(client,
-               Options(kube::kPods,
-                       std::string(api::kLabelApp) + "=" + std::string(api::kLabelAppValue) + "," +
-                           std::string(api::kLabelMigrationJobUID),
-                       "", std::chrono::milliseconds(0), options),
+               Options<api::TargetPod>(kube::kPods,
+                                       std::string(api::kLabelApp) + "=" +
+                                           std::string(api::kLabelAppValue) + "," +
+                                           std::string(api::kLabelMigrationJobUID),
+                                       "", std::chrono::milliseconds(0), options),
                Projected<api::TargetPod>),
-      nodes_(client, Options(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
+      nodes_(client,
+             Options<api::NodeInfo>(kube::kNodes, "", "", std::chrono::milliseconds(0), options),
              Projected<api::NodeInfo>),
       bound_(client, BoundPodOptions(options), Projected<api::BoundPod>),
       bound_on_demand_(options.bound_pods_on_demand) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_filter.h"
+
 namespace kmt::kube {
 
 using Json = nlohmann::json;
@@ -46,6 +48,10 @@ struct ListOptions {
   // Keep each item's labels within this many bytes (kube/managed_fields.h has the rule and
   // the member that counts the labels left out); 0 keeps them all. Also never materialised.
   size_t max_label_bytes = 0;
+  // Keep only these members of each item (an informer's projection and the informer's own
+  // reads: kube/managed_fields.h has the rule); nullptr keeps them all. Never materialised.
+  // Not owned: it outlives the call.
+  const base::ObjectReads* reads = nullptr;
 };
 
 // Options shared by create, update and patch.
@@ -73,9 +79,10 @@ struct WatchOptions {
   std::string field_selector;
   std::string resource_version;  // resume point; "" = start from the most recent
   bool allow_bookmarks = true;
-  std::chrono::seconds timeout{300};  // server-side timeoutSeconds
-  bool omit_managed_fields = false;   // as ListOptions::omit_managed_fields, per event
-  size_t max_label_bytes = 0;         // as ListOptions::max_label_bytes, per event
+  std::chrono::seconds timeout{300};         // server-side timeoutSeconds
+  bool omit_managed_fields = false;          // as ListOptions::omit_managed_fields, per event
+  size_t max_label_bytes = 0;                // as ListOptions::max_label_bytes, per event
+  const base::ObjectReads* reads = nullptr;  // as ListOptions::reads, per event (outlives it)
 };
 
 // One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.

@@ -260,8 +260,7 @@ Json FakeClient::List(const Resource& r, std::string_view ns, const ListOptions&
       continue;
     }
     items.push_back(obj);
-    TrimObject(items.back(), ObjectTrim{.managed_fields = opts.omit_managed_fields,
-                                        .max_label_bytes = opts.max_label_bytes});
+    TrimObject(items.back(), TrimOf(opts));
   }
   std::string next;
   if (more) {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "kube/managed_fields.h"
 #include "kube/resources.h"
 
 namespace kmt::kube {
@@ -600,6 +601,36 @@ TEST_CASE("Concurrent writers and watchers stay consistent") {
     CHECK(e->object["spec"]["n"] == last + 1);
     last = e->object["spec"]["n"];
   }
+}
+
+TEST_CASE(
+    "reads leave out of lists and watch events what is not read, as RestClient's parse does") {
+  FakeClient c;
+  const base::ObjectReads reads{
+      {"metadata", "name"}, {"metadata", "resourceVersion"}, {"spec", "containers", "name"}};
+  Json p = Pod("a");
+  p["spec"]["containers"] = Json::array({{{"name", "compute"}, {"env", Json::array()}}});
+  p["status"] = {{"phase", "Pending"}};
+  c.Create(kPods, "ns", p);
+  ListOptions lo;
+  lo.reads = &reads;
+  const Json listed = c.List(kPods, "ns", lo)["items"][0];
+  Json expected = c.Get(kPods, "ns", "a");
+  TrimObject(expected, ObjectTrim{.reads = &reads});
+  CHECK(listed == expected);
+  CHECK(listed["spec"] == Json::parse(R"({"containers": [{"name": "compute"}]})"));
+  CHECK_FALSE(listed.contains("status"));
+  CHECK(listed["metadata"].size() == 2);
+  // the stored object keeps everything
+  CHECK(c.Get(kPods, "ns", "a")["status"]["phase"] == "Pending");
+
+  WatchOptions wo;
+  wo.reads = &reads;
+  auto w = c.Watch(kPods, "ns", wo);
+  auto e = w->Next();
+  REQUIRE(e);
+  CHECK(e->object == expected);
+  w->Cancel();
 }
 
 }  // namespace

@@ -87,8 +87,7 @@ std::unique_ptr<WatchStream> FakeClient::Watch(const Resource& r, std::string_vi
   s->resource = GroupResourceName(r);
   s->ns = r.namespaced ? std::string(ns) : "";
   s->bookmarks = opts.allow_bookmarks;
-  s->trim = ObjectTrim{.managed_fields = opts.omit_managed_fields,
-                       .max_label_bytes = opts.max_label_bytes};
+  s->trim = TrimOf(opts);
   s->kind = r.kind;
   s->api_version = ApiVersion(r);
   try {

@@ -19,12 +19,21 @@ std::string ObjectKey(const Json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
+base::ObjectReads InformerReads(const base::ObjectReads& projection) {
+  return projection.With(
+      {{"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "resourceVersion"}});
+}
+
 InformerCore::InformerCore(KubeClient& client, InformerOptions options, Projection projection,
                            base::Clock& clock)
     : client_(client),
       clock_(clock),
       options_(std::move(options)),
       projection_(std::move(projection)) {
+  if (options_.watch.reads != nullptr) {
+    reads_ = InformerReads(*options_.watch.reads);
+    options_.watch.reads = &*reads_;
+  }
   watcher_ = std::make_unique<Watcher>(client_, options_.watch, clock);
 }
 

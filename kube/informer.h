@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/json_filter.h"
 #include "kube/client.h"
 #include "kube/error.h"
 #include "kube/watcher.h"
@@ -41,7 +42,10 @@
 namespace kmt::kube {
 
 struct InformerOptions {
-  WatcherConfig watch;                         // resource, namespace, selectors, paging, backoff
+  // Resource, namespace, selectors, paging, backoff. watch.reads: the members the projection
+  // reads (next to it, in api/projections.h), or nullptr for whole objects; the informer
+  // lists and watches with those and its own (InformerReads), and builds nothing else.
+  WatcherConfig watch;
   std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync; timed on the clock
   // Called (on the informer thread) with every error the watcher handled.
   std::function<void(const KubeError&)> on_error;
@@ -54,6 +58,11 @@ struct InformerOptions {
 // "namespace/name", or "name" for cluster-scoped objects (client-go's
 // MetaNamespaceKeyFunc).
 std::string ObjectKey(const Json& object);
+
+// A projection's reads and what the informer reads of every object itself: ObjectKey's
+// metadata.name and metadata.namespace, the watcher's metadata.resourceVersion. Index
+// functions (AddIndex) read only what the projection reads.
+base::ObjectReads InformerReads(const base::ObjectReads& projection);
 
 // The type-erased core; use Informer<T> below.
 class InformerCore {
@@ -131,6 +140,7 @@ class InformerCore {
   KubeClient& client_;
   base::Clock& clock_;
   InformerOptions options_;
+  std::optional<base::ObjectReads> reads_;  // InformerReads of options.watch.reads
   Projection projection_;
   std::unique_ptr<Watcher> watcher_;
   std::vector<Handlers> handlers_;

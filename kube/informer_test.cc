@@ -399,5 +399,49 @@ TEST_CASE("ObjectKey") {
   CHECK(ObjectKey(Json::parse(R"("n")")) == "");
 }
 
+TEST_CASE("An informer lists and watches with its projection's reads and its own") {
+  FakeClient c;
+  base::FakeClock clock;
+  const base::ObjectReads reads{{"spec", "nodeName"}, {"metadata", "labels"}};
+  InformerOptions o = Options();
+  o.watch.reads = &reads;
+  std::vector<Json> seen;  // the projection runs on the informer's (here the test's) thread
+  Informer<PodView> inf(
+      c, o,
+      [&](const Json& pod) {
+        seen.push_back(pod);
+        return Project(pod);
+      },
+      clock);
+  Json a = Pod("a", "j1", "n1");
+  a["metadata"]["annotations"] = {{"big", "x"}};
+  a["metadata"]["managedFields"] = Json::array({{{"manager", "m"}}});
+  a["spec"]["containers"] = Json::array({{{"name", "c"}, {"env", Json::array()}}});
+  a["status"] = {{"phase", "Pending"}};
+  c.Create(kPods, "ns", a);
+  inf.StepForTest();  // Init
+  inf.StepForTest();  // the list
+  REQUIRE(inf.HasSynced());
+  inf.StepForTest();  // open watch
+  c.Patch(kPods, "ns", "a", PatchType::kMergePatch, {{"spec", {{"nodeName", "n2"}}}});
+  inf.StepForTest();
+  CHECK(inf.Get("ns/a")->node == "n2");
+  REQUIRE(seen.size() == 2);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    const Json& s = seen[i];
+    CAPTURE(s.dump());
+    CHECK(s["metadata"]["name"] == "a");
+    CHECK(s["metadata"]["namespace"] == "ns");
+    CHECK(s["metadata"]["resourceVersion"].is_string());
+    CHECK(s["metadata"]["labels"] == Json{{"kubevirt.io/migrationJobUID", "j1"}});
+    CHECK(s["metadata"].size() == 4);
+    CHECK(s["spec"] == Json{{"nodeName", i == 0 ? "n1" : "n2"}});
+    CHECK_FALSE(s.contains("status"));
+  }
+  // The lists and watches asked for the union (what the fake trims with is what the API
+  // server's answers are parsed with: kube/managed_fields.h).
+  CHECK(InformerReads(reads).paths().size() == reads.paths().size() + 3);
+}
+
 }  // namespace
 }  // namespace kmt::kube

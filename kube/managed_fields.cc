@@ -1,6 +1,7 @@
 // kube/managed_fields.cc
 #include "kube/managed_fields.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/json_filter.h"
@@ -29,19 +30,42 @@ class LabelBudget {
   size_t dropped_ = 0;
 };
 
+using Reads = base::ObjectReads;
+
+bool IsStatusMember(std::string_view key) {
+  return std::ranges::find(kStatusMembers, key) != std::end(kStatusMembers);
+}
+
+// The node of `key` in `in` when the member is read through one; nullptr when it is read whole
+// (or `in` is nullptr: everything is read). `read` says whether the member is read at all.
+const Reads::Node* Through(const Reads::Node* in, std::string_view key, bool& read) {
+  read = true;
+  if (in == nullptr) return nullptr;
+  auto it = in->members.find(key);
+  if (it == in->members.end()) {
+    read = false;
+    return nullptr;
+  }
+  return it->second.whole ? nullptr : &it->second;
+}
+
 // What each container the filter sees inside is, for the objects at `at`.
 enum Kind : int {
   kListRoot,   // {"items": [...]}: its items are objects
   kEventRoot,  // {"object": ...}: its object is one
   kItems,      // the items array
-  kObject,     // an object to trim: its metadata is filtered
-  kMetadata,   // the object's metadata
-  kLabels,     // metadata.labels, within the budget
+  kObject,     // an object to trim: its metadata is filtered, its members read (trim.reads)
+  kMetadata,   // the object's metadata (data: the node it is read through, or nullptr)
+  kLabels,     // metadata.labels, within the budget (data: as kMetadata)
+  kReads,      // a member read through a node of trim.reads (data: the node)
 };
 
 class Trim final : public base::JsonFilter {
  public:
-  explicit Trim(const ObjectTrim& trim) : trim_(trim), budget_(trim.max_label_bytes) {}
+  explicit Trim(const ObjectTrim& trim)
+      : trim_(trim),
+        root_(trim.reads == nullptr ? nullptr : &trim.reads->root()),
+        budget_(trim.max_label_bytes) {}
 
   Verdict Member(const base::JsonScope& in, std::string_view key) override {
     switch (in.kind) {
@@ -49,23 +73,41 @@ class Trim final : public base::JsonFilter {
         return key == "items" ? Verdict::Filter({kItems}) : Verdict::Whole();
       case kEventRoot:
         return key == "object" ? Verdict::Filter({kObject}) : Verdict::Whole();
-      case kObject:
-        if (key != "metadata") return Verdict::Whole();
-        budget_ = LabelBudget(trim_.max_label_bytes);  // each object has a budget of its own
-        return Verdict::Filter({kMetadata});
-      case kMetadata:
+      case kObject: {
+        bool read = true;
+        const Reads::Node* node = Through(root_, key, read);
+        if (key == "metadata") {
+          if (!read) return Verdict::Skip();
+          budget_ = LabelBudget(trim_.max_label_bytes);  // each object has a budget of its own
+          return Verdict::Filter({kMetadata, node});
+        }
+        if (!read) return IsStatusMember(key) ? Verdict::Whole() : Verdict::Skip();
+        return node == nullptr ? Verdict::Whole() : Verdict::Filter({kReads, node});
+      }
+      case kMetadata: {
         if (trim_.managed_fields && key == "managedFields") return Verdict::Skip();
-        if (trim_.max_label_bytes > 0 && key == "labels") return Verdict::Filter({kLabels});
-        return Verdict::Whole();
-      case kLabels:
-        return budget_.Keep(key) ? Verdict::Whole() : Verdict::Skip();
+        bool read = true;
+        const Reads::Node* node = Through(static_cast<const Reads::Node*>(in.data), key, read);
+        if (!read) return Verdict::Skip();
+        if (trim_.max_label_bytes > 0 && key == "labels") return Verdict::Filter({kLabels, node});
+        return node == nullptr ? Verdict::Whole() : Verdict::Filter({kReads, node});
+      }
+      case kLabels: {
+        bool read = true;
+        const Reads::Node* node = Through(static_cast<const Reads::Node*>(in.data), key, read);
+        if (!read || !budget_.Keep(key)) return Verdict::Skip();
+        return node == nullptr ? Verdict::Whole() : Verdict::Filter({kReads, node});
+      }
+      case kReads:
+        return Reads::Member(*static_cast<const Reads::Node*>(in.data), key, kReads);
       default:
         return Verdict::Whole();  // "items" that is an object: nothing in it is trimmed
     }
   }
 
   Verdict Element(const base::JsonScope& in) override {
-    return in.kind == kItems ? Verdict::Filter({kObject}) : Verdict::Whole();
+    if (in.kind == kItems) return Verdict::Filter({kObject});
+    return in.kind == kReads ? Verdict::Filter(in) : Verdict::Whole();
   }
 
   void End(const base::JsonScope& in, Json& container) override {
@@ -76,7 +118,8 @@ class Trim final : public base::JsonFilter {
 
  private:
   const ObjectTrim& trim_;
-  LabelBudget budget_;  // of the metadata being read (metadata holds no other object's)
+  const Reads::Node* root_;  // what is read of each object; nullptr: all of it
+  LabelBudget budget_;       // of the metadata being read (metadata holds no other object's)
 };
 
 }  // namespace
@@ -101,6 +144,20 @@ Json ParseTrimmed(std::string_view text, ObjectsAt at, const ObjectTrim& trim) {
 
 void TrimObject(Json& object, const ObjectTrim& trim) {
   if (!object.is_object()) return;
+  if (trim.reads != nullptr) {
+    const Reads::Node& root = trim.reads->root();
+    for (auto it = object.begin(); it != object.end();) {
+      bool read = true;
+      const Reads::Node* node = Through(&root, it.key(), read);
+      if (!read && !IsStatusMember(it.key())) {
+        it = object.erase(it);
+        continue;
+      }
+      // metadata.labels are read before the budget is applied, as ParseTrimmed does.
+      if (node != nullptr) Reads::Keep(*node, it.value());
+      ++it;
+    }
+  }
   auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return;
   if (trim.managed_fields) meta->erase("managedFields");

@@ -15,12 +15,20 @@
 // the server sends them (sorted by key) while each one's key plus the longest value a label
 // may have (63 bytes) fits what is left of the budget; the rest are never built, and the
 // object's metadata gets a member kLabelsDropped holding how many were left out.
+//
+// An informer keeps a projection of each object, which reads a few of its members: the
+// informer asks for only those to be built (ListOptions/WatchOptions::reads, a
+// base::ObjectReads next to each projection in api/projections.h, with the informer's own
+// reads added: kube/informer.h). A node's images, a pod's containers' env, command and
+// volumeMounts are then lexed, never built. The members of a metav1.Status an ERROR watch
+// event carries (kStatusMembers) are kept at the top of every object besides the reads.
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
 #include "api/names.h"
+#include "base/json_filter.h"
 #include "kube/client.h"
 
 namespace kmt::kube {
@@ -36,8 +44,29 @@ enum class ObjectsAt {
 struct ObjectTrim {
   bool managed_fields = false;  // metadata.managedFields
   size_t max_label_bytes = 0;   // 0: every label
-  bool any() const { return managed_fields || max_label_bytes > 0; }
+  // Only these members (and kStatusMembers at the top); nullptr: every member. The label
+  // budget applies to metadata.labels when they are read. Not owned.
+  const base::ObjectReads* reads = nullptr;
+  bool any() const { return managed_fields || max_label_bytes > 0 || reads != nullptr; }
 };
+
+// The trim an informer's lists and watches ask for.
+inline ObjectTrim TrimOf(const ListOptions& o) {
+  return {.managed_fields = o.omit_managed_fields,
+          .max_label_bytes = o.max_label_bytes,
+          .reads = o.reads};
+}
+inline ObjectTrim TrimOf(const WatchOptions& o) {
+  return {.managed_fields = o.omit_managed_fields,
+          .max_label_bytes = o.max_label_bytes,
+          .reads = o.reads};
+}
+
+// The members of a metav1.Status kept at the top of an object trimmed to its reads: a watch
+// event's object is one when its type is ERROR (kube/error.h reads them), and the objects read
+// through ObjectReads have none of them but kind and apiVersion.
+inline constexpr std::string_view kStatusMembers[] = {"kind",   "apiVersion", "code",
+                                                      "reason", "message",    "details"};
 
 // The member of metadata that says how many labels a trim left out (a number); absent when
 // none was (api/names.h).

@@ -1,6 +1,7 @@
 // kube/managed_fields_test.cc
 #include "kube/managed_fields.h"
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -328,6 +329,55 @@ TEST_CASE("Odd shapes are trimmed only where an object's metadata is, as before"
       CHECK(ParseTrimmed(body, at, trim).dump() == CallbackParseTrimmed(body, at, trim).dump());
     }
   }
+}
+
+TEST_CASE("With reads, ParseTrimmed builds only the read members, as TrimObject keeps them") {
+  const std::vector<Json> objects = TestdataObjects();
+  const base::ObjectReads nothing{};
+  const base::ObjectReads labels{{"metadata", "labels"}, {"metadata", "name"}};
+  const base::ObjectReads some_labels{{"metadata", "labels", "kubevirt.io"},
+                                      {"metadata", "labels", "tenant.example.com/label-03"},
+                                      {"metadata", "labels", "tenant.example.com/label-39"}};
+  const base::ObjectReads containers{{"spec", "containers", "name"},
+                                     {"spec", "schedulingGates"},
+                                     {"metadata", "annotations", "note"},
+                                     {"status"}};
+  for (const base::ObjectReads* reads : {&nothing, &labels, &some_labels, &containers}) {
+    for (const bool mf : {false, true}) {
+      for (const size_t budget : {size_t{0}, size_t{200}, size_t{4096}}) {
+        const ObjectTrim trim{.managed_fields = mf, .max_label_bytes = budget, .reads = reads};
+        for (const Json& o : objects) {
+          CAPTURE(reads->paths().size(), mf, budget, o.dump().substr(0, 120));
+          Json faked = o;
+          TrimObject(faked, trim);
+          CHECK(ParseTrimmed(o.dump(), ObjectsAt::kTop, trim) == faked);
+          CHECK(ParseTrimmed(Json{{"type", "ADDED"}, {"object", o}}.dump(), ObjectsAt::kWatchEvent,
+                             trim) == Json{{"type", "ADDED"}, {"object", faked}});
+          CHECK(ParseTrimmed(Json{{"metadata", {{"continue", "c"}}}, {"items", {o}}}.dump(),
+                             ObjectsAt::kListItems,
+                             trim) == Json{{"metadata", {{"continue", "c"}}}, {"items", {faked}}});
+          // Nothing but the reads (and a Status's members at the top) is left.
+          for (auto it = faked.begin(); it != faked.end(); ++it) {
+            const bool status =
+                std::ranges::find(kStatusMembers, it.key()) != std::end(kStatusMembers);
+            CHECK((status || reads->root().members.contains(it.key())));
+          }
+        }
+      }
+    }
+  }
+  const Json& pod = objects.at(2);  // 40 tenant labels, managedFields
+  Json kept = pod;
+  TrimObject(kept, {.managed_fields = true, .reads = &containers});
+  CHECK(kept["spec"]["containers"] == Json::parse(R"([{"name": "compute"}])"));
+  CHECK(kept["metadata"] ==
+        Json{{"annotations", {{"note", pod["metadata"]["annotations"]["note"]}}}});
+  Json some = pod;
+  TrimObject(some, {.max_label_bytes = 2 * (28 + kMaxLabelValueBytes), .reads = &some_labels});
+  // Only the labels read take budget: kubevirt.io and label-03 fit (the 36 unread ones between
+  // them take none), label-39 does not.
+  CHECK(some["metadata"]["labels"].size() == 2);
+  CHECK(some["metadata"][std::string(kLabelsDropped)] == 1);
 }
 
 }  // namespace

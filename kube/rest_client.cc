@@ -242,10 +242,8 @@ Json RestClient::List(const Resource& r, std::string_view ns, const ListOptions&
   if (!o.resource_version_match.empty()) {
     q.emplace_back("resourceVersionMatch", o.resource_version_match);
   }
-  return Call(
-      "GET", ResourcePath(r, ns) + QueryString(q), "", "", DescribeCall("list", r, ns),
-      ObjectsAt::kListItems,
-      ObjectTrim{.managed_fields = o.omit_managed_fields, .max_label_bytes = o.max_label_bytes});
+  return Call("GET", ResourcePath(r, ns) + QueryString(q), "", "", DescribeCall("list", r, ns),
+              ObjectsAt::kListItems, TrimOf(o));
 }
 
 Json RestClient::Create(const Resource& r, std::string_view ns, const Json& object,
@@ -301,9 +299,8 @@ std::unique_ptr<WatchStream> RestClient::Watch(const Resource& r, std::string_vi
   if (!o.resource_version.empty()) q.emplace_back("resourceVersion", o.resource_version);
   if (o.allow_bookmarks) q.emplace_back("allowWatchBookmarks", "true");
   if (o.timeout.count() > 0) q.emplace_back("timeoutSeconds", std::to_string(o.timeout.count()));
-  return std::make_unique<RestWatch>(
-      transport_, ResourcePath(r, ns) + QueryString(q), DescribeCall("watch", r, ns), o.timeout,
-      ObjectTrim{.managed_fields = o.omit_managed_fields, .max_label_bytes = o.max_label_bytes});
+  return std::make_unique<RestWatch>(transport_, ResourcePath(r, ns) + QueryString(q),
+                                     DescribeCall("watch", r, ns), o.timeout, TrimOf(o));
 }
 
 }  // namespace kmt::kube

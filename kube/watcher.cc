@@ -102,6 +102,7 @@ WatcherStep Watcher::StepList(InitListing& listing) {
   opts.continue_token = listing.continue_token;
   opts.omit_managed_fields = config_.omit_managed_fields;
   opts.max_label_bytes = config_.max_label_bytes;
+  opts.reads = config_.reads;
   Json page;
   try {
     page = client_.List(config_.resource, config_.ns, opts);
@@ -168,6 +169,7 @@ WatcherStep Watcher::StepOpenWatch(InitListed& listed) {
   opts.allow_bookmarks = true;
   opts.omit_managed_fields = config_.omit_managed_fields;
   opts.max_label_bytes = config_.max_label_bytes;
+  opts.reads = config_.reads;
   opts.timeout = config_.watch_timeout;
   std::shared_ptr<WatchStream> stream;
   try {

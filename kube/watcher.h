@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/json_filter.h"
 #include "kube/client.h"
 #include "kube/error.h"
 #include "kube/watcher_backoff.h"
@@ -47,6 +48,10 @@ struct WatcherConfig {
   bool omit_managed_fields = true;
   // Labels kept per object (ListOptions::max_label_bytes); 0 keeps them all.
   size_t max_label_bytes = 0;
+  // The members kept of each object (ListOptions::reads); nullptr keeps them all. They must
+  // include metadata.resourceVersion, which the watcher reads of every event (an informer's
+  // do: kube::InformerReads). Not owned: it outlives the watcher.
+  const base::ObjectReads* reads = nullptr;
   // Server-side timeoutSeconds per watch. It also bounds how long a stream that goes
   // silent without closing (a frozen proxy, a half-open connection) goes unnoticed:
   // the transport abandons a stream silent for watch_timeout + 30 s

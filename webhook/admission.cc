@@ -202,14 +202,6 @@ size_t JsonNestingDepth(std::string_view text, size_t limit) {
   return MeasureJson(text, limit, static_cast<size_t>(-1)).depth;
 }
 
-ObjectReads::ObjectReads(std::initializer_list<std::vector<std::string>> paths) {
-  for (const std::vector<std::string>& path : paths) {
-    Node* node = &root_;
-    for (const std::string& name : path) node = &node->members[name];
-    node->whole = true;
-  }
-}
-
 namespace {
 
 // A review's DOM as nlohmann's own parser builds it (base/json_filter.h), except that
@@ -231,12 +223,12 @@ class KeptMembers final : public base::JsonFilter {
       default:
         break;
     }
-    const auto& members = static_cast<const ObjectReads::Node*>(in.data)->members;
-    auto it = members.find(key);
-    if (it == members.end()) return Verdict::Skip();
-    return it->second.whole ? Verdict::Whole() : Verdict::Filter({kReads, &it->second});
+    return ObjectReads::Member(*static_cast<const ObjectReads::Node*>(in.data), key, kReads);
   }
-  // An array's elements are kept whole (default Element).
+  // An array read through a node: each element is read through it too.
+  Verdict Element(const base::JsonScope& in) override {
+    return in.kind == kReads ? Verdict::Filter(in) : Verdict::Whole();
+  }
 
  private:
   const ObjectReads& reads_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/cause.h"
+#include "base/json_filter.h"
 
 namespace kmt::webhook {
 
@@ -108,25 +109,12 @@ struct DecodeResult {
   size_t json_nodes = 0;  // the body's JSON nodes as kMaxJsonNodes counts them (MeasureJson)
 };
 
-// The members of request.object and request.oldObject an admitter reads, as paths of member
-// names ({"metadata", "labels"}). Decoded with one, a review's object holds only those: a
-// member whose path is listed is kept whole; one whose path is a proper prefix of a listed
-// path is kept as an object of just its listed members (or whole, when it is not an object);
-// every other member is skipped while the body is parsed, never built. The rest of the review
-// is decoded as always. So a large pod costs the pod mutator no DOM of its containers,
+// The members of request.object and request.oldObject an admitter reads (base/json_filter.h:
+// the shape the informers' projections use too). Decoded with one, a review's object holds only
+// those; every other member is skipped while the body is parsed, never built. The rest of the
+// review is decoded as always. So a large pod costs the pod mutator no DOM of its containers,
 // volumes or status (bench/RESULTS.md: parsing was a fifth of the server's CPU per review).
-class ObjectReads {
- public:
-  struct Node {
-    std::map<std::string, Node, std::less<>> members;
-    bool whole = false;  // the member's whole value
-  };
-  ObjectReads(std::initializer_list<std::vector<std::string>> paths);
-  const Node& root() const { return root_; }
-
- private:
-  Node root_;
-};
+using ObjectReads = base::ObjectReads;
 
 // Decodes an AdmissionReview body. Fails (with a message naming the member) on bytes that
 // are not a JSON object, on a wrong apiVersion or kind, a missing request or uid, and on a

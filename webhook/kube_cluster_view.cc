@@ -58,7 +58,8 @@ NodeList KubeClusterView::ListNodes() {
 NodeList KubeClusterView::ListNodesNow() {
   kube::ListOptions opts;
   opts.limit = page_size_;
-  opts.omit_managed_fields = true;  // projected to NodeInfo: never read
+  opts.omit_managed_fields = true;       // projected to NodeInfo: never read
+  opts.reads = &api::NodeInfo::Reads();  // nor anything else NodeInfo does not read
   Json list = kube::ListAll(client_, kube::kNodes, "", opts);
   std::vector<std::shared_ptr<const api::NodeInfo>> nodes;
   if (const auto items = base::Array(list, "items")) {
