@@ -135,25 +135,16 @@ int WorkQueue::NumRequeues(const std::string& key) const {
 }
 
 std::string WorkQueue::PopLocked() {
-  if (queue_.empty() || YieldingDueLocked()) return PopYieldingLocked();
-  std::string key = std::move(queue_.front());
-  queue_.pop_front();
-  const base::SteadyTime now = clock_.Now();
-  DepthLocked();
-  if (metrics_) {
-    auto it = added_at_.find(key);
-    if (it != added_at_.end()) metrics_->QueueLatency(now - it->second);
+  std::string key;
+  if (queue_.empty() || YieldingDueLocked()) {
+    key = std::move(yielding_.front());
+    yielding_.pop_front();
+    yielding_at_.erase(key);
+  } else {
+    key = std::move(queue_.front());
+    queue_.pop_front();
+    dirty_.erase(key);
   }
-  added_at_.erase(key);
-  processing_.emplace(key, now);
-  dirty_.erase(key);
-  return key;
-}
-
-std::string WorkQueue::PopYieldingLocked() {
-  std::string key = std::move(yielding_.front());
-  yielding_.pop_front();
-  yielding_at_.erase(key);
   const base::SteadyTime now = clock_.Now();
   DepthLocked();
   if (metrics_) {

@@ -90,8 +90,9 @@ class WorkQueue {
   void AddLocked(const std::string& key);
   // Appends `key` to the queue (it is dirty and not processing) and wakes a worker.
   void PushLocked(const std::string& key);
+  // Hands out the next key: the oldest yielding key when it is due or the first lane is
+  // empty, else the first lane's. Either lane must hold one.
   std::string PopLocked();
-  std::string PopYieldingLocked();
   // The yielding lane's oldest key is due: its max_wait has passed.
   bool YieldingDueLocked() const;
   void YieldLocked(const std::string& key, base::SteadyTime due);
