@@ -71,7 +71,9 @@ def used_verbs(consts):
                     line = text.count("\n", 0, m.start()) + 1
                     # The innermost call this constant is the first argument of.
                     before = text[:m.start()]
-                    cm = re.search(r"(\w+)\s*\(\s*(?:\w+_?\s*,\s*)?$", before)
+                    # (A template's arguments may come between the name and the call:
+                    # Options<api::NodeInfo>(kube::kNodes, ...).)
+                    cm = re.search(r"(\w+)\s*(?:<[^<>()]*>)?\s*\(\s*(?:\w+_?\s*,\s*)?$", before)
                     group, res = consts[name]
                     verbs, sub = [], ""
                     if cm:
