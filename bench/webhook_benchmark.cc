@@ -5,8 +5,9 @@
 // Three servers, each in a child process of its own (bench/server_process.h: its CPU is
 // read apart from the load generator's), on 127.0.0.1 with a throwaway certificate:
 //   real       the operator's webhook::AdmissionServer with AdmissionRoutes
-//              (SubjectAccessReview, VMIM and node reads answered by an in-memory
-//              kube::FakeClient, nodes from the controller's informer);
+//              (SubjectAccessReview, VMIM, VMI and node reads answered by an in-memory
+//              kube::FakeClient, nodes from the controller's informer, VMIs' nodes from
+//              the webhook's VMI cache);
 //   floor (a)  bench::AsioTlsFloor: minimal Boost.Asio TLS + Beast HTTP answering a
 //              constant AdmissionReview on --floor-threads threads (default: the cores);
 //   before (b) bench::HttplibAdmissionServer: the httplib server the operator had before
@@ -42,20 +43,22 @@
 #include "controller/informer_view.h"
 #include "webhook/kube_cluster_view.h"
 #include "webhook/routes.h"
+#include "webhook/vmi_node_cache.h"
 
 namespace kmt::bench {
 namespace {
 
 // The operator's admission routes and what they read, as the operator wires them (the
-// SubjectAccessReview answers remembered for the default 10 s / 2 s).
+// SubjectAccessReview answers remembered for the default 10 s / 2 s, the webhook's VMI cache).
 struct OperatorRoutes {
   explicit OperatorRoutes(kube::FakeClient& client)
-      : review(client), access(review), cluster(client), view(client, clock) {}
+      : review(client), access(review), cluster(client), view(client, clock), vmis(client) {}
   webhook::SubjectAccessReviewer review;
   webhook::CachingAccessReviewer access;
   webhook::KubeClusterView cluster;
   base::RealClock clock;
   controller::InformerView view;
+  webhook::VmiNodeCache vmis;
   AdmitTimer timer;
 };
 
@@ -115,6 +118,14 @@ int Main(int argc, char** argv) {
   // the fake API, nodes from the controller's informer unless --node-source=list.
   auto operator_routes = [&] {
     auto r = std::make_shared<OperatorRoutes>(api.client());
+    // The webhook's VMI cache runs wherever the webhook does (cmd/operator/operator.cc).
+    r->vmis.Start();
+    if (!r->vmis.WaitForSync(std::chrono::seconds(60))) {
+      throw std::runtime_error("the VMI cache did not sync");
+    }
+    r->cluster.SetCachedVmiNodes([r = r.get()](std::string_view ns, std::string_view name) {
+      return r->vmis.NodeName(ns, name);
+    });
     if (node_source == "informer") {
       r->view.Start();
       if (!r->view.WaitForSync(std::chrono::seconds(60))) {
@@ -145,6 +156,7 @@ int Main(int argc, char** argv) {
                            server->answered_inline(), server->deferred_to_workers());
               server->Stop();
               routes->view.Stop();
+              routes->vmis.Stop();
             }};
   };
   auto floor_server = [&]() -> ChildServer {
@@ -164,6 +176,7 @@ int Main(int argc, char** argv) {
             [server, routes] {
               server->Stop();
               routes->view.Stop();
+              routes->vmis.Stop();
             }};
   };
   ServerProcess real(real_server);
@@ -229,7 +242,9 @@ int Main(int argc, char** argv) {
            "in the same process; the mutator reads the VMIM from the controller's informer as the "
            "operator does (a GET only on a miss): the figures exclude the API server round "
            "trips. The validator's placement warnings read {} "
-           "KWOK-like nodes {}.",
+           "KWOK-like nodes {}, and where the VMI runs from the webhook's VMI cache "
+           "(webhook::VmiNodeCache over the same fake; a GET only on a miss), as the operator "
+           "does.",
            nodes,
            node_source == "informer"
                ? "from the controller's node informer (controller::InformerView over the same "

@@ -29,6 +29,9 @@ FakeApi::FakeApi(int vmims, int nodes) {
   for (int i = 0; i < vmims; ++i) {
     vmims_.push_back(client_.Create(kube::kVirtualMachineInstanceMigrations, "vms",
                                     Vmim(i, "vms", NodeTerm(NodeName(i % std::max(nodes, 1))))));
+    Json vmi = client_.Create(kube::kVirtualMachineInstances, "vms", Vmi(i, "vms"));
+    vmi["status"] = {{"phase", "Running"}, {"nodeName", NodeName((i + 1) % std::max(nodes, 1))}};
+    client_.Update(kube::kVirtualMachineInstances, "vms", vmi, "status");
   }
 }
 

@@ -4,8 +4,8 @@
 // AdmissionRoutes, whose SubjectAccessReviewer and KubeClusterView talk to a
 // kube::FakeClient in the same process. The SubjectAccessReview is therefore in the
 // measured path but answered in memory: the figures exclude the API server round trips
-// (one SAR per VMIM review, a VMIM GET per target pod review, a node LIST per VMIM review
-// for the placement warnings).
+// (one SAR per VMIM review, a VMIM GET per target pod review, a node LIST and a VMI GET per
+// VMIM review for the placement warnings, each answered from a cache where the operator has one).
 //
 // The floors (bench/webhook_benchmark.cc) are (a) a minimal Boost.Asio TLS server answering a
 // constant review (bench/asio_tls_floor.h) and (b) the httplib server the operator had before
@@ -29,8 +29,10 @@
 namespace kmt::bench {
 
 // The in-memory API the routes read: `vmims` VMIMs "mig-<i>" with a node term in namespace
-// "vms", `nodes` KWOK-like nodes, and a SubjectAccessReview answer that allows user
-// "admin" to `use` addednodeselectorterms.migration-target.kubevirt.io.
+// "vms", their VMIs "vm-<i>" running on node (i + 1) % `nodes` (the placement warning reads
+// where; not the node the term names, so no warning fires), `nodes` KWOK-like nodes, and a
+// SubjectAccessReview answer that allows user "admin" to `use`
+// addednodeselectorterms.migration-target.kubevirt.io.
 class FakeApi {
  public:
   FakeApi(int vmims, int nodes);

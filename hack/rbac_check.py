@@ -4,7 +4,8 @@
 The used verbs are derived from the code: every reference to a resource constant
 of kube/resources.h (kube::kPods, ...) in the operator's non-test sources
 (cmd/, controller/, webhook/, kube/ minus the fake) is classified by the call it is an
-argument of. A reference no rule classifies fails the check, so a new kind of
+argument of (or, for an informer's options, `x.watch.resource = kube::kX`: list and
+watch). A reference no rule classifies fails the check, so a new kind of
 call site cannot slip through unnoticed. The granted verbs are read from
 manifests/default/rbac.yaml. Grants the code does not use are reported too
 (least privilege), except those listed in ALLOWED_EXTRA with a reason.
@@ -87,6 +88,9 @@ def used_verbs(consts):
                             verbs = WRAPPERS[fn]
                         elif fn == "Options" and "informer" in f:
                             verbs = ["list", "watch"]
+                    elif re.search(r"\.watch\.resource\s*=\s*$", before):
+                        # An informer's (kube::InformerOptions) resource: it lists and watches.
+                        verbs = ["list", "watch"]
                     if not verbs:
                         unclassified.append(f"{rel}:{line}: kube::{name}")
                         continue
@@ -189,6 +193,10 @@ def self_test():
             ('verbs: ["create"]\n  - apiGroups: ["authorization.k8s.io"]',
              'verbs: ["create", "deletecollection"]\n  - apiGroups: ["authorization.k8s.io"]',
              "granted but unused: deletecollection events.core"),
+            # An informer's resource (x.watch.resource = kube::kX) is listed and watched.
+            ('VMI cache of where each VMI runs.\n    verbs: ["get", "list", "watch"]',
+             'VMI cache of where each VMI runs.\n    verbs: ["get", "list"]',
+             "used but not granted: watch virtualmachineinstances.kubevirt.io"),
         ]
         for old, new, want in cases:
             if old not in original:

@@ -2,8 +2,9 @@
 //
 // The pod mutator reads the migration a target pod belongs to; the validator reads the
 // nodes and the VMI's current node for its warnings. KubeClusterView
-// (webhook/kube_cluster_view.h) answers from the controller's caches where the operator
-// wires them (nodes, migrations) and with live API reads otherwise.
+// (webhook/kube_cluster_view.h) answers from caches where the operator wires them (the
+// controller's nodes and migrations, the webhook's VMI nodes: webhook/vmi_node_cache.h) and
+// with live API reads otherwise.
 // webhook/testing/fake_cluster_view.h keeps state in memory.
 #pragma once
 

@@ -74,6 +74,9 @@ NodeList KubeClusterView::ListNodesNow() {
 
 std::optional<std::string> KubeClusterView::VmiNodeName(std::string_view ns,
                                                         std::string_view name) {
+  if (cached_vmi_node_) {
+    if (std::optional<std::string> cached = cached_vmi_node_(ns, name)) return cached;
+  }
   auto vmi = kube::GetIfExists(client_, kube::kVirtualMachineInstances, ns, name);
   if (!vmi) return std::nullopt;
   return base::StringAt(*vmi, {"status", "nodeName"});

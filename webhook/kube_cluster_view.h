@@ -5,7 +5,10 @@
 // expires, one review lists again while the others keep using the previous list, so a
 // refresh never stalls concurrent reviews; only the very first list is waited for.
 // In the operator, where the controller's informer already caches the nodes, the cache is
-// used instead (SetCachedNodes) and no review lists nodes at all.
+// used instead (SetCachedNodes) and no review lists nodes at all. Likewise the VMI's node
+// (VmiNodeName) comes from the webhook's VMI cache (webhook/vmi_node_cache.h) where the
+// operator wires it (SetCachedVmiNodes), with a GET only while it has not synced or on a miss:
+// a hit reads no API and never blocks, so such a review is decided on the I/O thread.
 #pragma once
 
 #include <chrono>
@@ -36,7 +39,16 @@ class KubeClusterView : public ClusterView {
   // A source of cached nodes used instead of LIST whenever it returns non-null (e.g. an
   // informer's, null until it has synced). Set before the first review.
   void SetCachedNodes(std::function<NodeList()> source) { cached_nodes_ = std::move(source); }
+
+  // From the cached VMI nodes when `source` answers; else a GET of the VMI.
   std::optional<std::string> VmiNodeName(std::string_view ns, std::string_view name) override;
+  // A source of cached VMI nodes (e.g. VmiNodeCache::NodeName): status.nodeName of a cached
+  // VMI, nullopt while it has not synced or does not hold the VMI. It must not block. Set
+  // before the first review.
+  using CachedVmiNode =
+      std::function<std::optional<std::string>(std::string_view ns, std::string_view name)>;
+  void SetCachedVmiNodes(CachedVmiNode source) { cached_vmi_node_ = std::move(source); }
+
   std::vector<Json> ListPolicies() override;
   std::optional<Json> GetPolicy(std::string_view name) override;
   std::optional<Json> GetVmi(std::string_view ns, std::string_view name) override;
@@ -62,6 +74,7 @@ class KubeClusterView : public ClusterView {
   base::Clock& clock_;
   std::function<NodeList()> cached_nodes_;
   CachedMigration cached_migration_;
+  CachedVmiNode cached_vmi_node_;
   std::mutex nodes_mu_;
   std::condition_variable nodes_cv_;  // the first list arrived, or its attempt failed
   base::SteadyTime nodes_fetched_{};

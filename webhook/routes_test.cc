@@ -5,7 +5,9 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -15,7 +17,9 @@
 #include "kube/base64.h"
 #include "kube/fake_client.h"
 #include "kube/resources.h"
+#include "webhook/access_review.h"
 #include "webhook/kube_cluster_view.h"
+#include "webhook/vmi_node_cache.h"
 
 namespace kmt::webhook {
 namespace {
@@ -98,6 +102,101 @@ std::string PodReview(const std::string& uid, const Json& vmim) {
                 {"userInfo", {{"username", "system:serviceaccount:kubevirt:kubevirt-controller"}}},
                 {"object", pod}}}}
       .dump();
+}
+
+// A started server over `routes`, its certificate and a client that trusts it.
+struct Served {
+  http::testing::TestAuthority ca;
+  std::string dir = http::testing::MakeTempDir();
+  std::unique_ptr<AdmissionServer> server;
+  std::unique_ptr<httplib::SSLClient> cli;
+
+  explicit Served(std::vector<Route> routes) {
+    auto pair = ca.Issue(7);
+    http::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
+    http::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
+    http::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
+    ServerOptions opts;
+    opts.address = "127.0.0.1";
+    opts.port = 0;
+    opts.cert_file = dir + "/tls.crt";
+    opts.key_file = dir + "/tls.key";
+    opts.log = [](const ServerLogEntry&) {};
+    server = std::make_unique<AdmissionServer>(opts, std::move(routes));
+    server->Start();
+    cli = std::make_unique<httplib::SSLClient>("127.0.0.1", server->port());
+    cli->set_ca_cert_path((dir + "/ca.crt").c_str());
+    cli->enable_server_certificate_verification(true);
+  }
+  ~Served() { server->Stop(); }
+
+  Json Post(const char* path, const std::string& body) {
+    auto res = cli->Post(path, body, "application/json");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    return Json::parse(res->body)["response"];
+  }
+};
+
+TEST_CASE("With the operator's caches, a term matching one node is decided on the I/O thread") {
+  Cluster cluster;
+  cluster.use_granted.insert({"admin", "ns1"});
+  Json vmi = cluster.api.Create(kube::kVirtualMachineInstances, "ns1",
+                                {{"apiVersion", "kubevirt.io/v1"},
+                                 {"kind", "VirtualMachineInstance"},
+                                 {"metadata", {{"name", "vm1"}, {"namespace", "ns1"}}}});
+  vmi["status"] = {{"nodeName", "node-2"}, {"phase", "Running"}};
+  cluster.api.Update(kube::kVirtualMachineInstances, "ns1", vmi, "status");
+  // As the operator wires them: remembered SubjectAccessReview answers, the controller's node
+  // cache (here the two nodes as it would hold them), the webhook's VMI cache.
+  SubjectAccessReviewer reviewer(cluster.api);
+  CachingAccessReviewer access(reviewer);
+  KubeClusterView view(cluster.api);
+  std::vector<std::shared_ptr<const api::NodeInfo>> nodes;
+  for (const char* name : {"node-1", "node-2"}) {
+    api::NodeInfo n;
+    n.name = name;
+    nodes.push_back(std::make_shared<const api::NodeInfo>(std::move(n)));
+  }
+  NodeList node_list =
+      std::make_shared<const std::vector<std::shared_ptr<const api::NodeInfo>>>(nodes);
+  view.SetCachedNodes([node_list] { return node_list; });
+  VmiNodeCache vmis(cluster.api);
+  std::atomic<bool> vmis_wired{false};  // the source answers nothing until then
+  view.SetCachedVmiNodes([&](std::string_view ns, std::string_view name) {
+    return vmis_wired ? vmis.NodeName(ns, name) : std::nullopt;
+  });
+  Served served(AdmissionRoutes(access, view));
+  const std::string same_node =
+      "the added node selector term matches only node \"node-2\", where VMI \"vm1\" runs now; "
+      "the migration cannot be scheduled";
+
+  // The first review asks for the SubjectAccessReview: on a worker.
+  Json first = served.Post("/validate-vmim", VmimReview("r1", "admin"));
+  CHECK(first["allowed"] == true);
+  CHECK(first["warnings"] == Json::array({same_node}));
+  CHECK(served.server->deferred_to_workers() == 1);
+  CHECK(served.server->answered_inline() == 0);
+  // Its answer remembered, but the VMI read with a GET: still on a worker.
+  CHECK(served.Post("/validate-vmim", VmimReview("r2", "admin"))["warnings"] ==
+        Json::array({same_node}));
+  CHECK(served.server->deferred_to_workers() == 2);
+  CHECK(served.server->answered_inline() == 0);
+
+  vmis.Start();
+  REQUIRE(vmis.WaitForSync(std::chrono::seconds(10)));
+  vmis_wired = true;
+  cluster.api.ClearCalls();
+  Json inline_answer = served.Post("/validate-vmim", VmimReview("r3", "admin"));
+  CHECK(inline_answer["allowed"] == true);
+  CHECK(inline_answer["warnings"] == Json::array({same_node}));  // the same answer
+  CHECK(served.server->answered_inline() == 1);
+  CHECK(served.server->deferred_to_workers() == 2);
+  // No request on the review's behalf (the VMI cache's own watch aside).
+  int review_calls = 0;
+  for (const kube::FakeCall& c : cluster.api.Calls()) review_calls += c.verb != kube::Verb::kWatch;
+  CHECK(review_calls == 0);
+  vmis.Stop();
 }
 
 TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target pods") {

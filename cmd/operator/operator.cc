@@ -32,6 +32,7 @@
 #include "webhook/server.h"
 #include "webhook/serving_cert.h"
 #include "webhook/token_review.h"
+#include "webhook/vmi_node_cache.h"
 
 namespace kmt::cmd {
 
@@ -86,6 +87,8 @@ struct Operator::Impl {
   std::unique_ptr<webhook::SubjectAccessReviewer> access;
   std::unique_ptr<webhook::CachingAccessReviewer> access_cache;  // in front of `access`
   std::unique_ptr<webhook::KubeClusterView> cluster;
+  // Where each VMI runs, for the placement warnings (on every replica serving the webhook).
+  std::unique_ptr<webhook::VmiNodeCache> vmi_nodes;
   std::unique_ptr<WebhookMetrics> webhook_metrics;
   std::unique_ptr<webhook::AdmissionServer> webhook;
   std::unique_ptr<webhook::certs::CertBootstrap> certs;
@@ -156,6 +159,7 @@ struct Operator::Impl {
       cached.WithLabels({"boundPods"}).Set(static_cast<double>(sizes.bound_pods));
       cut_label_pods.Set(static_cast<double>(view->BoundPodsLabelsCut()));
     }
+    if (vmi_nodes) cached.WithLabels({"vmis"}).Set(static_cast<double>(vmi_nodes->Size()));
     return AnswerMetrics(registry);
   }
 
@@ -319,6 +323,15 @@ struct Operator::Impl {
         std::chrono::milliseconds(flags.authorization_cache_unauthorized_ttl_ms);
     access_cache = std::make_unique<webhook::CachingAccessReviewer>(*access, cache_options, clock);
     cluster = std::make_unique<webhook::KubeClusterView>(clients.webhook);
+    // The VMI's node from memory (a GET until the cache has synced, or on a miss): a review
+    // with a term matching one node is then decided without waiting. Readiness does not wait
+    // for it.
+    webhook::VmiNodeCacheOptions vmi_options;
+    vmi_options.on_error = WatchErrorLog(log);
+    vmi_nodes = std::make_unique<webhook::VmiNodeCache>(clients.webhook, vmi_options);
+    cluster->SetCachedVmiNodes([this](std::string_view ns, std::string_view name) {
+      return vmi_nodes->NodeName(ns, name);
+    });
     webhook::ServerOptions wo;
     wo.port = flags.webhook_port;
     wo.cert_file = flags.webhook_cert_dir + "/tls.crt";
@@ -392,6 +405,7 @@ struct Operator::Impl {
       log.Info("Started metrics server", {{"port", std::to_string(metrics_server->port())},
                                           {"secure", flags.metrics_secure ? "true" : "false"}});
     }
+    if (vmi_nodes) vmi_nodes->Start();
     if (webhook) {
       webhook->Start();
       log.Info("Started webhook", {{"port", std::to_string(webhook->port())}});
@@ -468,6 +482,7 @@ struct Operator::Impl {
     if (async_events) async_events->Stop();  // their Events, for at most 5 s
     if (elector) elector->Stop();            // releases the lease when leading
     if (webhook) webhook->Stop();
+    if (vmi_nodes) vmi_nodes->Stop();
     if (view) view->Stop();
     if (metrics_server) metrics_server->Stop();
     if (health) health->Stop();
