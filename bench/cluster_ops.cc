@@ -77,6 +77,24 @@ void DeleteNamespace(kube::KubeClient& client, const std::string& ns) {
   }
 }
 
+void WaitNamespaceGone(kube::KubeClient& client, const std::string& ns,
+                       std::chrono::seconds timeout) {
+  const bool gone =
+      base::PollUntil(base::SystemClock(), timeout, std::chrono::milliseconds(200), [&] {
+        try {
+          client.Get(kube::kNamespaces, "", ns);
+          return false;
+        } catch (const kube::KubeError& e) {
+          if (e.kind() == kube::ErrorKind::kNotFound) return true;
+          throw;
+        }
+      });
+  if (!gone) {
+    throw std::runtime_error("namespace " + ns + " is still there after " +
+                             std::to_string(timeout.count()) + "s");
+  }
+}
+
 void WaitNoMigrations(kube::KubeClient& client, std::chrono::seconds timeout) {
   kube::ListOptions one_vmim;
   one_vmim.limit = 1;

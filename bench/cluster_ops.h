@@ -25,6 +25,12 @@ void EnsureNamespace(kube::KubeClient& client, const std::string& ns);
 // benchmarks run, so this removes them itself. Does not wait for the namespace to be gone.
 void DeleteNamespace(kube::KubeClient& client, const std::string& ns);
 
+// Waits until namespace `ns` is gone (its content deleted by kube-controller-manager's
+// namespace controller, work that would otherwise overlap the next measurement); throws
+// after `timeout`.
+void WaitNamespaceGone(kube::KubeClient& client, const std::string& ns,
+                       std::chrono::seconds timeout);
+
 // Waits until no VMIM and no virt-launcher pod is left in the cluster (earlier runs'
 // namespaces being deleted); throws after `timeout`, naming one that is still there.
 void WaitNoMigrations(kube::KubeClient& client, std::chrono::seconds timeout);

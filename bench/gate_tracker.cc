@@ -1,6 +1,7 @@
 #include "bench/gate_tracker.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -96,6 +97,43 @@ std::vector<Row> GateRows(const GateRun& op, const GateRun& floor) {
   };
 }
 
+GateRun MedianRun(const std::vector<GateRun>& rounds) {
+  GateRun out;
+  if (rounds.empty()) return out;
+  auto median = [&](auto figure) {
+    std::vector<double> v;
+    v.reserve(rounds.size());
+    for (const GateRun& r : rounds) v.push_back(figure(r));
+    return Percentile(std::move(v), 0.5);
+  };
+  out.n = rounds.front().n;
+  out.latency.count = rounds.front().latency.count;
+  out.latency.p50 = median([](const GateRun& r) { return r.latency.p50; });
+  out.latency.p99 = median([](const GateRun& r) { return r.latency.p99; });
+  out.latency.max = median([](const GateRun& r) { return r.latency.max; });
+  out.latency.mean = median([](const GateRun& r) { return r.latency.mean; });
+  out.throughput = median([](const GateRun& r) { return r.throughput; });
+  out.released = rounds.front().released;
+  for (const GateRun& r : rounds) {
+    out.released = std::min(out.released, r.released);
+    out.latency.count = std::min(out.latency.count, r.latency.count);
+  }
+  return out;
+}
+
+std::vector<Row> RoundRows(const std::vector<GateRun>& op, const std::vector<GateRun>& floor) {
+  const size_t rounds = std::min(op.size(), floor.size());
+  if (rounds < 2) return {};
+  std::vector<std::string> p99, cost;
+  for (size_t i = 0; i < rounds; ++i) {
+    p99.push_back(FormatRatio(Ratio(op[i].latency.p99, floor[i].latency.p99)));
+    cost.push_back(FormatRatio(Ratio(floor[i].throughput, op[i].throughput)));
+  }
+  return {{fmt::format("ratios per round (N = {})", op.front().n),
+           fmt::format("p99 {}; throughput {}", fmt::join(p99, " "), fmt::join(cost, " ")), "", "",
+           "", std::nullopt}};
+}
+
 double MetricTotal(std::string_view exposition, std::string_view name) {
   double total = 0;
   size_t at = 0;
@@ -133,6 +171,12 @@ OperatorWork operator-(const OperatorWork& after, const OperatorWork& before) {
   return {after.reconciles - before.reconciles,       after.retries - before.retries,
           after.queue_seconds - before.queue_seconds, after.queue_count - before.queue_count,
           after.work_seconds - before.work_seconds,   after.work_count - before.work_count};
+}
+
+OperatorWork operator+(const OperatorWork& a, const OperatorWork& b) {
+  return {a.reconciles + b.reconciles,       a.retries + b.retries,
+          a.queue_seconds + b.queue_seconds, a.queue_count + b.queue_count,
+          a.work_seconds + b.work_seconds,   a.work_count + b.work_count};
 }
 
 std::vector<Row> WorkRows(size_t n, size_t released, const OperatorWork& work) {

@@ -67,6 +67,18 @@ struct GateRun {
 // 41); none at other sizes.
 std::vector<Row> GateRows(const GateRun& op, const GateRun& floor);
 
+// The middle of rounds of one N, run interleaved with the other side's (operator, floor,
+// operator, floor, …), so that a change of the machine's load during the benchmark moves
+// both sides instead of one: each latency figure and the throughput the median of the
+// rounds' (nearest rank: the lower middle of an even count), released the least of them
+// (every pod of every round, or the budget fails). Empty rounds → a GateRun of zeros.
+GateRun MedianRun(const std::vector<GateRun>& rounds);
+
+// With more than one round, one row per N with each round's p99 and throughput ratios
+// (operator round i against floor round i), so the spread behind the medians shows; none
+// for a single round.
+std::vector<Row> RoundRows(const std::vector<GateRun>& op, const std::vector<GateRun>& floor);
+
 // Where the operator's time went in one run, from its /metrics (the difference of a scrape
 // after the run and one before it).
 struct OperatorWork {
@@ -83,6 +95,8 @@ struct OperatorWork {
 double MetricTotal(std::string_view exposition, std::string_view name);
 OperatorWork OperatorWorkOf(std::string_view exposition);
 OperatorWork operator-(const OperatorWork& after, const OperatorWork& before);
+// Two runs' work together (the rounds of one N).
+OperatorWork operator+(const OperatorWork& a, const OperatorWork& b);
 
 // Rows for one N: reconciles per released pod, mean queue wait and mean reconcile time, and
 // retries: what the latency above is made of.

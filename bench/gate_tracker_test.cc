@@ -127,5 +127,48 @@ TEST_CASE("WorkRows read the operator's queue and reconcile figures from two scr
   CHECK(rows[3].value == "3");
 }
 
+TEST_CASE("MedianRun takes each figure's middle round and the least released") {
+  CHECK(MedianRun({}).n == 0);
+  const GateRun a{50, {50, 0.10, 0.30, 0.40, 0.12}, 90, 50};
+  const GateRun b{50, {50, 0.20, 0.20, 0.25, 0.18}, 120, 49};
+  const GateRun c{50, {50, 0.15, 0.50, 0.60, 0.15}, 100, 50};
+  const GateRun m = MedianRun({a, b, c});
+  CHECK(m.n == 50);
+  CHECK(m.latency.p50 == 0.15);
+  CHECK(m.latency.p99 == 0.30);
+  CHECK(m.latency.max == 0.40);
+  CHECK(m.latency.mean == 0.15);
+  CHECK(m.throughput == 100);
+  CHECK(m.released == 49);  // one round missed a pod: the budget rows fail
+  CHECK(GateRows(m, MedianRun({a, a, a}))[4].pass == false);
+  // An even count: the lower middle (nearest rank), never an average of two.
+  CHECK(MedianRun({a, c}).latency.p99 == 0.30);
+  CHECK(MedianRun({a}).latency.p99 == 0.30);
+}
+
+TEST_CASE("RoundRows show each round's ratios, none for one round") {
+  const GateRun op1{200, {200, 0.1, 0.26, 0.3, 0.1}, 100, 200};
+  const GateRun op2{200, {200, 0.1, 0.50, 0.6, 0.1}, 50, 200};
+  const GateRun fl{200, {200, 0.1, 0.25, 0.3, 0.1}, 100, 200};
+  CHECK(RoundRows({op1}, {fl}).empty());
+  const std::vector<Row> rows = RoundRows({op1, op2}, {fl, fl});
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].figure == "ratios per round (N = 200)");
+  CHECK(rows[0].value == "p99 1.04× 2.00×; throughput 1.00× 2.00×");
+  CHECK(rows[0].pass == std::nullopt);
+}
+
+TEST_CASE("OperatorWork of rounds adds up") {
+  const OperatorWork a{10, 1, 0.5, 10, 0.2, 10};
+  const OperatorWork b{20, 0, 1.5, 20, 0.4, 20};
+  const OperatorWork s = a + b;
+  CHECK(s.reconciles == 30);
+  CHECK(s.retries == 1);
+  CHECK(s.queue_seconds == 2.0);
+  CHECK(s.queue_count == 30);
+  CHECK(s.work_seconds == Approx(0.6));
+  CHECK(s.work_count == 30);
+}
+
 }  // namespace
 }  // namespace kmt::bench

@@ -36,7 +36,8 @@ std::vector<std::string> MemoryNotes(const MemoryFigures& f) {
       fmt::format(
           "RSS = VmRSS of //cmd/operator:operator (out of cluster, --disable-webhook, a follower: "
           "a Lease held by another identity keeps it from reconciling), the largest of 6 "
-          "samples over 3 s after /readyz reports the caches synced. Floor = the same binary "
+          "samples over 3 s after /readyz reports the caches synced (with every object loaded, "
+          "the largest over the cold starts below). Floor = the same binary "
           "and flags synced on the same cluster before the objects were created ({}). "
           "Restarted after each batch; bytes per object = RSS growth of that batch ÷ its "
           "count, next to the mean JSON size of the object as the API server returned it "
@@ -77,14 +78,16 @@ std::vector<std::string> ColdStartNotes(const ColdStartFigures& f) {
           "right after that answer. Floor = the LISTs its informers make (nodes; VMIMs; pods "
           "with the target-pod label selector; all namespaces), concurrently, {} items a page "
           "as the operator pages, each page read whole and parsed by nlohmann's SAX parser into "
-          "nothing: {} pages, {}, measured after the operator stopped, the least time and the "
-          "least CPU of {} passes. CPU floor = the listing threads' CPU, of which the parses "
+          "nothing: {} pages, {}. {} passes, interleaved (an operator start, then a floor pass "
+          "once it stopped, and again), so that a change of the machine's load moves both "
+          "sides; each side's figures are the least time and the least CPU of its passes. "
+          "CPU floor = the listing threads' CPU, of which the parses "
           "took {:.2f} CPU-s (reading the bytes alone costs the rest). CPU budget: half of the 7 "
           "CPU-s issue 41 measured with 25,000 objects, "
           "scaled to the {} objects here.",
           f.poll_seconds * 1000, f.page_size, f.floor_requests,
-          FormatBytes(static_cast<double>(f.floor_bytes)), f.floor_passes,
-          f.floor_parse_cpu_seconds, Objects(f)),
+          FormatBytes(static_cast<double>(f.floor_bytes)), f.passes, f.floor_parse_cpu_seconds,
+          Objects(f)),
   };
 }
 

@@ -44,7 +44,7 @@ struct ColdStartFigures {
   double floor_parse_cpu_seconds = 0;  // of floor_cpu_seconds, the parses
   uint64_t floor_bytes = 0;
   size_t floor_requests = 0;
-  int floor_passes = 1;  // the floor is the best of this many passes
+  int passes = 1;  // each side is the best of this many passes, interleaved
   int64_t page_size = 0;
   double poll_seconds = 0;  // how often /readyz was asked
 };
