@@ -115,4 +115,12 @@ class ObjectReads {
 Json ParseFiltered(std::string_view text, JsonFilter& filter, JsonFilter::Verdict root,
                    std::string* error = nullptr);
 
+// The same answer by nlohmann's SAX parser alone, every byte through its lexer: the reference
+// ParseFiltered is tested against. ParseFiltered walks the containers its filter sees with a
+// scanner of its own, which checks skipped values without building or copying anything and
+// hands each kept value's own text to nlohmann's parser; when the scanner finds the text is
+// not JSON, nlohmann's parser (without the filter) gives the message.
+Json ParseFilteredBySax(std::string_view text, JsonFilter& filter, JsonFilter::Verdict root,
+                        std::string* error = nullptr);
+
 }  // namespace kmt::base

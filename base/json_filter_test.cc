@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -237,6 +239,118 @@ TEST_CASE("Nesting deeper than any stack inside a skipped value is counted, not 
   DropByName f({"drop"});
   CHECK(ParseFiltered(R"({"drop": )" + deep + R"(, "a": 1})", f, Verdict::Filter({})) ==
         Json{{"a", 1}});
+}
+
+// Decides each member by its key's first letter: skip, keep whole, or look inside; elements
+// alternate. So one text exercises every verdict at every depth.
+class ByLetter : public JsonFilter {
+ public:
+  Verdict Member(const JsonScope& /*object*/, std::string_view key) override {
+    const char c = key.empty() ? 'f' : key.front();
+    if (c == 's') return Verdict::Skip();
+    if (c == 'w') return Verdict::Whole();
+    return Verdict::Filter({});
+  }
+  Verdict Element(const JsonScope& /*array*/) override {
+    ++elements_;
+    if (elements_ % 3 == 0) return Verdict::Skip();
+    return elements_ % 3 == 1 ? Verdict::Filter({}) : Verdict::Whole();
+  }
+  void End(const JsonScope& /*scope*/, Json& container) override {
+    if (container.is_object()) container["ended"] = ++ended_;
+  }
+
+ private:
+  size_t elements_ = 0;
+  size_t ended_ = 0;
+};
+
+std::string RandomText(std::mt19937& rng, int depth) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  static const char* const kKeys[] = {"s",  "w",          "f",      "sa",      "wb",
+                                      "fc", R"(a\u00e9)", R"(s\n)", R"(w\"x)", ""};
+  static const char* const kScalars[] = {"0",
+                                         "-0",
+                                         "12",
+                                         "-7",
+                                         "1.5",
+                                         "-2.5e-3",
+                                         "1E400",
+                                         "18446744073709551615",
+                                         "18446744073709551616",
+                                         "-9223372036854775809",
+                                         "true",
+                                         "false",
+                                         "null",
+                                         R"("")",
+                                         R"("plain")",
+                                         R"("\u00e9\t\"\\\/")",
+                                         R"("\ud83d\ude00")",
+                                         "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+                                         "1e-400",
+                                         "0.0000001"};
+  if (depth <= 0 || pick(3) == 0) return kScalars[pick(static_cast<int>(std::size(kScalars)))];
+  std::string out;
+  const int n = pick(4);
+  if (pick(2) == 0) {
+    out = "{";
+    for (int i = 0; i < n; ++i) {
+      if (i > 0) out += pick(4) == 0 ? " , " : ",";
+      out += std::string("\"") + kKeys[pick(static_cast<int>(std::size(kKeys)))] + "\"" +
+             (pick(3) == 0 ? " :\n " : ":") + RandomText(rng, depth - 1);
+    }
+    return out + "}";
+  }
+  out = "[";
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) out += ",";
+    out += (pick(5) == 0 ? "\t" : "") + RandomText(rng, depth - 1);
+  }
+  return out + "]";
+}
+
+TEST_CASE("The fast path gives the SAX path's answer on random and broken texts") {
+  const uint32_t seed = GENERATE(1u, 2u);  // a failure names its seed
+  std::mt19937 rng(seed);
+  static const char kBytes[] = {'"',    '\\',   '{',    '}',    '[',    ']',    ',', ':',
+                                'u',    '0',    '-',    'e',    '.',    ' ',    'D', '8',
+                                '\x80', '\xc3', '\xed', '\xf4', '\x1f', '\x7f', 't', 'n',
+                                '\xef', '\xbf', 'E',    '+',    '1',    '9'};
+  size_t broken = 0;
+  for (int i = 0; i < 10000; ++i) {
+    std::string text =
+        (rng() % 4 == 0 ? R"({"f": )" : R"({"w": 1, "f": )") + RandomText(rng, 5) + "}";
+    const int mutations = static_cast<int>(rng() % 3);
+    for (int m = 0; m < mutations && !text.empty(); ++m) {
+      const size_t at = rng() % text.size();
+      const char b = kBytes[rng() % sizeof(kBytes)];
+      switch (rng() % 3) {
+        case 0:
+          text[at] = b;
+          break;
+        case 1:
+          text.insert(text.begin() + static_cast<ptrdiff_t>(at), b);
+          break;
+        default:
+          text.erase(at, 1);
+          break;
+      }
+    }
+    CAPTURE(seed, i, text);
+    ByLetter fast_filter, sax_filter;
+    std::string fast_error, sax_error;
+    const Json fast = ParseFiltered(text, fast_filter, Verdict::Filter({}), &fast_error);
+    const Json sax = ParseFilteredBySax(text, sax_filter, Verdict::Filter({}), &sax_error);
+    REQUIRE(fast.is_discarded() == sax.is_discarded());
+    if (sax.is_discarded()) {
+      ++broken;
+      CHECK(fast_error == sax_error);
+    } else {
+      CHECK(fast == sax);
+    }
+  }
+  CHECK(broken > 2000);   // the mutations do break texts
+  CHECK(broken < 18000);  // and leave many whole
 }
 
 }  // namespace
