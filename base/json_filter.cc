@@ -204,7 +204,7 @@ class ErrorsOnly {
 // there.
 class Scanner {
  public:
-  Scanner(const char* begin, const char* end) : end_(end) { (void)begin; }
+  explicit Scanner(const char* end) : end_(end) {}
 
   const char* Space(const char* p) const {
     while (p != end_ && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
@@ -474,10 +474,7 @@ class Scanner {
 class FastFiltered {
  public:
   FastFiltered(std::string_view text, JsonFilter& filter)
-      : begin_(text.data()),
-        end_(text.data() + text.size()),
-        scan_(begin_, end_),
-        filter_(filter) {}
+      : begin_(text.data()), end_(text.data() + text.size()), scan_(end_), filter_(filter) {}
 
   bool Parse(const JsonFilter::Verdict& root, Json& out) {
     const char* p = scan_.Space(begin_);

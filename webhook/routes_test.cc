@@ -204,31 +204,9 @@ TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target
   SubjectAccessReviewer access(cluster.api);
   KubeClusterView view(cluster.api);
 
-  http::testing::TestAuthority ca;
-  const std::string dir = http::testing::MakeTempDir();
-  auto pair = ca.Issue(7);
-  http::testing::WriteFileAtomically(dir + "/tls.key", pair.key);
-  http::testing::WriteFileAtomically(dir + "/tls.crt", pair.cert);
-  http::testing::WriteFileAtomically(dir + "/ca.crt", ca.ca_pem());
-  ServerOptions opts;
-  opts.address = "127.0.0.1";
-  opts.port = 0;
-  opts.cert_file = dir + "/tls.crt";
-  opts.key_file = dir + "/tls.key";
-  opts.log = [](const ServerLogEntry&) {};
-  AdmissionServer server(opts, AdmissionRoutes(access, view));
-  server.Start();
-  REQUIRE(server.Ready());
-
-  httplib::SSLClient cli("127.0.0.1", server.port());
-  cli.set_ca_cert_path((dir + "/ca.crt").c_str());
-  cli.enable_server_certificate_verification(true);
-  auto post = [&](const char* path, const std::string& body) {
-    auto res = cli.Post(path, body, "application/json");
-    REQUIRE(res);
-    REQUIRE(res->status == 200);
-    return Json::parse(res->body)["response"];
-  };
+  Served served(AdmissionRoutes(access, view));
+  REQUIRE(served.server->Ready());
+  auto post = [&](const char* path, const std::string& body) { return served.Post(path, body); };
 
   cluster.use_granted.insert({"admin", "ns1"});
   Json admin = post("/validate-vmim", VmimReview("r1", "admin"));
@@ -272,7 +250,6 @@ TEST_CASE("The embedded webhook admits admins, denies VM owners and gates target
   Json no_vmim = post("/mutate-pod", PodReview("p4", plain));
   CHECK(no_vmim["allowed"] == false);
   CHECK(no_vmim["status"]["code"] == 500);
-  server.Stop();
 }
 
 }  // namespace
