@@ -17,8 +17,10 @@ constexpr base::Duration kBoundPodsPoll = std::chrono::milliseconds(500);
 // How long a key whose gates were released while other keys waited may put off its conditions
 // and Events (see ApplyPlan): its target pod's next event brings it back once no release
 // waits, and this at the latest; by then the caches have seen the release, so its next plan
-// is the status write alone.
-constexpr base::Duration kStatusDeferral = std::chrono::milliseconds(1000);
+// is the status write alone. Long enough for a burst of a few hundred releases to go out
+// first (at 1 s, the status writes of a burst of 200 came due while pods were still being
+// created and cut the release rate to a third: issue 41), short enough for `kubectl get`.
+constexpr base::Duration kStatusDeferral = std::chrono::seconds(5);
 }  // namespace
 
 std::string KeyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }

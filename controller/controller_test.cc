@@ -129,7 +129,7 @@ TEST_CASE("While other keys wait, a gate is released at once and its conditions 
   CHECK_FALSE(w.controller.ProcessNext().has_value());
   // At kStatusDeferral the key comes back at the latest, in case no event came: by now there
   // is nothing left to write.
-  w.clock.Advance(milliseconds(999));
+  w.clock.Advance(milliseconds(4999));
   CHECK(w.controller.queue().Len() == 0);
   w.clock.Advance(milliseconds(1));
   REQUIRE(w.controller.queue().Len() == 1);

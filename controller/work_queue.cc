@@ -136,7 +136,11 @@ int WorkQueue::NumRequeues(const std::string& key) const {
 
 std::string WorkQueue::PopLocked() {
   std::string key;
-  if (queue_.empty() || YieldingDueLocked()) {
+  // A due yielding key goes ahead of a waiting first lane every other time, so that neither
+  // lane stalls the other.
+  const bool ahead = !queue_.empty() && YieldingDueLocked() && !due_went_ahead_;
+  due_went_ahead_ = ahead;
+  if (queue_.empty() || ahead) {
     key = std::move(yielding_.front());
     yielding_.pop_front();
     yielding_at_.erase(key);

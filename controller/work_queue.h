@@ -15,7 +15,8 @@
 //   - AddYielding(key, max_wait) queues the key in a second lane for work that
 //     can wait (a status write after a release): a yielding key is handed out
 //     only when no key waits in the first lane, or once it has waited max_wait
-//     (then ahead of the first lane, oldest first). An Add of a yielding key
+//     (then, oldest first, every other key handed out while the first lane
+//     waits, so that neither lane stalls the other). An Add of a yielding key
 //     moves it to the first lane; a key already queued there, or re-added
 //     while it processes, stays there. Added while the key is processing, it
 //     enters the lane at Done. Not in client-go: its workqueue has one lane.
@@ -90,8 +91,9 @@ class WorkQueue {
   void AddLocked(const std::string& key);
   // Appends `key` to the queue (it is dirty and not processing) and wakes a worker.
   void PushLocked(const std::string& key);
-  // Hands out the next key: the oldest yielding key when it is due or the first lane is
-  // empty, else the first lane's. Either lane must hold one.
+  // Hands out the next key: the oldest yielding key when the first lane is empty, or when
+  // it is due and the last key was not a due one taken ahead; else the first lane's. Either
+  // lane must hold one.
   std::string PopLocked();
   // The yielding lane's oldest key is due: its max_wait has passed.
   bool YieldingDueLocked() const;
@@ -126,6 +128,8 @@ class WorkQueue {
   base::Duration max_delay_;  // the limiter's longest backoff: caps a not_before
   bool shutting_down_ = false;
   bool draining_ = false;
+  // The last key handed out was a due yielding key taken ahead of a waiting first lane.
+  bool due_went_ahead_ = false;
 };
 
 }  // namespace kmt::controller

@@ -279,6 +279,31 @@ TEST_CASE("A yielding key that has waited max_wait goes ahead of the others") {
   REQUIRE(Drain(q) == std::vector<std::string>{"ns/y", "ns/b", "ns/z"});
 }
 
+TEST_CASE("Due yielding keys and the first lane take turns; neither stalls the other") {
+  base::FakeClock clock;
+  WorkQueue q(clock);
+  for (const char* y : {"ns/y1", "ns/y2", "ns/y3"}) q.AddYielding(y, seconds(1));
+  for (const char* a : {"ns/a1", "ns/a2", "ns/a3", "ns/a4"}) q.Add(a);
+  auto first = q.TryGet();  // none is due yet: the first lane
+  REQUIRE(first == "ns/a1");
+  q.Done(*first);
+  clock.Advance(seconds(1));
+  // All three are due: one of them, one of the first lane, and so on; once the first lane is
+  // empty, the rest in a row.
+  REQUIRE(Drain(q) ==
+          std::vector<std::string>{"ns/y1", "ns/a2", "ns/y2", "ns/a3", "ns/y3", "ns/a4"});
+  // A yielding key handed out because the first lane was empty does not count as a turn.
+  q.AddYielding("ns/y4", seconds(1));
+  q.AddYielding("ns/y5", seconds(1));
+  auto y4 = q.TryGet();
+  REQUIRE(y4 == "ns/y4");
+  q.Done(*y4);
+  clock.Advance(seconds(1));
+  q.Add("ns/a5");
+  q.Add("ns/a6");
+  REQUIRE(Drain(q) == std::vector<std::string>{"ns/y5", "ns/a5", "ns/a6"});
+}
+
 TEST_CASE("Add moves a yielding key to the first lane; AddYielding never moves one back") {
   base::FakeClock clock;
   WorkQueue q(clock);
