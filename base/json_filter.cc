@@ -2,6 +2,7 @@
 #include "base/json_filter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -516,9 +517,7 @@ class FastFiltered {
         std::string decoded;
         std::string_view key(p + 1, static_cast<size_t>(key_end - p - 2));
         if (escaped) {
-          Json k;
-          if (!Whole(p, key_end, k)) return false;
-          decoded = k.get<std::string>();
+          String(p, decoded);
           key = decoded;
         }
         p = scan_.Space(key_end);
@@ -582,30 +581,202 @@ class FastFiltered {
     }
   }
 
-  // The value [p, e), already scanned, built as nlohmann builds it.
-  static bool Whole(const char* p, const char* e, Json& out) {
-    switch (*p) {
-      case 't':
-        out = true;
-        return true;
-      case 'f':
-        out = false;
-        return true;
-      case 'n':
-        out = nullptr;
-        return true;
-      case '"':
-        if (std::find(p + 1, e - 1, '\\') == e - 1) {
-          out = std::string(p + 1, e - 1);
-          return true;
+  // The value [p, e), already scanned, built as nlohmann's parser builds it (the DOM, the
+  // number types, a repeated member's last value winning), without its lexer: the text is
+  // known to be JSON, so only the values are converted. Iterative, like nlohmann's parser:
+  // the containers open are a stack on the heap.
+  bool Whole(const char* p, const char* e, Json& out) {
+    std::vector<Json*> open;
+    Json* slot = &out;
+    for (;;) {
+      p = scan_.Space(p);
+      switch (*p) {
+        case '{':
+          *slot = Json(Json::value_t::object);
+          p = scan_.Space(p + 1);
+          if (*p == '}') {
+            ++p;
+            break;
+          }
+          open.push_back(slot);
+          p = Member(p, *slot, &slot);
+          continue;
+        case '[':
+          *slot = Json(Json::value_t::array);
+          p = scan_.Space(p + 1);
+          if (*p == ']') {
+            ++p;
+            break;
+          }
+          open.push_back(slot);
+          slot->push_back(nullptr);
+          slot = &slot->back();
+          continue;
+        case '"': {
+          std::string text;
+          p = String(p, text);
+          *slot = std::move(text);
+          break;
         }
-        break;
-      default:
-        break;
+        case 't':
+          *slot = true;
+          p += 4;
+          break;
+        case 'f':
+          *slot = false;
+          p += 5;
+          break;
+        case 'n':
+          *slot = nullptr;
+          p += 4;
+          break;
+        default:
+          p = Number(p, *slot);
+          break;
+      }
+      // After a value: the next member or element, or the ends of containers.
+      for (;;) {
+        if (open.empty()) return p == e || scan_.Space(p) == e;
+        p = scan_.Space(p);
+        Json& container = *open.back();
+        if (*p == ',') {
+          p = scan_.Space(p + 1);
+          if (container.is_object()) {
+            p = Member(p, container, &slot);
+          } else {
+            container.push_back(nullptr);
+            slot = &container.back();
+          }
+          break;
+        }
+        ++p;  // the container's closing bracket
+        open.pop_back();
+      }
     }
-    out = Json::parse(p, e, nullptr, /*allow_exceptions=*/false);
-    return !out.is_discarded();
   }
+
+  // A member's key from its opening quote: its slot in `object` (a repeated key's, which the
+  // new value replaces, as nlohmann's parser does), and the position of its value.
+  const char* Member(const char* p, Json& object, Json** slot) {
+    std::string key;
+    p = String(p, key);
+    p = scan_.Space(p);
+    *slot = &object.get_ref<Json::object_t&>()[std::move(key)];
+    return p + 1;  // past the colon
+  }
+
+  // A string the Scanner accepted, from its opening quote, decoded into `out`; the position
+  // past its closing quote.
+  const char* String(const char* p, std::string& out) {
+    bool escaped = false;
+    const char* e = scan_.String(p, &escaped);
+    if (!escaped) {
+      out.assign(p + 1, e - 1);
+      return e;
+    }
+    out.reserve(static_cast<size_t>(e - p - 2));
+    for (const char* q = p + 1; q != e - 1;) {
+      const char* plain = std::find(q, e - 1, '\\');
+      out.append(q, plain);
+      q = plain;
+      if (q == e - 1) break;
+      switch (q[1]) {
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          uint32_t code = CodeUnit(q);
+          if (code >= 0xD800 && code <= 0xDBFF) {
+            code = 0x10000 + ((code - 0xD800) << 10) + (CodeUnit(q + 6) - 0xDC00);
+            q += 6;
+          }
+          AppendUtf8(code, out);
+          q += 6;
+          continue;
+        }
+        default:  // \" \\ \/
+          out += q[1];
+          break;
+      }
+      q += 2;
+    }
+    return e;
+  }
+
+  // \uXXXX's code unit, from the backslash (the Scanner checked the four hex digits).
+  static uint32_t CodeUnit(const char* p) {
+    uint32_t v = 0;
+    for (int i = 2; i < 6; ++i) {
+      const char c = p[i];
+      v = v * 16 + static_cast<uint32_t>(c <= '9'   ? c - '0'
+                                         : c <= 'F' ? c - 'A' + 10
+                                                    : c - 'a' + 10);
+    }
+    return v;
+  }
+
+  static void AppendUtf8(uint32_t code, std::string& out) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xC0 | (code >> 6));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xE0 | (code >> 12));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (code >> 18));
+      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    }
+  }
+
+  // A number the Scanner accepted, typed as nlohmann's lexer types it: with a fraction or an
+  // exponent a double (strtod); else a non-negative integer that fits 64 bits unsigned, a
+  // negative one that fits 64 bits signed, and a double when it does not fit.
+  const char* Number(const char* p, Json& out) {
+    const char* e = p;
+    bool real = false;
+    while (e != end_ &&
+           (Digit(*e) || *e == '-' || *e == '+' || *e == '.' || *e == 'e' || *e == 'E')) {
+      real = real || *e == '.' || *e == 'e' || *e == 'E';
+      ++e;
+    }
+    if (!real) {
+      if (*p == '-') {
+        int64_t v = 0;
+        if (std::from_chars(p, e, v).ec == std::errc()) {
+          out = v;
+          return e;
+        }
+      } else {
+        uint64_t v = 0;
+        if (std::from_chars(p, e, v).ec == std::errc()) {
+          out = v;
+          return e;
+        }
+      }
+    }
+    const std::string text(p, e);  // strtod reads up to a terminator
+    out = std::strtod(text.c_str(), nullptr);
+    return e;
+  }
+
+  static bool Digit(char c) { return c >= '0' && c <= '9'; }
 
   const char* begin_;
   const char* end_;

@@ -288,7 +288,15 @@ std::string RandomText(std::mt19937& rng, int depth) {
                                          R"("\ud83d\ude00")",
                                          "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
                                          "1e-400",
-                                         "0.0000001"};
+                                         "0.0000001",
+                                         "-9223372036854775808",
+                                         "9223372036854775808",
+                                         "123456789012345678901234567890",
+                                         "1.7976931348623157e308",
+                                         "4.9e-324",
+                                         "-0.0",
+                                         "2E+2",
+                                         R"("\b\f\n\r\t x\u0041\ud800\udc00\u20ac")"};
   if (depth <= 0 || pick(3) == 0) return kScalars[pick(static_cast<int>(std::size(kScalars)))];
   std::string out;
   const int n = pick(4);
@@ -307,6 +315,22 @@ std::string RandomText(std::mt19937& rng, int depth) {
     out += (pick(5) == 0 ? "\t" : "") + RandomText(rng, depth - 1);
   }
   return out + "]";
+}
+
+// Whether a and b have the same type at every position (nlohmann's == calls 1, 1u and 1.0
+// equal).
+bool SameTypes(const Json& a, const Json& b) {
+  if (a.type() != b.type() || a.size() != b.size()) return false;
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key()) || !SameTypes(*it, b.at(it.key()))) return false;
+    }
+  } else if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!SameTypes(a[i], b[i])) return false;
+    }
+  }
+  return true;
 }
 
 TEST_CASE("The fast path gives the SAX path's answer on random and broken texts") {
@@ -347,6 +371,7 @@ TEST_CASE("The fast path gives the SAX path's answer on random and broken texts"
       CHECK(fast_error == sax_error);
     } else {
       CHECK(fast == sax);
+      CHECK(SameTypes(fast, sax));
     }
   }
   CHECK(broken > 2000);   // the mutations do break texts
