@@ -145,6 +145,7 @@ class RestWatch : public WatchStream {
     };
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
+    Transport::TakeVerifyResult();  // nothing of an earlier request on this thread
     const bool ok = conn_->send(req, res, err);
     if (Cancelled()) return Finish(std::nullopt);
     if (stream_error) return Finish(std::move(stream_error));
@@ -154,10 +155,7 @@ class RestWatch : public WatchStream {
                                       retry_after, what_));
     }
     if (!ok) {
-      long verify = X509_V_OK;
-      if (auto* ssl = dynamic_cast<httplib::SSLClient*>(conn_.get())) {
-        verify = ssl->get_openssl_verify_result();
-      }
+      const long verify = Transport::TakeVerifyResult();
       return Finish(
           KubeError(ErrorKind::kTransport,
                     fmt::format("{}: {}", what_,

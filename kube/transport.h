@@ -35,6 +35,8 @@
 #include "kube/kubeconfig.h"
 #include "kube/rate_limiter.h"
 
+struct x509_store_st;  // OpenSSL's X509_STORE
+
 namespace httplib {
 class ClientImpl;
 struct Request;
@@ -88,8 +90,13 @@ class Transport {
   Credential CurrentCredential() { return credentials_.Get(); }
   void InvalidateCredential() { credentials_.Invalidate(); }
   void WaitForRateLimit() { limiter_.Wait(); }
-  // "cannot reach https://host:port: Connection" etc.
+  // "cannot reach https://host:port: Connection" etc.; a verify_result other than X509_V_OK
+  // (from TakeVerifyResult) names why the server's certificate was refused.
   std::string DescribeFailure(int httplib_error, long verify_result) const;
+  // Why this thread's last TLS handshake refused the server's certificate (X509_V_OK: it did
+  // not), and forgets it. Connections verify the server themselves, during the handshake, so
+  // the reason is kept here: read it right after a failed request, on the same thread.
+  static long TakeVerifyResult();
 
   const ClientConfig& config() const { return config_; }
   const TransportOptions& options() const { return options_; }
@@ -109,6 +116,10 @@ class Transport {
   std::string host_;  // from the server URL
   int port_ = 443;
   std::string connect_ip_;  // set when tls-server-name redirects the name
+  // The certificate authorities the server's certificate must chain to, shared by every
+  // connection (each has its own SSL_CTX): the kubeconfig's, or the system's when it names
+  // none. Null with insecure-skip-tls-verify or without TLS.
+  std::shared_ptr<x509_store_st> trusted_;
 
   std::mutex mu_;
   std::condition_variable cv_;
