@@ -257,8 +257,8 @@ DrainPlan PlanDrain(const DrainInput& in, std::span<const DrainVm> vms) {
         for (size_t i : choice) {
           const Resources& a = in.nodes[i].allocatable;
           const double score =
-              (FreeShare(a.cpu_milli, used[i].cpu_milli + vm.pod->requests.cpu_milli) +
-               FreeShare(a.memory_bytes, used[i].memory_bytes + vm.pod->requests.memory_bytes)) /
+              (FreeShare(a.cpu_milli, used[i].cpu_milli + vm.pod->requests().cpu_milli) +
+               FreeShare(a.memory_bytes, used[i].memory_bytes + vm.pod->requests().memory_bytes)) /
               2;
           if (score > best_score ||
               (score == best_score && in.nodes[i].name < in.nodes[best].name)) {
@@ -268,7 +268,7 @@ DrainPlan PlanDrain(const DrainInput& in, std::span<const DrainVm> vms) {
         }
         v.fate = Fate::kLeaves;
         v.placed_on = in.nodes[best].name;
-        used[best].Add(vm.pod->requests);
+        used[best].Add(vm.pod->requests());
         ++incoming[best];
         placed.emplace_back(vm.policy, best);
         BoundPod target;
@@ -276,7 +276,7 @@ DrainPlan PlanDrain(const DrainInput& in, std::span<const DrainVm> vms) {
         target.ns = vm.pod->ns;
         target.name = vm.pod->name + " (target)";
         target.labels = vm.pod->labels;
-        target.requests = vm.pod->requests;
+        target.requests = vm.pod->requests();
         target.anti_affinity = vm.pod->anti_affinity;
         bound.push_back(std::move(target));
       }

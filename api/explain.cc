@@ -342,7 +342,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
   impl->taint_unschedulable = Intern(kTaintUnschedulable);
   impl->taint_not_ready = Intern(kTaintNotReady);
   impl->taint_unreachable = Intern(kTaintUnreachable);
-  for (const auto& t : pod.tolerations) {
+  for (const auto& t : pod.tolerations()) {
     CompiledToleration c;
     const std::string& op = t.Op();
     c.any_key = t.Key().empty();
@@ -359,13 +359,13 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
       impl->Tolerated(impl->taint_not_ready.get(), Intern("").get(), TaintEffect::kNoSchedule);
   impl->tolerates_unreachable =
       impl->Tolerated(impl->taint_unreachable.get(), Intern("").get(), TaintEffect::kNoSchedule);
-  impl->node_selector_text = pod.node_selector.Sorted();
+  impl->node_selector_text = pod.node_selector().Sorted();
   for (const auto& [k, v] : impl->node_selector_text) {
     impl->node_selector.emplace_back(FindInternId(k), FindInternId(v));
   }
-  if (pod.required_affinity) {
+  if (pod.required_affinity()) {
     impl->affinity.emplace();
-    for (const auto& t : pod.required_affinity->terms) impl->affinity->emplace_back(t);
+    for (const auto& t : pod.required_affinity()->terms) impl->affinity->emplace_back(t);
   }
 
   // Nodes by name, for bound pods and anti-affinity domains.
@@ -422,7 +422,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     impl->topology_keys[k] = FindInternId(kTopologyLabels[k]);
   }
 
-  for (const auto& [name, amount] : pod.requests.scalar) {
+  for (const auto& [name, amount] : pod.requests().scalar) {
     if (amount > 0) impl->scalars.emplace_back(name.get(), amount);
   }
   impl->stride = 3 + impl->scalars.size();
@@ -474,7 +474,7 @@ ReasonMask Explainer::Evaluate(size_t i) const {
   if (m.AffinityExcludes(n)) mask |= Bit(ReasonKind::kOwnAffinityExcludes);
   if (m.AlreadyThere(n)) mask |= Bit(ReasonKind::kAlreadyRunsThere);
   const int64_t* u = &m.used[i * m.stride];
-  const Resources& req = m.pod->requests;
+  const Resources& req = m.pod->requests();
   const Resources& alloc = n.allocatable;
   bool short_of = req.cpu_milli > alloc.cpu_milli - u[0] ||
                   req.memory_bytes > alloc.memory_bytes - u[1] || 1 > alloc.pods - u[2];
@@ -547,7 +547,7 @@ NodeExplanation Explainer::Explain(size_t i) const {
   }
   if (mask & Bit(ReasonKind::kInsufficientResource)) {
     const int64_t* u = &m.used[i * m.stride];
-    const Resources& req = m.pod->requests;
+    const Resources& req = m.pod->requests();
     const Resources& alloc = n.allocatable;
     if (req.cpu_milli > alloc.cpu_milli - u[0]) {
       add(ReasonKind::kInsufficientResource, "insufficient cpu (requested " +
@@ -643,7 +643,7 @@ bool WantsNamespaces(const TargetPod& pod, std::span<const BoundPod> bound) {
     return std::ranges::any_of(
         terms, [](const PodAffinityTerm& t) { return t.namespace_selector.has_value(); });
   };
-  return any(pod.anti_affinity) || any(pod.pod_affinity) ||
+  return any(pod.anti_affinity) || any(pod.pod_affinity()) ||
          std::ranges::any_of(bound, [&](const BoundPod& b) { return any(b.anti_affinity); });
 }
 

@@ -183,7 +183,7 @@ TEST_CASE("Explainer: resources already used by bound pods") {
   for (auto& b : done) b.terminal = true;
   CHECK(Why(pod, Node("n"), done).empty());
   // Free memory exactly equal to the request fits.
-  const int64_t need = pod.requests.memory_bytes;
+  const int64_t need = pod.requests().memory_bytes;
   CHECK(Why(pod, Node("n", {{"status", {{"allocatable", {{"memory", std::to_string(need)}}}}}}))
             .empty());
   CHECK(Why(pod, Node("n", {{"status", {{"allocatable", {{"memory", std::to_string(need - 1)}}}}}}))
@@ -223,18 +223,18 @@ TEST_CASE("Explainer: KubeVirt's anti-affinity to the source virt-launcher pod")
 
 TEST_CASE("Explainer: the VM's own required affinity prints the failing requirement of each term") {
   TargetPod pod = Pod();
-  pod.required_affinity = NodeSelector{
+  pod.mutable_shape().required_affinity = NodeSelector{
       {{{{"topology.kubernetes.io/zone", "In", {"b"}}, {"kubernetes.io/arch", "Exists", {}}}, {}},
        {{{"gpu", "Exists", {}}}, {{"metadata.name", "In", {"x"}}}}}};
   CHECK(Why(pod, Node("n")) ==
         std::vector<Reason>{{K::kOwnAffinityExcludes,
                              "VM's own affinity `topology.kubernetes.io/zone In [b]` or `gpu "
                              "Exists, metadata.name In [x]` excludes it"}});
-  pod.required_affinity = NodeSelector{};
+  pod.mutable_shape().required_affinity = NodeSelector{};
   CHECK(Why(pod, Node("n")) ==
         std::vector<Reason>{
             {K::kOwnAffinityExcludes, "VM's own required node affinity has no terms"}});
-  pod.required_affinity.reset();
+  pod.mutable_shape().required_affinity.reset();
   CHECK(Why(pod, Node("n")).empty());
 }
 
@@ -255,16 +255,17 @@ TEST_CASE("Toleration semantics are Kubernetes'") {
       }));
   CAPTURE(key, op, value, effect);
   TargetPod pod = Pod();
-  pod.tolerations = {Toleration::Make(key, op, value, effect)};
+  pod.mutable_shape().tolerations = {Toleration::Make(key, op, value, effect)};
   const std::vector<Reason> got = Why(pod, Node("n", {{"spec", {{"taints", {taint}}}}}));
   CHECK(got.empty() == tolerated);
 }
 
 TEST_CASE("Tolerating the cordon or readiness taints lifts those reasons") {
   TargetPod pod = Pod();
-  pod.tolerations.push_back(
+  pod.mutable_shape().tolerations.push_back(
       Toleration::Make("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"));
-  pod.tolerations.push_back(Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", ""));
+  pod.mutable_shape().tolerations.push_back(
+      Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", ""));
   CHECK(Why(pod,
             Node("n", {{"spec", {{"unschedulable", true}}},
                        {"status", {{"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}}))
@@ -366,7 +367,7 @@ TEST_CASE("WhyNeverFits: only reasons that cannot change during the migration") 
     CHECK_FALSE(never(&zone_b, nodes));
   }
   SECTION("every allowed node excluded by the VM's own required affinity") {
-    pod.required_affinity = NodeSelector{{{{{"gpu", "Exists", {}}}, {}}}};
+    pod.mutable_shape().required_affinity = NodeSelector{{{{{"gpu", "Exists", {}}}, {}}}};
     const NodeSelectorTerm any{{{"kubernetes.io/arch", "In", {"amd64"}}}, {}};
     CHECK(never(&any, {Node("node-1")}) ==
           "every node the added term allows is out for good: node-1: VM's own affinity `gpu "
@@ -387,7 +388,7 @@ TEST_CASE("WhyNeverFits: only reasons that cannot change during the migration") 
     CHECK_FALSE(never(&both, small));
   }
   SECTION("a node out for good and for a transient reason too counts as out for good") {
-    pod.required_affinity = NodeSelector{{{{{"gpu", "Exists", {}}}, {}}}};
+    pod.mutable_shape().required_affinity = NodeSelector{{{{{"gpu", "Exists", {}}}, {}}}};
     const NodeSelectorTerm one{{}, {{"metadata.name", "In", {"node-1"}}}};
     const std::vector<NodeInfo> cordoned{Node("node-1", {{"spec", {{"unschedulable", true}}}})};
     CHECK(never(&one, cordoned) ==
@@ -641,20 +642,20 @@ TEST_CASE("Explainer: the VM's own required pod affinity") {
                       head + ": the node has no topology.kubernetes.io/zone label"};
 
   SECTION("no matching pod anywhere, the VM's pod does not match: every node is out") {
-    pod.pod_affinity = {zone_db};
+    pod.mutable_shape().pod_affinity = {zone_db};
     const Explainer e(pod, nullptr, "", nodes,
                       std::vector<BoundPod>{Running("za1", "web-1", {{"app", "web"}})});
     CHECK(Only(e, Bit(K::kOwnPodAffinity)) ==
           std::vector<std::vector<Reason>>{{no_pod}, {no_pod}, {no_pod}, {no_key}});
   }
   SECTION("a matching pod: its zone only, and the key is required") {
-    pod.pod_affinity = {zone_db};
+    pod.mutable_shape().pod_affinity = {zone_db};
     const Explainer e(pod, nullptr, "", nodes,
                       std::vector<BoundPod>{Running("zb1", "db-0", {{"app", "db"}})});
     CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{true, true, false, true});
   }
   SECTION("the first of a group: no pod matches and the VM's pod matches its own terms") {
-    pod.pod_affinity = {zone_db};
+    pod.mutable_shape().pod_affinity = {zone_db};
     pod.labels = Labels{{"app", "db"}};
     const Explainer e(pod, nullptr, "", nodes, {});
     CHECK(Out(e, K::kOwnPodAffinity) == std::vector<bool>{false, false, false, true});
@@ -664,7 +665,7 @@ TEST_CASE("Explainer: the VM's own required pod affinity") {
     CHECK(Out(e2, K::kOwnPodAffinity) == std::vector<bool>{true, true, false, true});
   }
   SECTION("a matching pod on a node without the key is not counted (the special case holds)") {
-    pod.pod_affinity = {zone_db};
+    pod.mutable_shape().pod_affinity = {zone_db};
     pod.labels = Labels{{"app", "db"}};
     const Explainer e(pod, nullptr, "", nodes,
                       std::vector<BoundPod>{Running("none", "db-0", {{"app", "db"}})});
@@ -672,7 +673,7 @@ TEST_CASE("Explainer: the VM's own required pod affinity") {
   }
   SECTION("terms are ANDed: a pod counts only if it matches every term") {
     const PodAffinityTerm host_cache = Term({{"tier", "cache"}}, "kubernetes.io/hostname");
-    pod.pod_affinity = {zone_db, host_cache};
+    pod.mutable_shape().pod_affinity = {zone_db, host_cache};
     const std::vector<BoundPod> halves{Running("za1", "db-0", {{"app", "db"}}),
                                        Running("zb1", "cache-0", {{"tier", "cache"}})};
     const Explainer e(pod, nullptr, "", nodes, halves);
@@ -687,16 +688,16 @@ TEST_CASE("Explainer: the VM's own required pod affinity") {
   }
   SECTION("namespaces: the VM's own by default, else the term's or its namespaceSelector's") {
     PodAffinityTerm t = zone_db;
-    pod.pod_affinity = {t};
+    pod.mutable_shape().pod_affinity = {t};
     const std::vector<BoundPod> elsewhere{
         Running("zb1", "db-0", {{"app", "db"}}, json::object(), "data")};
     CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere), K::kOwnPodAffinity) ==
           std::vector<bool>{true, true, true, true});
-    pod.pod_affinity[0].namespaces = {"data"};
+    pod.mutable_shape().pod_affinity[0].namespaces = {"data"};
     CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere), K::kOwnPodAffinity) ==
           std::vector<bool>{true, true, false, true});
-    pod.pod_affinity[0].namespaces.clear();
-    pod.pod_affinity[0].namespace_selector = LabelSelector{{{"team", "x"}}, {}};
+    pod.mutable_shape().pod_affinity[0].namespaces.clear();
+    pod.mutable_shape().pod_affinity[0].namespace_selector = LabelSelector{{{"team", "x"}}, {}};
     const std::vector<NamespaceInfo> team_x{Ns("data", {{"team", "x"}}), Ns("vms", json::object())};
     CHECK(WantsNamespaces(pod, elsewhere));
     CHECK(Out(Explainer(pod, nullptr, "", nodes, elsewhere, team_x), K::kOwnPodAffinity) ==
@@ -706,7 +707,7 @@ TEST_CASE("Explainer: the VM's own required pod affinity") {
           std::vector<bool>{true, true, true, true});
   }
   SECTION("terminal pods are not counted") {
-    pod.pod_affinity = {zone_db};
+    pod.mutable_shape().pod_affinity = {zone_db};
     const Explainer e(pod, nullptr, "", nodes,
                       std::vector<BoundPod>{Running("zb1", "db-0", {{"app", "db"}},
                                                     {{"status", {{"phase", "Failed"}}}})});
@@ -722,7 +723,7 @@ TEST_CASE("Explainer: topology spread constraints (DoNotSchedule)") {
   const std::string head = "topology spread (topology.kubernetes.io/zone, maxSkew 1): ";
 
   SECTION("skew against the emptiest domain, the VM's pod counted if it matches") {
-    pod.topology_spread = {zone};
+    pod.mutable_shape().topology_spread = {zone};
     const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("za2", "a"),
                                       ZoneNode("zb1", "b"), ZoneNode("zc1", "c"),
                                       ZoneNode("none", "")};
@@ -844,15 +845,15 @@ TEST_CASE("Explainer: topology spread, who is counted where") {
   CAPTURE(row.what);
   TopologySpreadConstraint c = zone;
   row.edit(c);
-  pod.topology_spread = {c};
+  pod.mutable_shape().topology_spread = {c};
   CHECK(Out(Explainer(pod, nullptr, "", row.nodes, row.bound), K::kTopologySpread) == row.out);
 }
 
 TEST_CASE("Explainer: topology spread counts only nodes the added term allows (Honor)") {
   TargetPod pod = Pod();
   pod.labels = Labels{{"app", "web"}};
-  pod.topology_spread = {Spread(kZone, {{"app", "web"}})};
-  pod.topology_spread[0].min_domains = 2;
+  pod.mutable_shape().topology_spread = {Spread(kZone, {{"app", "web"}})};
+  pod.mutable_shape().topology_spread[0].min_domains = 2;
   const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("zb1", "b"),
                                     ZoneNode("zc1", "c")};
   const std::vector<BoundPod> bound{Running("za1", "w1", {{"app", "web"}}),
@@ -867,8 +868,8 @@ TEST_CASE("Explainer: topology spread counts only nodes the added term allows (H
 TEST_CASE("WhyNeverFits: inter-pod reasons are never permanent") {
   TargetPod pod = Pod();
   pod.labels = Labels{{"app", "db"}};
-  pod.pod_affinity = {Term({{"app", "cache"}}, kZone)};
-  pod.topology_spread = {Spread(kZone, {{"app", "db"}})};
+  pod.mutable_shape().pod_affinity = {Term({{"app", "cache"}}, kZone)};
+  pod.mutable_shape().topology_spread = {Spread(kZone, {{"app", "db"}})};
   const std::vector<NodeInfo> nodes{ZoneNode("za1", "a"), ZoneNode("zb1", "b"),
                                     ZoneNode("none", "")};
   const json guard = {{"labelSelector", {{"matchLabels", {{"app", "db"}}}}},
@@ -945,8 +946,8 @@ TEST_CASE("Explainer: a selector naming a key a cut pod lacks is said, not guess
     p.anti_affinity.clear();
     PodAffinityTerm any_ns = Term({{"tier", "cache"}}, kZone);
     any_ns.namespace_selector = LabelSelector{};  // every namespace
-    p.pod_affinity = {any_ns};
-    p.topology_spread = {Spread(kZone, {{"app", "web"}})};
+    p.mutable_shape().pod_affinity = {any_ns};
+    p.mutable_shape().topology_spread = {Spread(kZone, {{"app", "web"}})};
     const std::vector<BoundPod> bound{Running("za1", "cache", {{"tier", "cache"}}),
                                       Cut("za1", "a", {{"aaa", "x"}}, 3, "tenant-a"),
                                       Cut("zb1", "b", {{"aaa", "x"}}, 3, "tenant-b"),

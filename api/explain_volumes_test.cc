@@ -235,7 +235,8 @@ TEST_CASE("WhyNeverFits: a bound PV's node affinity is permanent, the rest of vo
   }
   SECTION("permanent reasons combine: the PV on one node, the VM's own affinity on the other") {
     pod.claims = {BoundTo("disk-a", "pv-1", One({"topology.kubernetes.io/zone", "In", {"b"}}))};
-    pod.required_affinity = NodeSelector{{{{{"topology.kubernetes.io/zone", "In", {"a"}}}, {}}}};
+    pod.mutable_shape().required_affinity =
+        NodeSelector{{{{{"topology.kubernetes.io/zone", "In", {"a"}}}, {}}}};
     CHECK(never() ==
           "every node the added term allows is out for good: node-1: " + kPv1 +
               " node affinity `topology.kubernetes.io/zone In [b]` excludes it; node-2: VM's own "

@@ -62,7 +62,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
   SortUnique(blocked_);
 
   // The pod's own required pod affinity.
-  for (const auto& t : pod.pod_affinity) affinity_.emplace_back(t, pod.ns);
+  for (const auto& t : pod.pod_affinity()) affinity_.emplace_back(t, pod.ns);
   if (!affinity_.empty()) {
     auto matches_all = [&](std::string_view ns, const Labels& labels) {
       const Labels* ns_labels = ns_index.Find(ns);
@@ -90,7 +90,7 @@ PodRules::PodRules(const TargetPod& pod, std::span<const NodeInfo> nodes,
 
   // Topology spread, DoNotSchedule constraints.
   std::vector<CompiledSelector> selectors;
-  for (const auto& c : pod.topology_spread) {
+  for (const auto& c : pod.topology_spread()) {
     if (!c.do_not_schedule) continue;
     InternedString topology(c.topology_key);
     const InternId key = topology.id();

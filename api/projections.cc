@@ -311,28 +311,44 @@ TargetPod TargetPod::FromJson(const json& pod) {
       if (base::StringAt(g, "name") == kSchedulingGate) p.has_gate = true;
     }
   }
+  TargetPodShape shape;
+  // The shape's content, as read: pods with equal sources have equal shapes.
+  json key = json::array();
   const json& tolerations = base::At(spec, "tolerations");
   if (tolerations.is_array()) {
     for (const json& t : tolerations) {
       if (!t.is_object()) continue;
-      p.tolerations.push_back(
-          Toleration::Make(base::StringAt(t, "key"), base::StringAt(t, "operator"),
-                           base::StringAt(t, "value"), base::StringAt(t, "effect")));
+      const std::string t_key = base::StringAt(t, "key"), t_op = base::StringAt(t, "operator"),
+                        t_value = base::StringAt(t, "value"),
+                        t_effect = base::StringAt(t, "effect");
+      shape.tolerations.push_back(Toleration::Make(t_key, t_op, t_value, t_effect));
+      key.push_back({t_key, t_op, t_value, t_effect});
     }
   }
-  p.node_selector = Labels::FromJson(base::At(spec, "nodeSelector"));
-  p.tolerations.shrink_to_fit();
+  const json& node_selector = base::At(spec, "nodeSelector");
+  shape.node_selector = Labels::FromJson(node_selector);
+  key.push_back(node_selector);
+  shape.tolerations.shrink_to_fit();
   const json& affinity = base::At(spec, "affinity");
   const json& required = base::At(base::At(affinity, "nodeAffinity"),
                                   "requiredDuringSchedulingIgnoredDuringExecution");
-  if (required.is_object()) p.required_affinity = NodeSelectorFromJsonLenient(required);
+  if (required.is_object()) shape.required_affinity = NodeSelectorFromJsonLenient(required);
+  key.push_back(required.is_object() ? required : json());
   p.anti_affinity = AffinityTerms(base::At(base::At(affinity, "podAntiAffinity"),
                                            "requiredDuringSchedulingIgnoredDuringExecution"));
-  p.pod_affinity = AffinityTerms(base::At(base::At(affinity, "podAffinity"),
-                                          "requiredDuringSchedulingIgnoredDuringExecution"));
+  const json& pod_affinity =
+      base::At(base::At(affinity, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+  shape.pod_affinity = AffinityTerms(pod_affinity);
+  key.push_back(pod_affinity);
   p.labels = Labels::FromJson(labels);
-  p.topology_spread = SpreadConstraints(base::At(spec, "topologySpreadConstraints"));
-  p.requests = PodRequests(pod);
+  const json& spread = base::At(spec, "topologySpreadConstraints");
+  shape.topology_spread = SpreadConstraints(spread);
+  key.push_back(spread);
+  shape.requests = PodRequests(pod);
+  json scalars = json::array();
+  for (const auto& [n, v] : shape.requests.scalar) scalars.push_back({n.str(), v});
+  key.push_back({shape.requests.cpu_milli, shape.requests.memory_bytes, shape.requests.pods,
+                 std::move(scalars)});
   p.claims = PodClaimsFromJson(pod);
 
   const json& status = base::At(pod, "status");
@@ -346,9 +362,13 @@ TargetPod TargetPod::FromJson(const json& pod) {
     // Ten thousand gated pods may wait at once: keep the affinity the AND reads, not the
     // pod's whole affinity (KubeVirt's pod anti-affinity is most of it), and dumps' spare
     // capacity neither.
-    if (!affinity.is_null()) p.patch_basis = Compact(AffinityTheAndReads(affinity));
-    if (gates != OurGateAlone()) p.patch_gates = Compact(gates);
+    if (!affinity.is_null()) shape.patch_basis = Compact(AffinityTheAndReads(affinity));
+    if (gates != OurGateAlone()) shape.patch_gates = Compact(gates);
   }
+  key.push_back(shape.patch_basis);
+  key.push_back(shape.patch_gates);
+  if (shape == *TargetPodShape::Empty()) return p;
+  p.shape_.p = TargetPodShape::MakeShared(Compact(key), std::move(shape));
   return p;
 }
 
@@ -389,12 +409,12 @@ json TargetPod::PatchBasis() const {
   json basis = {{"metadata", json::object()}, {"spec", json::object()}};
   if (!uid.empty()) basis["metadata"]["uid"] = uid;
   if (!resource_version.empty()) basis["metadata"]["resourceVersion"] = resource_version;
-  if (!patch_basis.empty()) {
-    basis["spec"]["affinity"] = json::parse(patch_basis, nullptr, /*allow_exceptions=*/false);
+  if (!patch_basis().empty()) {
+    basis["spec"]["affinity"] = json::parse(patch_basis(), nullptr, /*allow_exceptions=*/false);
   }
   basis["spec"]["schedulingGates"] =
-      patch_gates.empty() ? OurGateAlone()
-                          : json::parse(patch_gates, nullptr, /*allow_exceptions=*/false);
+      patch_gates().empty() ? OurGateAlone()
+                            : json::parse(patch_gates(), nullptr, /*allow_exceptions=*/false);
   return basis;
 }
 

@@ -5,7 +5,9 @@
 // oddly typed field leaves its default.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -134,6 +136,35 @@ struct NamespaceInfo {
 // A pod or migration phase that is never left: Succeeded or Failed.
 bool IsTerminalPhase(std::string_view phase);
 
+// What a target pod asks of its node and of its neighbours, beyond its own labels and pod
+// anti-affinity: the same on every target pod of one VM template, so FromJson hash-conses it
+// (MakeShared below): ten thousand gated pods of a few templates hold a few of these. The
+// pool holds weak references only; a shape goes with the last pod holding it.
+struct TargetPodShape {
+  std::vector<Toleration> tolerations;
+  Labels node_selector;                                   // spec.nodeSelector
+  std::optional<NodeSelector> required_affinity;          // nodeAffinity.required…
+  std::vector<PodAffinityTerm> pod_affinity;              // podAffinity.required…
+  std::vector<TopologySpreadConstraint> topology_spread;  // spec.topologySpreadConstraints
+  Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
+  // While the pod has the gate, what the AND patch needs beyond uid and resourceVersion, so
+  // that it is computed without another read: the part of spec.affinity it reads
+  // (api::AffinityTheAndReads), compactly serialised, empty when the pod has no affinity; and
+  // spec.schedulingGates the same way when it is anything but our gate alone (the common
+  // case, kept as nothing). Both empty once the gate is gone.
+  std::string patch_basis;
+  std::string patch_gates;
+
+  // The one shape of this content that is alive, `shape` itself when none is. `key` names
+  // the content (equal keys: equal shapes); thread-safe.
+  static std::shared_ptr<const TargetPodShape> MakeShared(std::string key, TargetPodShape shape);
+  // The shape with nothing in it, shared by every default-constructed TargetPod.
+  static const std::shared_ptr<const TargetPodShape>& Empty();
+  // Distinct pooled shapes alive now (for tests and the memory tooling).
+  static size_t PoolSize();
+  bool operator==(const TargetPodShape&) const = default;
+};
+
 struct TargetPod {
   std::string ns, name, uid, resource_version;
   std::string migration_job_uid;   // label kubevirt.io/migrationJobUID
@@ -146,24 +177,33 @@ struct TargetPod {
   // status.conditions[type=PodScheduled]
   ConditionStatus scheduled = ConditionStatus::kUnknown;
   std::string scheduled_reason, scheduled_message;
-  std::vector<Toleration> tolerations;
-  Labels node_selector;                                   // spec.nodeSelector
-  std::optional<NodeSelector> required_affinity;          // nodeAffinity.required…
-  std::vector<PodAffinityTerm> anti_affinity;             // podAntiAffinity.required…
-  Labels labels;                                          // metadata.labels
-  std::vector<PodAffinityTerm> pod_affinity;              // podAffinity.required…
-  std::vector<TopologySpreadConstraint> topology_spread;  // spec.topologySpreadConstraints
-  Resources requests;  // max(sum of containers, each init container) + overhead; pods = 1
+  // Per pod: KubeVirt's term names the pod's own VMI uid.
+  std::vector<PodAffinityTerm> anti_affinity;  // podAntiAffinity.required…
+  Labels labels;                               // metadata.labels
   // spec.volumes[].persistentVolumeClaim, names only: the caller resolves them from the API
-  // (api/pod_volumes.h) before explaining; unresolved ones are not checked.
+  // (api/pod_volumes.h) before explaining; unresolved ones are not checked. Per pod: a VM's
+  // disks are its own.
   std::vector<PodClaim> claims;
-  // While the pod has the gate, what the AND patch needs beyond uid and resourceVersion, so
-  // that it is computed without another read: the part of spec.affinity it reads
-  // (api::AffinityTheAndReads), compactly serialised, empty when the pod has no affinity; and
-  // spec.schedulingGates the same way when it is anything but our gate alone (the common
-  // case, kept as nothing). Both empty once the gate is gone.
-  std::string patch_basis;
-  std::string patch_gates;
+
+  // The shared part (TargetPodShape), read-only.
+  const TargetPodShape& shape() const { return *shape_.p; }
+  const std::vector<Toleration>& tolerations() const { return shape_.p->tolerations; }
+  const Labels& node_selector() const { return shape_.p->node_selector; }
+  const std::optional<NodeSelector>& required_affinity() const {
+    return shape_.p->required_affinity;
+  }
+  const std::vector<PodAffinityTerm>& pod_affinity() const { return shape_.p->pod_affinity; }
+  const std::vector<TopologySpreadConstraint>& topology_spread() const {
+    return shape_.p->topology_spread;
+  }
+  const Resources& requests() const { return shape_.p->requests; }
+  const std::string& patch_basis() const { return shape_.p->patch_basis; }
+  const std::string& patch_gates() const { return shape_.p->patch_gates; }
+  // This pod's own copy of the shape, to change (a shared one is copied first; the copy is
+  // never pooled).
+  TargetPodShape& mutable_shape();
+  // Whether this pod's shape is the pooled one (shared with equal pods).
+  bool shape_pooled() const;
 
   static TargetPod FromJson(const nlohmann::json& pod);
   // The members of a pod FromJson reads (and the informer's index, MigrationJobIndexValues,
@@ -174,6 +214,14 @@ struct TargetPod {
   // had it.
   nlohmann::json PatchBasis() const;
   bool operator==(const TargetPod&) const = default;
+
+ private:
+  // Compared by content: equal pods are equal whether or not they share one shape.
+  struct SharedShape {
+    std::shared_ptr<const TargetPodShape> p = TargetPodShape::Empty();
+    bool operator==(const SharedShape& o) const { return p == o.p || *p == *o.p; }
+  };
+  SharedShape shape_;
 };
 
 // A pod already bound to a node: what the explainer needs from it.

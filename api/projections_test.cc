@@ -46,11 +46,11 @@ TEST_CASE("Pod requests count sidecar init containers with the containers (KEP-7
       {"name": "setup", "resources": {"requests": {"cpu": "100m", "memory": "1M"}}}])");
   const TargetPod p = TargetPod::FromJson(pod);
   // The sidecar runs with the containers: 120m; the setup step runs next to it: 105m.
-  CHECK(p.requests.cpu_milli == 120);
-  CHECK(p.requests.memory_bytes == 2294LL * 1024 * 1024 + 60000000 + 35000000);
+  CHECK(p.requests().cpu_milli == 120);
+  CHECK(p.requests().memory_bytes == 2294LL * 1024 * 1024 + 60000000 + 35000000);
   pod["spec"]["initContainers"][1]["resources"]["requests"]["cpu"] = "1";
   // A larger init step wins, counted next to the sidecar started before it.
-  CHECK(TargetPod::FromJson(pod).requests.cpu_milli == 1005);
+  CHECK(TargetPod::FromJson(pod).requests().cpu_milli == 1005);
 }
 
 TEST_CASE("TargetPod keeps what the controller and the explainer use") {
@@ -71,20 +71,20 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   CHECK(p.scheduled == ConditionStatus::kFalse);
   CHECK(p.scheduled_reason == "SchedulingGated");
   CHECK(p.scheduled_message == "Scheduling is blocked due to non-empty scheduling gates");
-  CHECK(p.tolerations ==
+  CHECK(p.tolerations() ==
         std::vector<Toleration>{
             Toleration::Make("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
             Toleration::Make("node.kubernetes.io/unreachable", "Exists", "", "NoExecute")});
-  CHECK(p.tolerations[0].Key() == "node.kubernetes.io/not-ready");
-  CHECK(p.tolerations[0].Value().empty());
+  CHECK(p.tolerations()[0].Key() == "node.kubernetes.io/not-ready");
+  CHECK(p.tolerations()[0].Value().empty());
   CHECK(Toleration{}.Effect().empty());
-  CHECK(p.node_selector.Sorted() ==
+  CHECK(p.node_selector().Sorted() ==
         std::vector<std::pair<std::string, std::string>>{
             {"cpu-model-migration.node.kubevirt.io/Skylake-Client-IBRS", "true"},
             {"kubernetes.io/arch", "amd64"},
             {"kubevirt.io/schedulable", "true"}});
-  REQUIRE(p.required_affinity.has_value());
-  CHECK(*p.required_affinity ==
+  REQUIRE(p.required_affinity().has_value());
+  CHECK(*p.required_affinity() ==
         NodeSelector{
             {{{{"node-labeller.kubevirt.io/obsolete-host-model", "DoesNotExist", {}}}, {}}}});
   REQUIRE(p.anti_affinity.size() == 1);
@@ -93,11 +93,11 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
             {"kubevirt.io/created-by", "7ac26e32-a799-4eec-9a2a-cc8ae86621b0"}});
   CHECK(p.anti_affinity[0].topology_key == "kubernetes.io/hostname");
   // Containers: 100m + 15m cpu; the init container's 2 cpu is larger.
-  CHECK(p.requests.cpu_milli == 2000);
-  CHECK(p.requests.memory_bytes == 2294LL * 1024 * 1024 + 60000000);
-  CHECK(p.requests.pods == 1);
-  CHECK(p.requests.Scalar(Intern("devices.kubevirt.io/kvm")) == 1);
-  CHECK(p.requests.Scalar(Intern("ephemeral-storage")) == 50000000);
+  CHECK(p.requests().cpu_milli == 2000);
+  CHECK(p.requests().memory_bytes == 2294LL * 1024 * 1024 + 60000000);
+  CHECK(p.requests().pods == 1);
+  CHECK(p.requests().Scalar(Intern("devices.kubevirt.io/kvm")) == 1);
+  CHECK(p.requests().Scalar(Intern("ephemeral-storage")) == 50000000);
 
   SECTION("the patch basis computes the same AND as the full pod") {
     const NodeSelectorTerm term{{}, {{"metadata.name", "In", {"node-3"}}}};
@@ -111,7 +111,7 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
     pod["spec"]["schedulingGates"] = json::array();
     const TargetPod released = TargetPod::FromJson(pod);
     CHECK_FALSE(released.has_gate);
-    CHECK(released.patch_basis.empty());
+    CHECK(released.patch_basis().empty());
     CHECK(released.PatchBasis().is_null());
   }
 }
@@ -133,12 +133,51 @@ TEST_CASE("A gated pod's patch basis keeps only the affinity the AND reads") {
   // The affinity bytes the AND reads, nothing of the pod's anti-affinity unless it is tested
   // whole (no nodeAffinity), and the gates only when they are more than ours.
   const json& affinity = pod["spec"].contains("affinity") ? pod["spec"]["affinity"] : json();
-  CHECK(p.patch_basis == (affinity.is_null() ? "" : AffinityTheAndReads(affinity).dump()));
+  CHECK(p.patch_basis() == (affinity.is_null() ? "" : AffinityTheAndReads(affinity).dump()));
   if (affinity.contains("nodeAffinity")) {
-    CHECK(p.patch_basis.find("podAntiAffinity") == std::string::npos);
+    CHECK(p.patch_basis().find("podAntiAffinity") == std::string::npos);
   }
-  CHECK(p.patch_gates.empty() == (name != "other_gates_kept"));
-  CHECK(p.patch_basis.capacity() <= std::max<size_t>(p.patch_basis.size(), 15));  // no spare
+  CHECK(p.patch_gates().empty() == (name != "other_gates_kept"));
+  CHECK(p.patch_basis().capacity() <= std::max<size_t>(p.patch_basis().size(), 15));  // no spare
+}
+
+TEST_CASE("Target pods of one template share one shape; their own values stay their own") {
+  json pod = ReadTestJson("api/testdata/and/one_term.pod.json");
+  const size_t pooled = TargetPodShape::PoolSize();
+  {
+    const TargetPod a = TargetPod::FromJson(pod);
+    pod["metadata"]["name"] = "virt-launcher-vm-2-x7k2q";
+    pod["metadata"]["uid"] = "cfad06b0-b6ec-4b1b-9f88-000000000002";
+    pod["metadata"]["labels"]["kubevirt.io/created-by"] = "7ac26e32-0000-0000-0000-000000000002";
+    TargetPod b = TargetPod::FromJson(pod);
+    CHECK(a.shape_pooled());
+    CHECK(&a.shape() == &b.shape());
+    CHECK(TargetPodShape::PoolSize() == pooled + 1);
+    CHECK(*b.labels.Find("kubevirt.io/created-by") == "7ac26e32-0000-0000-0000-000000000002");
+    CHECK(a.labels != b.labels);
+
+    SECTION("a changed shape is the pod's own, and the others keep theirs") {
+      b.mutable_shape().required_affinity.reset();
+      CHECK_FALSE(b.shape_pooled());
+      CHECK_FALSE(b.required_affinity().has_value());
+      CHECK(a.required_affinity().has_value());
+      CHECK(a.shape_pooled());
+      CHECK(TargetPodShape::PoolSize() == pooled + 1);
+    }
+    SECTION("another template has a shape of its own") {
+      pod["spec"]["nodeSelector"]["zone"] = "b";
+      const TargetPod c = TargetPod::FromJson(pod);
+      CHECK(&c.shape() != &a.shape());
+      CHECK(TargetPodShape::PoolSize() == pooled + 2);
+      CHECK_FALSE(c == a);
+    }
+    SECTION("pods are equal by content, shared or not") {
+      TargetPod copy = a;
+      copy.mutable_shape();
+      CHECK(copy == a);
+    }
+  }
+  CHECK(TargetPodShape::PoolSize() == pooled);  // gone with the last pod
 }
 
 TEST_CASE("TargetPod keeps its claim names, unresolved (api/pod_volumes.h)") {
@@ -235,8 +274,8 @@ TEST_CASE("Pod affinity terms: null, empty and set selectors") {
          {{"podAffinity",
            {{"requiredDuringSchedulingIgnoredDuringExecution", {json::parse(row.term)}}}}}}}}};
   const TargetPod p = TargetPod::FromJson(pod);
-  REQUIRE(p.pod_affinity.size() == 1);
-  CHECK(p.pod_affinity[0] == row.want);
+  REQUIRE(p.pod_affinity().size() == 1);
+  CHECK(p.pod_affinity()[0] == row.want);
 }
 
 TEST_CASE("TargetPod keeps its labels, pod affinity and topology spread constraints") {
@@ -259,15 +298,15 @@ TEST_CASE("TargetPod keeps its labels, pod affinity and topology spread constrai
             7]}})"));
   CHECK(p.labels.Sorted() == std::vector<std::pair<std::string, std::string>>{
                                  {"app", "db"}, {"kubevirt.io/created-by", "u1"}});
-  REQUIRE(p.pod_affinity.size() == 1);
-  CHECK(p.pod_affinity[0].selector.match_labels.Sorted() ==
+  REQUIRE(p.pod_affinity().size() == 1);
+  CHECK(p.pod_affinity()[0].selector.match_labels.Sorted() ==
         std::vector<std::pair<std::string, std::string>>{{"app", "cache"}});
-  CHECK(p.pod_affinity[0].selector.match_expressions ==
+  CHECK(p.pod_affinity()[0].selector.match_expressions ==
         std::vector<NodeSelectorRequirement>{{"tier", "In", {"a"}}});
-  REQUIRE(p.pod_affinity[0].namespace_selector.has_value());
-  CHECK(*p.pod_affinity[0].namespace_selector->match_labels.Find("team") == "x");
-  REQUIRE(p.topology_spread.size() == 3);
-  const TopologySpreadConstraint& a = p.topology_spread[0];
+  REQUIRE(p.pod_affinity()[0].namespace_selector.has_value());
+  CHECK(*p.pod_affinity()[0].namespace_selector->match_labels.Find("team") == "x");
+  REQUIRE(p.topology_spread().size() == 3);
+  const TopologySpreadConstraint& a = p.topology_spread()[0];
   CHECK(a.max_skew == 2);
   CHECK(a.topology_key == "zone");
   CHECK(a.do_not_schedule);
@@ -277,12 +316,12 @@ TEST_CASE("TargetPod keeps its labels, pod affinity and topology spread constrai
   CHECK(a.min_domains == 3);
   CHECK_FALSE(a.honor_node_affinity);
   CHECK(a.honor_node_taints);
-  const TopologySpreadConstraint& b = p.topology_spread[1];
+  const TopologySpreadConstraint& b = p.topology_spread()[1];
   CHECK_FALSE(b.do_not_schedule);
   CHECK(b.selector_null);
   // Defaults: minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore; odd types
   // read as absent.
-  const TopologySpreadConstraint& c = p.topology_spread[2];
+  const TopologySpreadConstraint& c = p.topology_spread()[2];
   CHECK(c.max_skew == 0);
   CHECK(c.min_domains == 1);
   CHECK(c.honor_node_affinity);
@@ -334,15 +373,15 @@ TEST_CASE("Odd input never throws and leaves defaults") {
   const TargetPod p = TargetPod::FromJson(j);
   CHECK(p.name.empty());
   CHECK_FALSE(p.has_gate);
-  CHECK_FALSE(p.required_affinity.has_value());
-  CHECK(p.requests.pods == 1);
+  CHECK_FALSE(p.required_affinity().has_value());
+  CHECK(p.requests().pods == 1);
   const MigrationInfo m = MigrationInfo::FromJson(j);
   CHECK_FALSE(m.added_term_text.has_value());
   CHECK(m.conditions.size() <= 1);  // the object is kept, its non-string status dropped
   for (const auto& c : m.conditions) CHECK((c.type == "Ready" && c.status.empty()));
   CHECK_NOTHROW(BoundPod::FromJson(j));
-  CHECK(p.pod_affinity.empty());
-  CHECK(p.topology_spread.empty());
+  CHECK(p.pod_affinity().empty());
+  CHECK(p.topology_spread().empty());
   CHECK_NOTHROW(NamespaceInfo::FromJson(j));
 }
 

@@ -92,7 +92,7 @@ std::optional<api::TargetPod> ModelTargetPod(kube::KubeClient& client, const std
     }
     api::TargetPod pod = api::TargetPod::FromJson(p);
     if (auto earlier = EarlierAddedTerm(p, client, ns, err)) {
-      pod.required_affinity = api::WithoutTerm(pod.required_affinity, *earlier);
+      pod.mutable_shape().required_affinity = api::WithoutTerm(pod.required_affinity(), *earlier);
     }
     ResolveTargetClaims(client, pod, err);
     return pod;

@@ -102,7 +102,7 @@ std::vector<Inbound> Controller::LoadInbound(const std::string& policy,
     if (api::IsTerminalPhase(p.phase)) continue;
     const std::string ref = p.ns + "/" + p.name;
     if (!p.has_gate) {
-      out.push_back({ref, p.node_name, p.required_affinity, std::nullopt});
+      out.push_back({ref, p.node_name, p.required_affinity(), std::nullopt});
       continue;
     }
     auto r = reserved_.find(p.uid);

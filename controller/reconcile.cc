@@ -192,7 +192,7 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
         PodRef(pod), term_text, excluded);
     return out;
   }
-  if (pod.required_affinity && api::SelectorCarriesTerm(*pod.required_affinity, term)) {
+  if (pod.required_affinity() && api::SelectorCarriesTerm(*pod.required_affinity(), term)) {
     out.state = TermState::kApplied;
     out.condition = AppliedCondition(pod, term_text);
     out.event_message = CarriesMessage(pod, term_text);
@@ -265,7 +265,7 @@ std::optional<EscapedAfterTheFact> FindEscapedAfterTheFact(
   const api::MigrationInfo& vmim = in.vmim;
   auto escaped = [&](const api::TargetPod* p) {
     return !p->has_gate &&
-           !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, term));
+           !(p->required_affinity() && api::SelectorCarriesTerm(*p->required_affinity(), term));
   };
   const api::TargetPod* pod = nullptr;
   for (const api::TargetPod* p : pods) {
@@ -287,8 +287,8 @@ std::optional<EscapedAfterTheFact> FindEscapedAfterTheFact(
 const api::TargetPod* FirstCarrying(const std::vector<const api::TargetPod*>& pods,
                                     const api::NodeSelectorTerm& term) {
   for (const api::TargetPod* p : pods) {
-    if (!p->has_gate && p->required_affinity &&
-        api::SelectorCarriesTerm(*p->required_affinity, term)) {
+    if (!p->has_gate && p->required_affinity() &&
+        api::SelectorCarriesTerm(*p->required_affinity(), term)) {
       return p;
     }
   }
@@ -354,8 +354,8 @@ void PlanFinalReport(const Observed& in, Plan& plan, base::WallTime now) {
   // else what KubeVirt recorded in the VMIM when the migration ended.
   std::string pod_ref, node;
   for (const api::TargetPod* p : pods) {
-    if (p->node_name.empty() || p->has_gate || !p->required_affinity ||
-        !api::SelectorCarriesTerm(*p->required_affinity, *parsed.term)) {
+    if (p->node_name.empty() || p->has_gate || !p->required_affinity() ||
+        !api::SelectorCarriesTerm(*p->required_affinity(), *parsed.term)) {
       continue;
     }
     pod_ref = PodRef(*p);
@@ -442,7 +442,7 @@ bool NeedsNodes(const Observed& in) {
     const bool unschedulable = !p->has_gate && WaitsUnschedulable(*p);
     const bool escaped_bound =
         term && !p->has_gate && !p->node_name.empty() &&
-        !(p->required_affinity && api::SelectorCarriesTerm(*p->required_affinity, *term));
+        !(p->required_affinity() && api::SelectorCarriesTerm(*p->required_affinity(), *term));
     if (unschedulable || escaped_bound) return true;
   }
   return false;
@@ -519,7 +519,8 @@ Plan Reconcile(const Observed& in, base::WallTime now) {
   }
   if (unschedulable) {
     api::TargetPod own = *unschedulable;
-    if (term) own.required_affinity = api::WithoutTerm(own.required_affinity, *term);
+    if (term)
+      own.mutable_shape().required_affinity = api::WithoutTerm(own.required_affinity(), *term);
     api::Explainer explainer(own, term ? &*term : nullptr, in.source_node, in.nodes, in.bound_pods,
                              in.namespaces);
     if (std::optional<std::string> never = explainer.WhyNeverFits()) {

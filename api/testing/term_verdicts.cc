@@ -80,7 +80,7 @@ json Match(const json& in) {
       (added.Evaluate(0) & api::Bit(api::ReasonKind::kExcludedByAddedTerm)) == 0;
 
   api::TargetPod own;
-  own.required_affinity = api::NodeSelector{{term}};
+  own.mutable_shape().required_affinity = api::NodeSelector{{term}};
   const api::Explainer affinity(own, nullptr, "", nodes, {});
   const bool explain_own =
       (affinity.Evaluate(0) & api::Bit(api::ReasonKind::kOwnAffinityExcludes)) == 0;
