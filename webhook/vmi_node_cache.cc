@@ -33,7 +33,13 @@ VmiNodeCache::VmiNodeCache(kube::KubeClient& client, const VmiNodeCacheOptions& 
           [](const Json& vmi) {
             return std::make_shared<const VmiPlacement>(VmiPlacement::FromJson(vmi));
           },
-          clock) {}
+          clock) {
+  if (options.on_synced) {
+    kube::Informer<VmiPlacement>::Handlers synced;
+    synced.on_initial_list_done = [this, done = options.on_synced] { done(informer_.Size()); };
+    informer_.AddHandlers(std::move(synced));
+  }
+}
 
 VmiNodeCache::~VmiNodeCache() { Stop(); }
 

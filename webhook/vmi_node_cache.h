@@ -48,6 +48,9 @@ struct VmiNodeCacheOptions {
   int64_t page_size = 250;  // VMIs per LIST page (bounds the sync's transient memory)
   // Called (on the informer's thread) with every error the watch handled.
   std::function<void(const kube::KubeError&)> on_error;
+  // Called once (on the informer's thread) when the first LIST is in, with the VMIs cached:
+  // the proof that the cache can list and watch (a refused grant only ever reaches on_error).
+  std::function<void(size_t vmis)> on_synced;
 };
 
 class VmiNodeCache {

@@ -120,6 +120,34 @@ TEST_CASE("A cached VMI's node is answered without an API call and without block
   CHECK(client.Calls().empty());
 }
 
+TEST_CASE("on_synced reports the first LIST once; a refused LIST reaches on_error only") {
+  kube::FakeClient client;
+  base::FakeClock clock;
+  CreateVmi(client, Vmi("ns1", "vm1", "node-1"));
+  CreateVmi(client, Vmi("ns1", "vm2", ""));
+  std::vector<size_t> synced;
+  std::vector<std::string> errors;
+  VmiNodeCacheOptions options;
+  options.on_synced = [&](size_t vmis) { synced.push_back(vmis); };
+  options.on_error = [&](const kube::KubeError& e) { errors.emplace_back(e.what()); };
+
+  // Without list (the grant missing): no sync is reported, only the error.
+  client.FailNext(kube::Verb::kList, 3, kube::ErrorKind::kForbidden);
+  VmiNodeCache refused(client, options, clock);
+  for (int i = 0; i < 3; ++i) refused.StepForTest();
+  CHECK_FALSE(refused.HasSynced());
+  CHECK(synced.empty());
+  REQUIRE_FALSE(errors.empty());
+  CHECK(errors[0].find("403") != std::string::npos);
+
+  VmiNodeCache cache(client, options, clock);
+  Sync(cache);
+  CHECK(synced == std::vector<size_t>{2});
+  CreateVmi(client, Vmi("ns1", "vm3", "node-2"));  // later events report nothing more
+  cache.StepForTest();
+  CHECK(synced == std::vector<size_t>{2});
+}
+
 TEST_CASE("A VMI the cache does not hold is read from the API server") {
   kube::FakeClient client;
   base::FakeClock clock;

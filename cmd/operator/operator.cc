@@ -328,6 +328,9 @@ struct Operator::Impl {
     // for it.
     webhook::VmiNodeCacheOptions vmi_options;
     vmi_options.on_error = WatchErrorLog(log);
+    vmi_options.on_synced = [this](size_t vmis) {
+      log.Info("Synced VMI cache", {{"vmis", std::to_string(vmis)}});
+    };
     vmi_nodes = std::make_unique<webhook::VmiNodeCache>(clients.webhook, vmi_options);
     cluster->SetCachedVmiNodes([this](std::string_view ns, std::string_view name) {
       return vmi_nodes->NodeName(ns, name);

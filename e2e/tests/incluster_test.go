@@ -321,6 +321,20 @@ func TestInClusterInstalled(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "migration-target-webhook.kubevirt-migration-target.svc"}); err != nil {
 		t.Errorf("the served certificate does not verify against the injected CA: %v", err)
 	}
+	// Every replica's webhook lists and watches VMIs (its placement warnings read where a VMI
+	// runs from that cache): with manifests/default's RBAC the cache syncs, once, and no watch
+	// of the operator's is refused. A missing grant is only logged, never fails a review.
+	for _, p := range pods {
+		framework.Eventually(t, 60*time.Second, "pod "+p.Name+" synced its VMI cache", func() (bool, string) {
+			n := len(logRecords(t, podLogs(t, p.Name), "Synced VMI cache"))
+			return n == 1, fmt.Sprintf("\"Synced VMI cache\" logged %d times", n)
+		})
+		for _, r := range logRecords(t, podLogs(t, p.Name), "Failed to watch") {
+			if strings.Contains(r["error"], "403") || strings.Contains(strings.ToLower(r["error"]), "forbidden") {
+				t.Errorf("pod %s: a watch was refused: %s", p.Name, r["error"])
+			}
+		}
+	}
 	t.Logf("both replicas Ready on %s, lease held by %s, certificate serial %s", node.Name, ids[holder], leaf.SerialNumber)
 }
 
