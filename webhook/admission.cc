@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "base/json_filter.h"
@@ -349,6 +352,106 @@ Json EncodeAdmissionReview(const AdmissionResponse& response) {
   return Json{{"apiVersion", kAdmissionApiVersion},
               {"kind", kAdmissionReviewKind},
               {"response", std::move(resp)}};
+}
+
+namespace {
+
+// A JSON string as nlohmann's dump(-1, ' ', false, replace) writes it: printable ASCII as it
+// is, anything else (escapes, UTF-8, invalid bytes replaced by U+FFFD) by nlohmann itself.
+void AppendJsonString(std::string& out, std::string_view s) {
+  const bool plain = std::ranges::all_of(s, [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
+  out += Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// `"key":` after a comma unless it is the first member.
+void AppendKey(std::string& out, bool& first, std::string_view key) {
+  if (!first) out += ',';
+  first = false;
+  out += '"';
+  out += key;
+  out += "\":";
+}
+
+}  // namespace
+
+std::string EncodeAdmissionReviewText(const AdmissionResponse& response) {
+  // The members in the order nlohmann's objects keep them: by name.
+  std::string out = R"({"apiVersion":")";
+  out += kAdmissionApiVersion;
+  out += R"(","kind":")";
+  out += kAdmissionReviewKind;
+  out += R"(","response":{"allowed":)";
+  out += response.allowed ? "true" : "false";
+  if (response.patch) {
+    out += R"(,"patch":")";
+    out += kube::EncodeBase64(response.patch->dump(-1, ' ', false, Json::error_handler_t::replace));
+    out += R"(","patchType":"JSONPatch")";
+  }
+  if (response.status) {
+    const AdmissionStatus& s = *response.status;
+    out += R"(,"status":{)";
+    bool first = true;
+    if (s.code != 0) {
+      AppendKey(out, first, "code");
+      out += std::to_string(s.code);
+    }
+    if (!s.causes.empty()) {
+      AppendKey(out, first, "details");
+      out += R"({"causes":[)";
+      for (size_t i = 0; i < s.causes.size(); ++i) {
+        const api::Cause& c = s.causes[i];
+        if (i > 0) out += ',';
+        out += '{';
+        bool first_member = true;
+        if (!c.field.empty()) {
+          AppendKey(out, first_member, "field");
+          AppendJsonString(out, c.field);
+        }
+        if (!c.message.empty()) {
+          AppendKey(out, first_member, "message");
+          AppendJsonString(out, c.message);
+        }
+        if (!c.type.empty()) {
+          AppendKey(out, first_member, "reason");
+          AppendJsonString(out, c.type);
+        }
+        out += '}';
+      }
+      out += "]}";
+    }
+    if (!s.message.empty()) {
+      AppendKey(out, first, "message");
+      AppendJsonString(out, s.message);
+    }
+    if (!s.reason.empty()) {
+      AppendKey(out, first, "reason");
+      AppendJsonString(out, s.reason);
+    }
+    AppendKey(out, first, "status");
+    out += response.allowed ? R"("Success")" : R"("Failure")";
+    out += '}';
+  }
+  out += R"(,"uid":)";
+  AppendJsonString(out, response.uid);
+  if (!response.warnings.empty()) {
+    out += R"(,"warnings":[)";
+    for (size_t i = 0; i < response.warnings.size(); ++i) {
+      if (i > 0) out += ',';
+      AppendJsonString(out, response.warnings[i]);
+    }
+    out += ']';
+  }
+  out += "}}";
+  return out;
 }
 
 }  // namespace kmt::webhook

@@ -124,6 +124,9 @@ DecodeResult DecodeAdmissionReview(std::string_view body, const ObjectReads* rea
 
 // The AdmissionReview JSON carrying `response`.
 Json EncodeAdmissionReview(const AdmissionResponse& response);
+// EncodeAdmissionReview(response) as the text the server sends: the bytes of its dump(-1, ' ',
+// false, replace), written without building the DOM first.
+std::string EncodeAdmissionReviewText(const AdmissionResponse& response);
 
 // Nesting depth of a JSON text (brackets outside strings); stops counting at `limit` + 1.
 size_t JsonNestingDepth(std::string_view text, size_t limit);

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 namespace kmt::webhook {
 namespace {
@@ -248,6 +249,46 @@ TEST_CASE("EncodeAdmissionReview sends a patch base64-encoded as JSONPatch") {
     "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
     "response": {"uid": "u2", "allowed": true, "patchType": "JSONPatch",
       "patch": "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6MX1d"}})"));
+}
+
+TEST_CASE("EncodeAdmissionReviewText is the dump of EncodeAdmissionReview, byte for byte") {
+  // Strings of every kind: plain, escapes, control characters, DEL, UTF-8, invalid bytes.
+  const std::vector<std::string> texts = {"",
+                                          "plain",
+                                          "q\"uote and back\\slash",
+                                          "line\nbreak\ttab\r\b\f",
+                                          std::string("nul\0byte", 8),
+                                          "\x01\x1f\x7f",
+                                          "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+                                          "bad \xff\xfe utf-8 \xc3",
+                                          "</script>&<>"};
+  std::vector<AdmissionResponse> responses;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string& t = texts[i];
+    const std::string& u = texts[(i + 3) % texts.size()];
+    AdmissionResponse allowed = Allowed();
+    allowed.uid = t;
+    allowed.warnings = {t, u};
+    responses.push_back(allowed);
+    AdmissionResponse patched = Allowed();
+    patched.uid = u;
+    patched.patch = Json::array({{{"op", "add"}, {"path", "/metadata/labels/" + t}, {"value", u}}});
+    responses.push_back(patched);
+    AdmissionResponse denied = Denied(static_cast<int>(400 + i), t, u,
+                                      {{t, u, t}, {"", "", ""}, {"FieldValueRequired", "", u}});
+    denied.uid = "uid-" + std::to_string(i);
+    responses.push_back(denied);
+    responses.push_back(Errored(500, t));
+    AdmissionResponse bare;
+    bare.status = AdmissionStatus{};  // code 0, nothing but status
+    bare.warnings = {u};
+    responses.push_back(bare);
+  }
+  for (const AdmissionResponse& r : responses) {
+    const std::string want =
+        EncodeAdmissionReview(r).dump(-1, ' ', false, Json::error_handler_t::replace);
+    CHECK(EncodeAdmissionReviewText(r) == want);
+  }
 }
 
 TEST_CASE("Invalid renders causes as a Kubernetes aggregate") {

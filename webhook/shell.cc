@@ -34,7 +34,7 @@ std::string MediaType(std::string_view content_type) {
 namespace {
 
 std::string EncodeAnswer(const AdmissionResponse& response) {
-  return EncodeAdmissionReview(response).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return EncodeAdmissionReviewText(response);
 }
 
 }  // namespace
