@@ -130,13 +130,13 @@ void InformerCore::IndexLocked(const std::string& key, const Entry& e, bool add)
     auto& index = indexes_[i];
     for (const std::string& v : e.index_values[i]) {
       if (add) {
-        index[v].push_back(key);
+        index[v].push_back(&key);
         continue;
       }
       auto it = index.find(v);
       if (it == index.end()) continue;
       auto& keys = it->second;
-      std::erase(keys, key);
+      std::erase(keys, &key);
       if (keys.empty()) index.erase(it);
     }
   }
@@ -145,13 +145,13 @@ void InformerCore::IndexLocked(const std::string& key, const Entry& e, bool add)
 void InformerCore::Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out) {
   auto it = items_.find(key);
   if (it == items_.end()) {
-    IndexLocked(key, entry, true);
     out.push_back({Delivery::kAdd, key, nullptr, entry.obj});
-    items_.emplace(key, std::move(entry));
+    it = items_.emplace(key, std::move(entry)).first;
+    IndexLocked(it->first, it->second, true);
     return;
   }
-  IndexLocked(key, it->second, false);
-  IndexLocked(key, entry, true);
+  IndexLocked(it->first, it->second, false);
+  IndexLocked(it->first, entry, true);
   out.push_back({Delivery::kUpdate, key, it->second.obj, entry.obj});
   it->second = std::move(entry);
 }
@@ -159,7 +159,7 @@ void InformerCore::Upsert(const std::string& key, Entry entry, std::vector<Deliv
 void InformerCore::Remove(const std::string& key, std::vector<Delivery>& out) {
   auto it = items_.find(key);
   if (it == items_.end()) return;
-  IndexLocked(key, it->second, false);
+  IndexLocked(it->first, it->second, false);
   out.push_back({Delivery::kDelete, key, it->second.obj, nullptr});
   items_.erase(it);
 }
@@ -325,7 +325,9 @@ std::vector<std::string> InformerCore::KeysByIndex(const std::string& index,
   if (i < 0) return {};
   auto it = indexes_[i].find(value);
   if (it == indexes_[i].end()) return {};
-  std::vector<std::string> keys = it->second;
+  std::vector<std::string> keys;
+  keys.reserve(it->second.size());
+  for (const std::string* key : it->second) keys.push_back(*key);
   std::ranges::sort(keys);
   return keys;
 }

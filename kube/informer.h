@@ -130,6 +130,7 @@ class InformerCore {
   void Apply(WatcherStep step);
   void Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out);
   void Remove(const std::string& key, std::vector<Delivery>& out);
+  // `key` is the items_ key of `e`'s item (the index keeps its address).
   void IndexLocked(const std::string& key, const Entry& e, bool add);
   bool Project(const Json& object, std::string& key, Entry& entry);
   void Deliver(const std::vector<Delivery>& deliveries);
@@ -150,8 +151,10 @@ class InformerCore {
   mutable std::condition_variable synced_cv_;
   std::unordered_map<std::string, Entry> items_;
   // Per index (index_funcs_ order): value -> keys. Vectors, not sets: a value
-  // maps to a handful of keys, and per-node overhead is what a cache pays for.
-  std::vector<std::unordered_map<std::string, std::vector<std::string>>> indexes_;
+  // maps to a handful of keys, and per-node overhead is what a cache pays for. The keys
+  // are items_' own (a node's key stays put until it is erased, and it is unindexed
+  // first), not copies of them.
+  std::vector<std::unordered_map<std::string, std::vector<const std::string*>>> indexes_;
   int IndexNumber(const std::string& name) const;
   bool synced_ = false;
   // Objects of a list in progress (between kInit and kInitDone).
