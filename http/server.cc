@@ -850,7 +850,6 @@ Server::~Server() { Stop(); }
 void Server::Start() {
   Impl& s = *impl_;
   if (s.started) throw std::logic_error("http::Server::Start called twice");
-  s.started = true;
   if (s.cfg.configure_tls) {
     s.ssl.emplace(asio::ssl::context::tls_server);
     SSL_CTX* ctx = s.ssl->native_handle();
@@ -871,6 +870,9 @@ void Server::Start() {
         fmt::format("cannot listen on {}:{}: {}", s.cfg.address, s.cfg.port, ec.message()));
   }
   s.port = s.acceptor.local_endpoint().port();
+  // Started only from here: a Start that threw above (a port in use, bad TLS material) leaves
+  // nothing for Stop() or the destructor to stop.
+  s.started = true;
   s.pool = std::make_unique<HandlerPool>(s.cfg.handler_threads, s.cfg.handler_queue);
   s.work.emplace(s.ioc.get_executor());
   s.Accept();

@@ -696,6 +696,22 @@ TEST_CASE("A full handler queue answers 503 with Retry-After instead of waiting"
   CHECK(second.get() == 200);
 }
 
+TEST_CASE("A Start that cannot listen throws; the server then stops and goes cleanly") {
+  CountingObserver obs;
+  Server first(Config(&obs), EchoRoutes());
+  first.Start();
+  ServerConfig c = Config(&obs);
+  c.port = first.port();  // taken
+  {
+    Server second(c, EchoRoutes());
+    CHECK_THROWS_WITH(second.Start(), Catch::Contains("cannot listen on") &&
+                                          Catch::Contains("Address already in use"));
+    CHECK_FALSE(second.running());
+    second.Stop();  // nothing was started: nothing to stop (it crashed here, on a null pool)
+  }                 // and the destructor stops it again
+  CHECK(first.running());
+}
+
 TEST_CASE("Stop answers the request in flight, then closes") {
   CountingObserver obs;
   std::promise<void> release;
