@@ -54,8 +54,8 @@ std::chrono::nanoseconds DueOffset(uint64_t k, double rate);
 // How many requests a run of `duration` at `rate` offers (the ones due before its end).
 uint64_t RequestCount(double rate, std::chrono::milliseconds duration);
 
-// Runs the load; `make(k)` builds request k (called from the connection threads), `ok`
-// judges a 200 answer's body (e.g. that it allows the request).
+// Runs the load; `make(k)` builds request k and `ok` judges a 200 answer's body (e.g. that it
+// allows the request): both are called from the connection threads, at the same time.
 LoadResult RunOpenLoop(const LoadOptions& options, const std::function<LoadRequest(uint64_t)>& make,
                        const std::function<bool(const std::string&)>& ok);
 

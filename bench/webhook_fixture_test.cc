@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "bench/throwaway_cert.h"
@@ -50,9 +51,13 @@ TEST_CASE("The mixed load alternates paths and is allowed by the real routes") {
   o.rate = 200;
   o.duration = std::chrono::milliseconds(100);
   o.connections = 2;
+  std::mutex mu;  // the connection threads call the check at once
   std::vector<std::string> bodies;
   LoadResult r = RunOpenLoop(o, load, [&](const std::string& body) {
-    bodies.push_back(body);  // only the two connection threads; order irrelevant
+    {
+      std::scoped_lock lock(mu);
+      bodies.push_back(body);  // order irrelevant
+    }
     return Allows(body);
   });
   server.Stop();

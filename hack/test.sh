@@ -56,9 +56,11 @@ unit_summary=$(python3 hack/catch2_summary.py "$(bazel info bazel-testlogs 2>/de
 echo "unit: $unit_summary"
 
 # Sanitizers: ASan + UBSan over every test, TSan over the concurrent code (work queue,
-# informer, watcher, leader election, events, the HTTP servers). Each configuration has its
-# own output directory (.bazelrc), so they share the disk cache but not each other's build.
+# informer, watcher, leader election, events, the HTTP servers, the kube client's TLS, the
+# benchmarks' load generator). Each configuration has its own output directory (.bazelrc), so
+# they share the disk cache but not each other's build.
 TSAN_TARGETS=(//http/... //webhook:server_test //webhook:routes_test //webhook:vmi_node_cache_test
+  //kube:transport_trust_test //bench:webhook_fixture_test //bench:webhook_servers_test
   //controller:work_queue_test
   //controller:leader_election_test //controller:events_test //controller:controller_test
   //cmd/operator:probes_test //cmd/operator:metrics_auth_test //kube:informer_test //kube:watcher_test
