@@ -107,13 +107,13 @@ void InformerCore::ScheduleResyncLocked() {
 
 void InformerCore::StepForTest() { Apply(watcher_->Step()); }
 
-bool InformerCore::Project(const Json& object, std::string& key, Entry& entry) {
+bool InformerCore::Project(const Json& object, std::string& key, Projected& p) {
   key = ObjectKey(object);
   try {
-    entry.obj = projection_(object);
-    if (!entry.obj) return false;
-    entry.index_values.reserve(index_funcs_.size());
-    for (const auto& [name, func] : index_funcs_) entry.index_values.push_back(func(object));
+    p.obj = projection_(object);
+    if (!p.obj) return false;
+    p.index_values.reserve(index_funcs_.size());
+    for (const auto& [name, func] : index_funcs_) p.index_values.push_back(func(object));
   } catch (const std::exception& e) {
     if (options_.on_error) {
       options_.on_error(KubeError(
@@ -125,41 +125,52 @@ bool InformerCore::Project(const Json& object, std::string& key, Entry& entry) {
   return true;
 }
 
-void InformerCore::IndexLocked(const std::string& key, const Entry& e, bool add) {
-  for (size_t i = 0; i < e.index_values.size(); ++i) {
+void InformerCore::IndexLocked(const std::string& key, Entry& e,
+                               const std::vector<std::vector<std::string>>& values) {
+  e.indexed.clear();
+  for (size_t i = 0; i < values.size(); ++i) {
     auto& index = indexes_[i];
-    for (const std::string& v : e.index_values[i]) {
-      if (add) {
-        index[v].push_back(&key);
-        continue;
-      }
-      auto it = index.find(v);
-      if (it == index.end()) continue;
-      auto& keys = it->second;
-      std::erase(keys, &key);
-      if (keys.empty()) index.erase(it);
+    for (const std::string& v : values[i]) {
+      const auto it = index.try_emplace(v).first;
+      it->second.push_back(&key);
+      // A value named twice is unindexed once (every copy of the key at once).
+      const std::pair<uint32_t, const std::string*> ref(static_cast<uint32_t>(i), &it->first);
+      if (std::ranges::find(e.indexed, ref) == e.indexed.end()) e.indexed.push_back(ref);
     }
   }
+  e.indexed.shrink_to_fit();
 }
 
-void InformerCore::Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out) {
+void InformerCore::UnindexLocked(const std::string& key, Entry& e) {
+  for (const auto& [i, value] : e.indexed) {
+    auto& index = indexes_[i];
+    const auto it = index.find(*value);
+    if (it == index.end()) continue;
+    auto& keys = it->second;
+    std::erase(keys, &key);
+    if (keys.empty()) index.erase(it);
+  }
+  e.indexed.clear();
+}
+
+void InformerCore::Upsert(const std::string& key, Projected p, std::vector<Delivery>& out) {
   auto it = items_.find(key);
   if (it == items_.end()) {
-    out.push_back({Delivery::kAdd, key, nullptr, entry.obj});
-    it = items_.emplace(key, std::move(entry)).first;
-    IndexLocked(it->first, it->second, true);
+    out.push_back({Delivery::kAdd, key, nullptr, p.obj});
+    it = items_.emplace(key, Entry{std::move(p.obj), {}}).first;
+    IndexLocked(it->first, it->second, p.index_values);
     return;
   }
-  IndexLocked(it->first, it->second, false);
-  IndexLocked(it->first, entry, true);
-  out.push_back({Delivery::kUpdate, key, it->second.obj, entry.obj});
-  it->second = std::move(entry);
+  UnindexLocked(it->first, it->second);
+  out.push_back({Delivery::kUpdate, key, it->second.obj, p.obj});
+  it->second.obj = std::move(p.obj);
+  IndexLocked(it->first, it->second, p.index_values);
 }
 
 void InformerCore::Remove(const std::string& key, std::vector<Delivery>& out) {
   auto it = items_.find(key);
   if (it == items_.end()) return;
-  IndexLocked(it->first, it->second, false);
+  UnindexLocked(it->first, it->second);
   out.push_back({Delivery::kDelete, key, it->second.obj, nullptr});
   items_.erase(it);
 }
@@ -177,10 +188,10 @@ void InformerCore::Apply(WatcherStep step) {
       }
       case WatcherEventType::kInitApply: {
         std::string key;
-        Entry entry;
-        if (!Project(ev.object, key, entry)) break;
+        Projected p;
+        if (!Project(ev.object, key, p)) break;
         std::scoped_lock lock(mu_);
-        relist_[key] = std::move(entry);
+        relist_[key] = std::move(p);
         break;
       }
       case WatcherEventType::kInitDone: {
@@ -192,7 +203,7 @@ void InformerCore::Apply(WatcherStep step) {
         std::ranges::sort(gone);
         for (const std::string& key : gone) Remove(key, deliveries);
         const size_t first = deliveries.size();
-        for (auto& [key, entry] : relist_) Upsert(key, std::move(entry), deliveries);
+        for (auto& [key, p] : relist_) Upsert(key, std::move(p), deliveries);
         relist_.clear();
         if (!synced_) {  // the first list: the cache fills
           for (size_t i = first; i < deliveries.size(); ++i) {
@@ -207,11 +218,11 @@ void InformerCore::Apply(WatcherStep step) {
       }
       case WatcherEventType::kApply: {
         std::string key;
-        Entry entry;
-        const bool keep = Project(ev.object, key, entry);
+        Projected p;
+        const bool keep = Project(ev.object, key, p);
         std::scoped_lock lock(mu_);
         if (keep) {
-          Upsert(key, std::move(entry), deliveries);
+          Upsert(key, std::move(p), deliveries);
         } else {
           Remove(key, deliveries);
         }

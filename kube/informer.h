@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,6 +32,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -115,10 +117,17 @@ class InformerCore {
   void Resync();
 
  private:
+  // What Project makes of an object: the projection and its values per index (in
+  // index_funcs_ order).
+  struct Projected {
+    Erased obj;
+    std::vector<std::vector<std::string>> index_values;
+  };
+  // A cached object and where it is indexed: (index number, the index's own copy of the
+  // value), kept to unindex on change without a copy of each value.
   struct Entry {
     Erased obj;
-    // Values per index, in index_funcs_ order (kept to unindex on change).
-    std::vector<std::vector<std::string>> index_values;
+    std::vector<std::pair<uint32_t, const std::string*>> indexed;
   };
   struct Delivery {
     enum { kAdd, kUpdate, kDelete, kInitialAdd, kInitialListDone } kind;
@@ -128,11 +137,13 @@ class InformerCore {
   };
 
   void Apply(WatcherStep step);
-  void Upsert(const std::string& key, Entry entry, std::vector<Delivery>& out);
+  void Upsert(const std::string& key, Projected p, std::vector<Delivery>& out);
   void Remove(const std::string& key, std::vector<Delivery>& out);
   // `key` is the items_ key of `e`'s item (the index keeps its address).
-  void IndexLocked(const std::string& key, const Entry& e, bool add);
-  bool Project(const Json& object, std::string& key, Entry& entry);
+  void IndexLocked(const std::string& key, Entry& e,
+                   const std::vector<std::vector<std::string>>& values);
+  void UnindexLocked(const std::string& key, Entry& e);
+  bool Project(const Json& object, std::string& key, Projected& p);
   void Deliver(const std::vector<Delivery>& deliveries);
   void RunWatch();
   void RunResync();
@@ -158,7 +169,7 @@ class InformerCore {
   int IndexNumber(const std::string& name) const;
   bool synced_ = false;
   // Objects of a list in progress (between kInit and kInitDone).
-  std::map<std::string, Entry> relist_;  // ordered: adds are delivered in key order
+  std::map<std::string, Projected> relist_;  // ordered: adds are delivered in key order
 
   std::mutex deliver_mu_;  // one handler call at a time
 
