@@ -13,22 +13,17 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "base/poll.h"
+#include "base/testing/files.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
 namespace kmt::kube {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using base::testing::ReadTestFile;
 
 // An HTTPS server on 127.0.0.1 with a random port, optionally requiring a
 // client certificate signed by the test CA.
@@ -55,7 +50,7 @@ struct TestServer {
   ClientConfig Config() const {
     ClientConfig c;
     c.server = Url();
-    c.ca_pem = Read("kube/testdata/ca.crt");
+    c.ca_pem = ReadTestFile("kube/testdata/ca.crt");
     c.token = "secret";
     c.source = "test";
     return c;
@@ -270,7 +265,7 @@ TEST_CASE("TLS failures name the server and the reason") {
     res.set_content(R"({"kind":"Node"})", "application/json");
   });
   ClientConfig wrong_ca = s.Config();
-  wrong_ca.ca_pem = Read("kube/testdata/other-ca.crt");
+  wrong_ca.ca_pem = ReadTestFile("kube/testdata/other-ca.crt");
   KubeError e = Catch([&] { RestClient(wrong_ca).Get(kNodes, "", "n"); });
   CHECK(e.kind() == ErrorKind::kTransport);
   CHECK(std::string(e.what()) == "get nodes n: TLS verification of " + s.Url() +
@@ -312,8 +307,8 @@ TEST_CASE("Client certificates authenticate") {
   anonymous.token.clear();
   CHECK(Catch([&] { RestClient(anonymous).Get(kNodes, "", "n"); }).kind() == ErrorKind::kTransport);
   ClientConfig with_cert = anonymous;
-  with_cert.client_cert_pem = Read("kube/testdata/client.crt");
-  with_cert.client_key_pem = Read("kube/testdata/client.key");
+  with_cert.client_cert_pem = ReadTestFile("kube/testdata/client.crt");
+  with_cert.client_key_pem = ReadTestFile("kube/testdata/client.key");
   CHECK(RestClient(with_cert).Get(kNodes, "", "n")["kind"] == "Node");
   ClientConfig bad_key = with_cert;
   bad_key.client_key_pem = "garbage";

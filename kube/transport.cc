@@ -197,22 +197,19 @@ Transport::~Transport() = default;
 std::string Transport::DescribeFailure(int httplib_error, long verify_result) const {
   const auto err = static_cast<httplib::Error>(httplib_error);
   switch (err) {
-    case httplib::Error::SSLServerVerification:
+    case httplib::Error::SSLServerVerification:  // httplib's own check, which Connect turns off
+    case httplib::Error::SSLConnection: {
+      // The handshake refused the certificate (RecordVerify kept why), or failed otherwise.
+      const bool name_mismatch = verify_result == X509_V_ERR_HOSTNAME_MISMATCH ||
+                                 verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH;
+      if (err == httplib::Error::SSLConnection && verify_result == X509_V_OK) {
+        return fmt::format("TLS handshake with {} failed", config_.server);
+      }
       return fmt::format("TLS verification of {} failed: {}", config_.server,
-                         verify_result != X509_V_OK ? X509_verify_cert_error_string(verify_result)
-                                                    : "certificate does not match the host name");
-    case httplib::Error::SSLConnection:
-      if (verify_result == X509_V_ERR_HOSTNAME_MISMATCH ||
-          verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH) {
-        return fmt::format(
-            "TLS verification of {} failed: certificate does not match the host name",
-            config_.server);
-      }
-      if (verify_result != X509_V_OK) {
-        return fmt::format("TLS verification of {} failed: {}", config_.server,
-                           X509_verify_cert_error_string(verify_result));
-      }
-      return fmt::format("TLS handshake with {} failed", config_.server);
+                         verify_result == X509_V_OK || name_mismatch
+                             ? "certificate does not match the host name"
+                             : X509_verify_cert_error_string(verify_result));
+    }
     case httplib::Error::Connection:
       return fmt::format("cannot connect to {}", config_.server);
     case httplib::Error::ConnectionTimeout:

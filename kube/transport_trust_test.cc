@@ -6,11 +6,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
+#include "base/testing/files.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 #include "kube/rest_client.h"
@@ -18,12 +17,7 @@
 namespace kmt::kube {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using base::testing::ReadTestFile;
 
 // An HTTPS server on 127.0.0.1 whose certificate the test CA signed.
 struct TestServer {
@@ -42,7 +36,7 @@ struct TestServer {
   ClientConfig Config(const std::string& ca_file) const {
     ClientConfig c;
     c.server = "https://127.0.0.1:" + std::to_string(port);
-    if (!ca_file.empty()) c.ca_pem = Read(ca_file);
+    if (!ca_file.empty()) c.ca_pem = ReadTestFile(ca_file);
     c.token = "secret";
     c.source = "test";
     return c;

@@ -381,6 +381,13 @@ void AppendKey(std::string& out, bool& first, std::string_view key) {
   out += "\":";
 }
 
+// `"key":"value"` unless the value is empty (the members the DOM sets only when non-empty).
+void AppendNonEmpty(std::string& out, bool& first, std::string_view key, std::string_view value) {
+  if (value.empty()) return;
+  AppendKey(out, first, key);
+  AppendJsonString(out, value);
+}
+
 }  // namespace
 
 std::string EncodeAdmissionReviewText(const AdmissionResponse& response) {
@@ -412,30 +419,15 @@ std::string EncodeAdmissionReviewText(const AdmissionResponse& response) {
         if (i > 0) out += ',';
         out += '{';
         bool first_member = true;
-        if (!c.field.empty()) {
-          AppendKey(out, first_member, "field");
-          AppendJsonString(out, c.field);
-        }
-        if (!c.message.empty()) {
-          AppendKey(out, first_member, "message");
-          AppendJsonString(out, c.message);
-        }
-        if (!c.type.empty()) {
-          AppendKey(out, first_member, "reason");
-          AppendJsonString(out, c.type);
-        }
+        AppendNonEmpty(out, first_member, "field", c.field);
+        AppendNonEmpty(out, first_member, "message", c.message);
+        AppendNonEmpty(out, first_member, "reason", c.type);
         out += '}';
       }
       out += "]}";
     }
-    if (!s.message.empty()) {
-      AppendKey(out, first, "message");
-      AppendJsonString(out, s.message);
-    }
-    if (!s.reason.empty()) {
-      AppendKey(out, first, "reason");
-      AppendJsonString(out, s.reason);
-    }
+    AppendNonEmpty(out, first, "message", s.message);
+    AppendNonEmpty(out, first, "reason", s.reason);
     AppendKey(out, first, "status");
     out += response.allowed ? R"("Success")" : R"("Failure")";
     out += '}';
