@@ -198,6 +198,9 @@ GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const s
   run.latency = Summarize(tracker.Latencies());
   run.throughput = tracker.Throughput();
   run.released = tracker.released();
+  const auto [creating, tail] = tracker.Spans();
+  std::fprintf(stderr, "%s N=%zu: created over %.0f ms, last release %.0f ms after the last\n",
+               mode.c_str(), n, creating * 1e3, tail * 1e3);
   DeleteNamespace(client, ns);
   // The namespace controller deletes the pods, VMIMs and VMIs: not during the next run.
   WaitNamespaceGone(client, ns, std::chrono::seconds(180));

@@ -71,6 +71,20 @@ double GateTracker::Throughput() const {
   return span <= 0 ? 0 : static_cast<double>(released_.size()) / span;
 }
 
+std::pair<double, double> GateTracker::Spans() const {
+  std::scoped_lock lock(mu_);
+  if (created_.empty() || released_.empty()) return {0, 0};
+  SteadyTime first = created_.begin()->second, last_created = first;
+  for (const auto& [name, t] : created_) {
+    first = std::min(first, t);
+    last_created = std::max(last_created, t);
+  }
+  SteadyTime last = released_.begin()->second;
+  for (const auto& [name, t] : released_) last = std::max(last, t);
+  return {std::chrono::duration<double>(last_created - first).count(),
+          std::chrono::duration<double>(last - last_created).count()};
+}
+
 std::vector<Row> GateRows(const GateRun& op, const GateRun& floor) {
   const std::string at = fmt::format(" (N = {})", op.n);
   const bool budgeted = op.n == 200 || op.n == 50;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/node_selector.h"
@@ -43,6 +44,9 @@ class GateTracker {
   std::vector<double> Latencies() const;
   // Released pods per second, from the first create call returning to the last release.
   double Throughput() const;
+  // Where that span went, in seconds: first to last create call returning, and from the last
+  // create call to the last release (for the progress lines).
+  std::pair<double, double> Spans() const;
 
  private:
   bool DoneLocked() const;

@@ -45,7 +45,7 @@ Controller::Controller(CacheView& view, kube::KubeClient& client, base::Clock& c
       metrics_(metrics),
       executor_(client, events, log),
       options_(options),
-      queue_(clock, options.rate_limits, &metrics.queue()) {}
+      queue_(clock, options.rate_limits, &metrics.queue(), options.burst_quiet) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -280,15 +280,15 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
     waiters_[observed.vmim.policy].insert(key);
   }
   // A burst of gated pods: the release is what a waiting migration needs now, the conditions
-  // and Events report it. While other keys wait, the gates go first (one API call instead of
-  // three) and the key comes back after kStatusDeferral for the rest; its next plan finds the
-  // gate released and the conditions still to write (the same transition, the same Events).
+  // and Events report it. While other keys wait or keep arriving (ControllerOptions::
+  // burst_quiet), the gates go first (one API call instead of three) and the key comes back
+  // once the burst is over, kStatusDeferral at most; its next plan finds the gate released
+  // and the conditions still to write (the same transition, the same Events).
   // Not under a policy's inbound limit, whose accounting reads those conditions, nor with a
   // deletion, which the executor orders against the conditions.
   const bool defer_status = !plan.pod_patches.empty() && plan.pod_deletions.empty() &&
                             !plan.reservation && !plan.waits_for_inbound &&
-                            (plan.conditions_changed || !plan.events.empty()) &&
-                            queue_.LenAhead() > 0;
+                            (plan.conditions_changed || !plan.events.empty()) && queue_.Busy(key);
   OweStatus(key, defer_status);
   Plan release_only;
   if (defer_status) {

@@ -47,6 +47,10 @@ struct ControllerOptions {
   int workers = 2;
   RateLimiterOptions rate_limits;
   bool fail_fast_unschedulable = false;  // Observed::fail_fast_unschedulable
+  // How long after another key's add a burst counts as still arriving: a release then puts
+  // off its conditions and Events, and those wait until no key has been added for this long
+  // (kStatusDeferral at most). Zero: only keys waiting in the queue make a burst.
+  base::Duration burst_quiet = std::chrono::milliseconds(200);
 };
 
 class Controller {

@@ -122,14 +122,19 @@ TEST_CASE("While other keys wait, a gate is released at once and its conditions 
   CHECK(w.controller.queue().Yielding() == 1);
   CHECK(w.controller.queue().LenAhead() == 1);
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);  // the other key
-  // The key comes back for its conditions and Event once the others are served.
+  // The key comes back for its conditions and Event once the others are served and no key
+  // has been added for burst_quiet (more of the burst may be on its way until then).
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(milliseconds(199));
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(milliseconds(1));
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
   CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
   CHECK(w.client.Count(kube::kEvents) == 1);
   CHECK_FALSE(w.controller.ProcessNext().has_value());
   // At kStatusDeferral the key comes back at the latest, in case no event came: by now there
   // is nothing left to write.
-  w.clock.Advance(milliseconds(4999));
+  w.clock.Advance(milliseconds(4999 - 200));  // 5 s after the release
   CHECK(w.controller.queue().Len() == 0);
   w.clock.Advance(milliseconds(1));
   REQUIRE(w.controller.queue().Len() == 1);
@@ -147,6 +152,44 @@ TEST_CASE("While other keys wait, a gate is released at once and its conditions 
   CHECK(w.controller.queue().LenAhead() == 1);
 
   // With nothing else waiting, one pass does it all (the first test).
+}
+
+TEST_CASE("A burst still arriving puts the conditions off too, though no key waits right now") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  // Another migration's key came and went just before this one's: a burst is on.
+  w.controller.queue().Add(std::string(kNs) + "/another-migration");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  w.clock.Advance(milliseconds(199));
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  w.client.ClearCalls();
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kRequeueAfter);
+  CHECK_FALSE(Gated(w.GetPod()));
+  CHECK(w.Conditions().empty());
+  CHECK(w.client.Count(kube::kEvents) == 0);
+  // The release's event yields; once nothing has come for burst_quiet, the rest is written.
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  CHECK(w.controller.queue().Yielding() == 1);
+  CHECK_FALSE(w.controller.ProcessNext().has_value());
+  w.clock.Advance(milliseconds(200));
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
+  CHECK(w.client.Count(kube::kEvents) == 1);
+}
+
+TEST_CASE("A migration alone is not a burst: its own add does not put its conditions off") {
+  World w;
+  w.SeedVmim({NodeTerm("node-3")});
+  w.SeedPod({});
+  w.controller.queue().Add(std::string(kNs) + "/another-migration");
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  w.clock.Advance(milliseconds(200));  // the other key came burst_quiet ago
+  w.controller.OnTargetPod(api::TargetPod::FromJson(w.GetPod()));
+  REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
+  CHECK_FALSE(Gated(w.GetPod()));
+  CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
+  CHECK(w.client.Count(kube::kEvents) == 1);
 }
 
 TEST_CASE("Unschedulable: reported, then refreshed every 30 s with the backoff reset") {

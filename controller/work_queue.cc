@@ -5,17 +5,21 @@
 
 namespace kmt::controller {
 
-WorkQueue::WorkQueue(base::Clock& clock, RateLimiterOptions limits, WorkQueueMetrics* metrics)
+WorkQueue::WorkQueue(base::Clock& clock, RateLimiterOptions limits, WorkQueueMetrics* metrics,
+                     base::Duration yield_quiet)
     : clock_(clock),
       metrics_(metrics),
       limiter_(clock.Now(), limits),
-      max_delay_(limits.max_delay) {}
+      max_delay_(limits.max_delay),
+      yield_quiet_(yield_quiet) {}
 
 WorkQueue::~WorkQueue() {
   ShutDown();
   std::scoped_lock lock(mu_);
   for (auto& [key, d] : delayed_) clock_.Cancel(d.timer);
   delayed_.clear();
+  if (wake_) clock_.Cancel(*wake_);
+  wake_.reset();
 }
 
 void WorkQueue::AddLocked(const std::string& key) {
@@ -27,6 +31,7 @@ void WorkQueue::AddLocked(const std::string& key) {
     yielding_.erase(y->second.at);
     yielding_at_.erase(y);
     queue_.push_back(key);
+    NoteFirstLaneAddLocked(key);
     DepthLocked();
     cv_.notify_one();
     return;
@@ -35,8 +40,15 @@ void WorkQueue::AddLocked(const std::string& key) {
   PushLocked(key);
 }
 
+void WorkQueue::NoteFirstLaneAddLocked(const std::string& key) {
+  if (yield_quiet_ <= base::Duration::zero()) return;
+  if (last_add_.key != key) other_add_ = std::move(last_add_);
+  last_add_ = {key, clock_.Now()};
+}
+
 void WorkQueue::PushLocked(const std::string& key) {
   queue_.push_back(key);
+  NoteFirstLaneAddLocked(key);
   added_at_.emplace(key, clock_.Now());
   if (metrics_) metrics_->Added();
   DepthLocked();
@@ -75,6 +87,38 @@ void WorkQueue::AddYielding(const std::string& key, base::Duration max_wait) {
 
 bool WorkQueue::YieldingDueLocked() const {
   return !yielding_.empty() && yielding_at_.at(yielding_.front()).due <= clock_.Now();
+}
+
+base::SteadyTime WorkQueue::YieldingReadyAtLocked() const {
+  if (yield_quiet_ <= base::Duration::zero() || last_add_.key.empty()) {
+    return base::SteadyTime::min();  // an empty first lane is enough
+  }
+  return std::min(yielding_at_.at(yielding_.front()).due, last_add_.at + yield_quiet_);
+}
+
+bool WorkQueue::ReadyLocked() const {
+  if (!queue_.empty()) return true;
+  if (yielding_.empty()) return false;
+  return shutting_down_ || YieldingReadyAtLocked() <= clock_.Now();
+}
+
+void WorkQueue::WakeAtLocked(base::SteadyTime at) {
+  if (wake_ && wake_at_ <= at) return;  // an earlier wake-up is pending
+  if (wake_) clock_.Cancel(*wake_);
+  wake_at_ = at;
+  // The callback takes the lock itself; the clock never runs it inside RunAfter.
+  wake_ = clock_.RunAfter(at - clock_.Now(), [this] {
+    std::scoped_lock lock(mu_);
+    wake_.reset();
+    cv_.notify_all();
+  });
+}
+
+bool WorkQueue::Busy(const std::string& key) const {
+  std::scoped_lock lock(mu_);
+  if (!queue_.empty()) return true;
+  const FirstLaneAdd& other = last_add_.key != key ? last_add_ : other_add_;
+  return !other.key.empty() && clock_.Now() - other.at < yield_quiet_;
 }
 
 void WorkQueue::Add(const std::string& key) {
@@ -162,14 +206,18 @@ std::string WorkQueue::PopLocked() {
 
 std::optional<std::string> WorkQueue::Get() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !queue_.empty() || !yielding_.empty() || shutting_down_; });
-  if (queue_.empty() && yielding_.empty()) return std::nullopt;
-  return PopLocked();
+  for (;;) {
+    if (ReadyLocked()) return PopLocked();
+    if (shutting_down_) return std::nullopt;  // and nothing queued: ReadyLocked hands it out
+    // Only yielding keys, waiting for a quiet first lane: sleep until one may go.
+    if (!yielding_.empty()) WakeAtLocked(YieldingReadyAtLocked());
+    cv_.wait(lock);
+  }
 }
 
 std::optional<std::string> WorkQueue::TryGet() {
   std::scoped_lock lock(mu_);
-  if (queue_.empty() && yielding_.empty()) return std::nullopt;
+  if (!ReadyLocked()) return std::nullopt;
   return PopLocked();
 }
 

@@ -20,6 +20,10 @@
 //     moves it to the first lane; a key already queued there, or re-added
 //     while it processes, stays there. Added while the key is processing, it
 //     enters the lane at Done. Not in client-go: its workqueue has one lane.
+//     With a yield_quiet period, an empty first lane is not enough: a yielding
+//     key also waits until no key has entered the first lane for yield_quiet
+//     (a burst of adds is still arriving), or until it is due; Get() sleeps
+//     until then. Busy(key) tells a worker whether such a burst is on.
 //   - ShutDown() refuses new adds and wakes the workers; Get() keeps handing out
 //     what is queued, then returns nullopt. ShutDownWithDrain() also waits for
 //     the keys being processed to be Done.
@@ -55,9 +59,11 @@ class WorkQueueMetrics {
 
 class WorkQueue {
  public:
-  // `metrics` may be null; it must outlive the queue.
+  // `metrics` may be null; it must outlive the queue. `yield_quiet`: see AddYielding above
+  // (zero: an empty first lane is enough).
   explicit WorkQueue(base::Clock& clock, RateLimiterOptions limits = {},
-                     WorkQueueMetrics* metrics = nullptr);
+                     WorkQueueMetrics* metrics = nullptr,
+                     base::Duration yield_quiet = base::Duration::zero());
   ~WorkQueue();  // shuts down and cancels pending delayed adds
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -86,17 +92,29 @@ class WorkQueue {
   size_t Yielding() const;        // keys queued in the yielding lane
   size_t Processing() const;      // keys between Get and Done
   size_t WaitingDelayed() const;  // keys with a pending delayed add
+  // Whether work is arriving for keys other than `key`: one waits in the first lane, or
+  // entered it less than yield_quiet ago.
+  bool Busy(const std::string& key) const;
 
  private:
   void AddLocked(const std::string& key);
   // Appends `key` to the queue (it is dirty and not processing) and wakes a worker.
   void PushLocked(const std::string& key);
+  // `key` entered the first lane now (for Busy and the yield_quiet period).
+  void NoteFirstLaneAddLocked(const std::string& key);
   // Hands out the next key: the oldest yielding key when the first lane is empty, or when
   // it is due and the last key was not a due one taken ahead; else the first lane's. Either
   // lane must hold one.
   std::string PopLocked();
   // The yielding lane's oldest key is due: its max_wait has passed.
   bool YieldingDueLocked() const;
+  // When the yielding lane's oldest key may go with the first lane empty: once it is due, or
+  // once no key has entered the first lane for yield_quiet.
+  base::SteadyTime YieldingReadyAtLocked() const;
+  // Whether Get() may hand out a key now.
+  bool ReadyLocked() const;
+  // Wakes the workers at `at` (one timer, the earliest asked for).
+  void WakeAtLocked(base::SteadyTime at);
   void YieldLocked(const std::string& key, base::SteadyTime due);
   void DepthLocked() const;
   void AddAfterLocked(const std::string& key, base::Duration delay);
@@ -130,6 +148,15 @@ class WorkQueue {
   bool draining_ = false;
   // The last key handed out was a due yielding key taken ahead of a waiting first lane.
   bool due_went_ahead_ = false;
+  const base::Duration yield_quiet_;
+  // The last two distinct keys to enter the first lane, newest first, and when (Busy).
+  struct FirstLaneAdd {
+    std::string key;
+    base::SteadyTime at{};
+  };
+  FirstLaneAdd last_add_, other_add_;
+  std::optional<base::TimerId> wake_;  // the pending wake-up of Get(), if any
+  base::SteadyTime wake_at_{};
 };
 
 }  // namespace kmt::controller

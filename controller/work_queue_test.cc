@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -396,6 +397,101 @@ TEST_CASE("Metrics count both lanes") {
   REQUIRE(Drain(q).size() == 2);
   REQUIRE(m.depth == 0);
   REQUIRE(m.latencies == std::vector<base::Duration>{milliseconds(40), milliseconds(40)});
+}
+
+TEST_CASE("With yield_quiet, a yielding key also waits until no key has been added for that long") {
+  base::FakeClock clock;
+  WorkQueue q(clock, {}, nullptr, milliseconds(200));
+  q.Add("ns/a");
+  q.AddYielding("ns/y", seconds(5));
+  auto a = q.TryGet();
+  REQUIRE(a == "ns/a");
+  q.Done(*a);
+  CHECK_FALSE(q.TryGet().has_value());  // ns/a came in just now: the burst may go on
+  clock.Advance(milliseconds(150));
+  q.Add("ns/b");  // it does: the quiet period starts again
+  auto b = q.TryGet();
+  REQUIRE(b == "ns/b");
+  q.Done(*b);
+  clock.Advance(milliseconds(199));
+  CHECK_FALSE(q.TryGet().has_value());
+  CHECK(q.Len() == 1);
+  clock.Advance(milliseconds(1));
+  REQUIRE(q.TryGet() == "ns/y");
+}
+
+TEST_CASE("With yield_quiet, a yielding key still goes once due, however busy the first lane") {
+  base::FakeClock clock;
+  WorkQueue q(clock, {}, nullptr, milliseconds(200));
+  q.AddYielding("ns/y", seconds(1));
+  for (int i = 0; i < 9; ++i) {
+    clock.Advance(milliseconds(100));
+    q.Add("ns/a" + std::to_string(i));
+    auto a = q.TryGet();
+    REQUIRE(a == "ns/a" + std::to_string(i));
+    q.Done(*a);
+    CHECK_FALSE(q.TryGet().has_value());
+  }
+  clock.Advance(milliseconds(100));  // 1 s: due, although ns/a8 came 100 ms ago
+  REQUIRE(q.TryGet() == "ns/y");
+}
+
+TEST_CASE("A blocked Get sleeps until the quiet period is over") {
+  base::FakeClock clock;
+  WorkQueue q(clock, {}, nullptr, milliseconds(200));
+  q.Add("ns/a");
+  auto a = q.Get();
+  q.Done(*a);
+  q.AddYielding("ns/y", seconds(5));
+  std::atomic<bool> returned{false};
+  std::optional<std::string> got;
+  std::thread t([&] {
+    got = q.Get();
+    returned = true;
+  });
+  // The worker arms one wake-up for the end of the quiet period and sleeps.
+  while (clock.PendingTimers() == 0) std::this_thread::yield();
+  CHECK_FALSE(returned.load());
+  clock.Advance(milliseconds(200));
+  t.join();
+  REQUIRE(got == "ns/y");
+  q.Done(*got);
+  // Shut down, a yielding key waits for nothing.
+  q.Add("ns/b");
+  auto b = q.Get();
+  q.Done(*b);
+  q.AddYielding("ns/z", seconds(5));
+  q.ShutDown();
+  REQUIRE(q.Get() == "ns/z");
+  REQUIRE_FALSE(q.Get().has_value());
+}
+
+TEST_CASE("Busy: another key waits, or entered the first lane less than yield_quiet ago") {
+  base::FakeClock clock;
+  WorkQueue q(clock, {}, nullptr, milliseconds(200));
+  CHECK_FALSE(q.Busy("ns/a"));
+  q.Add("ns/a");
+  CHECK(q.Busy("ns/b"));  // ns/a waits
+  auto a = q.TryGet();
+  REQUIRE(a == "ns/a");
+  CHECK_FALSE(q.Busy("ns/a"));  // its own add is no burst
+  CHECK(q.Busy("ns/b"));        // ns/a's, just now, is one for ns/b
+  q.Done(*a);
+  clock.Advance(milliseconds(200));
+  CHECK_FALSE(q.Busy("ns/b"));
+  q.Add("ns/b");
+  auto b = q.TryGet();
+  REQUIRE(b == "ns/b");
+  CHECK(q.Busy("ns/a"));        // ns/b came in just now
+  CHECK_FALSE(q.Busy("ns/b"));  // ns/a came 200 ms ago
+  q.Done(*b);
+  // Without a quiet period, only a waiting key makes a burst.
+  WorkQueue plain(clock);
+  plain.Add("ns/a");
+  CHECK(plain.Busy("ns/b"));
+  auto p = plain.TryGet();
+  REQUIRE(p == "ns/a");
+  CHECK_FALSE(plain.Busy("ns/b"));
 }
 
 }  // namespace
