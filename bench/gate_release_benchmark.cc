@@ -9,13 +9,14 @@
 //             its default client QPS and workers) does the release;
 //   floor:    a minimal client in this process: one watch on the namespace's pods and, per
 //             gated pod seen, one guarded JSON Patch (api::AndTermIntoPod: the AND + the gate
-//             removal) from 2 threads (the operator's default worker count), no QPS limit.
+//             removal) from as many threads as the operator has workers (its --workers as
+//             the operator parses the flags it is given), no QPS limit.
 // The two never run at once. Needs a cluster without anything else acting on VMIs and
 // VMIMs (bench/run.sh stops virt-controller, which would start the VMIs, render target pods
 // of its own and fail the VMIMs of VMIs that are not running).
 //
 //   gate_release_benchmark --kubeconfig=K --operator=bazel-bin/cmd/operator/operator
-//       [--sizes=1,50,200] [--rounds=3] [--report=FILE] [--log-dir=DIR (created)] [--timeout=120]
+//       [--sizes=1,50,200] [--rounds=5] [--report=FILE] [--log-dir=DIR (created)] [--timeout=120]
 //       [--port-base=30780 (the operator's metrics port; health is the next one)]
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -39,6 +40,7 @@
 #include "bench/gate_tracker.h"
 #include "bench/kubevirt_objects.h"
 #include "bench/operator_process.h"
+#include "cmd/operator/flags.h"
 #include "kube/error.h"
 #include "kube/resources.h"
 
@@ -153,7 +155,7 @@ class PodWatch {
 };
 
 GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const std::string& mode,
-                size_t n, int round, std::chrono::seconds timeout,
+                size_t n, int round, int floor_threads, std::chrono::seconds timeout,
                 const std::function<void()>& after_release = {}) {
   const std::string ns = fmt::format("bench-gate-{}-{}-{}-{}", mode, n, round, getpid());
   EnsureNamespace(client, ns);
@@ -172,7 +174,7 @@ GateRun RunOnce(kube::KubeClient& client, const std::string& kubeconfig, const s
   std::unique_ptr<PodWatch> floor_watch;
   if (mode == "floor") {
     floor_client = MakeUnthrottledClient(kubeconfig);
-    releaser = std::make_unique<FloorReleaser>(*floor_client, ns, term, 2);
+    releaser = std::make_unique<FloorReleaser>(*floor_client, ns, term, floor_threads);
     floor_watch = std::make_unique<PodWatch>(*floor_client, ns,
                                              [&](const Json& pod) { releaser->OnPod(pod); });
   }
@@ -230,7 +232,7 @@ int Main(int argc, char** argv) {
   std::vector<size_t> sizes = {1, 50, 200};
   int timeout = 120;
   int port_base = 30780;
-  int rounds = 3;
+  int rounds = 5;
   std::vector<std::string> operator_args;  // --operator-arg=FLAG, repeatable: tuning trials
   CLI::App app{"Gate release latency of the operator against a floor", "gate_release_benchmark"};
   app.add_option("--kubeconfig", kubeconfig, "The cluster's admin kubeconfig")->required();
@@ -284,6 +286,13 @@ int Main(int argc, char** argv) {
       fmt::format("--metrics-bind-address=127.0.0.1:{}", metrics_port),
       "--metrics-secure=false"};
   args.insert(args.end(), operator_args.begin(), operator_args.end());
+  // The floor patches from as many threads as the operator reconciles with.
+  cmd::OperatorFlags parsed;
+  if (cmd::FlagParse p = cmd::ParseOperatorFlags(args, &parsed); p.exit_code >= 0) {
+    std::fprintf(stderr, "the operator would refuse these flags: %s\n", p.output.c_str());
+    return 2;
+  }
+  const int floor_threads = parsed.workers;
   // Round after round: every size with a fresh operator, then every size with the floor (the
   // two never run at once: both would release the same pods).
   for (int round = 1; round <= rounds; ++round) {
@@ -297,7 +306,7 @@ int Main(int argc, char** argv) {
       for (size_t i = 0; i < sizes.size(); ++i) {
         const OperatorWork before = scrape();
         op_runs[i].push_back(RunOnce(*client, kubeconfig, "operator", sizes[i], round,
-                                     std::chrono::seconds(timeout)));
+                                     floor_threads, std::chrono::seconds(timeout)));
         op_work[i] = op_work[i] + (scrape() - before);
         op_released[i] += op_runs[i].back().released;
         std::fprintf(stderr, "round %d, operator N=%zu: p99 %s\n", round, sizes[i],
@@ -305,8 +314,8 @@ int Main(int argc, char** argv) {
       }
     }
     for (size_t i = 0; i < sizes.size(); ++i) {
-      floor_runs[i].push_back(
-          RunOnce(*client, kubeconfig, "floor", sizes[i], round, std::chrono::seconds(timeout)));
+      floor_runs[i].push_back(RunOnce(*client, kubeconfig, "floor", sizes[i], round, floor_threads,
+                                      std::chrono::seconds(timeout)));
       std::fprintf(stderr, "round %d, floor N=%zu: p99 %s\n", round, sizes[i],
                    FormatSeconds(floor_runs[i].back().latency.p99).c_str());
     }
@@ -332,9 +341,10 @@ int Main(int argc, char** argv) {
            "Operator: //cmd/operator:operator out of cluster, --disable-webhook, "
            "--leader-elect=false, " +
            OperatorFlagsText(operator_args) +
-           ". Floor: one "
-           "watch and one guarded JSON Patch per gated pod (api::AndTermIntoPod), 2 patching "
-           "threads, no client QPS limit; same cluster, run after the operator stopped. "
+           fmt::format(". Floor: one watch and one guarded JSON Patch per gated pod "
+                       "(api::AndTermIntoPod) from {} patching threads (the operator's workers), "
+                       "no client QPS limit; same cluster, run after the operator stopped. ",
+                       floor_threads) +
            "Throughput ratio = floor ÷ operator. virt-controller is stopped during this benchmark "
            "(it would start the VMIs, render target pods of its own and fail the VMIMs of VMIs "
            "that are not running; the operator leaves final VMIMs alone), so the VMIs stay "

@@ -6,10 +6,10 @@
 # (bench/check_tables.py; budgets are reported, not asserted). hack/test.sh runs --quick.
 #
 #   full:    explainer, webhook at 1,000/3,000/5,000 req/s for 5 s each, gate release with
-#            N = 1, 50, 200 in 3 interleaved rounds (medians), memory and cold start with
+#            N = 1, 50, 200 in 5 interleaved rounds (medians), memory and cold start with
 #            5,000 nodes, 10,000 VMIMs, 10,000 target pods (3 starts, interleaved with the
 #            floor), admission against the live API server at 50/200/400/800 req/s for 10 s
-#            each (about 13-18 minutes on 2 cores);
+#            each (about 16-21 minutes on 2 cores);
 #   --quick: the same benchmarks, smaller: webhook 1 s per rate, gate release N = 1, 50 once,
 #            memory 500 nodes, 1,000 VMIMs, 1,000 pods, live admission at 50/200 req/s for
 #            2 s each (3-3.5 minutes on 2 cores at load 8-20, starting the control plane
@@ -96,7 +96,7 @@ if ((QUICK)); then
 else
   run explainer "$BIN/bench/explain_benchmark" --report="$TABLES"
   run webhook "$BIN/bench/webhook_benchmark" --report="$TABLES"
-  GATE_ARGS=(--sizes=1,50,200 --rounds=3)
+  GATE_ARGS=(--sizes=1,50,200 --rounds=5)
   MEMORY_ARGS=(--nodes=5000 --vmims=10000 --pods=10000)
   LIVE_ARGS=()
 fi
