@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/compact_string.h"
 #include "api/labels.h"
 #include "api/node_selector.h"
 #include "api/pod_volumes.h"
@@ -102,7 +103,7 @@ struct LabelSelector {
 // (namespaces empty, namespaceSelector null): the namespace of the pod holding the term.
 struct PodAffinityTerm {
   LabelSelector selector;
-  std::string topology_key;
+  CompactString topology_key;
   std::vector<std::string> namespaces;
   // namespaceSelector: nullopt when null (selects no namespace); an empty selector ({})
   // selects every namespace.
@@ -165,18 +166,19 @@ struct TargetPodShape {
   bool operator==(const TargetPodShape&) const = default;
 };
 
+// Texts are CompactStrings (8 bytes each, short ones inline): ten thousand gated pods may wait.
 struct TargetPod {
-  std::string ns, name, uid, resource_version;
-  std::string migration_job_uid;   // label kubevirt.io/migrationJobUID
-  std::string created_by;          // label kubevirt.io/created-by (the VMI uid)
-  std::string migration_job_name;  // annotation kubevirt.io/migrationJobName
-  std::string created;             // metadata.creationTimestamp (RFC 3339, UTC, seconds)
-  std::string node_name;           // spec.nodeName ("" while unscheduled)
-  std::string phase;               // status.phase
-  bool has_gate = false;           // spec.schedulingGates has api::kSchedulingGate
+  CompactString ns, name, uid, resource_version;
+  CompactString migration_job_uid;   // label kubevirt.io/migrationJobUID
+  CompactString created_by;          // label kubevirt.io/created-by (the VMI uid)
+  CompactString migration_job_name;  // annotation kubevirt.io/migrationJobName
+  CompactString created;             // metadata.creationTimestamp (RFC 3339, UTC, seconds)
+  CompactString node_name;           // spec.nodeName ("" while unscheduled)
+  CompactString phase;               // status.phase
+  bool has_gate = false;             // spec.schedulingGates has api::kSchedulingGate
   // status.conditions[type=PodScheduled]
   ConditionStatus scheduled = ConditionStatus::kUnknown;
-  std::string scheduled_reason, scheduled_message;
+  CompactString scheduled_reason, scheduled_message;
   // Per pod: KubeVirt's term names the pod's own VMI uid.
   std::vector<PodAffinityTerm> anti_affinity;  // podAntiAffinity.required…
   Labels labels;                               // metadata.labels
@@ -244,21 +246,22 @@ struct BoundPod {
 };
 
 struct MigrationCondition {
-  std::string type, status, reason, message, last_probe_time, last_transition_time;
+  CompactString type, status, reason, message, last_probe_time, last_transition_time;
   bool operator==(const MigrationCondition&) const = default;
 };
 
+// Texts are CompactStrings (8 bytes each, short ones inline), as TargetPod's.
 struct MigrationInfo {
-  std::string ns, name, uid, resource_version;
-  std::string vmi_name;                              // spec.vmiName
-  std::string phase;                                 // status.phase
-  std::optional<std::string> added_term_text;        // AddedTermSource()
-  Labels added_node_selector;                        // spec.addedNodeSelector
-  std::vector<MigrationCondition> conditions;        // status.conditions
-  std::string target_node, source_node, target_pod;  // status.migrationState
+  CompactString ns, name, uid, resource_version;
+  CompactString vmi_name;                              // spec.vmiName
+  CompactString phase;                                 // status.phase
+  std::optional<CompactString> added_term_text;        // AddedTermSource()
+  Labels added_node_selector;                          // spec.addedNodeSelector
+  std::vector<MigrationCondition> conditions;          // status.conditions
+  CompactString target_node, source_node, target_pod;  // status.migrationState
   bool evacuation = false;  // annotation kubevirt.io/evacuationMigration present
-  std::string policy;       // annotation migration-target.kubevirt.io/policy ("" when none)
-  std::string created;      // metadata.creationTimestamp (RFC 3339), when a policy is named
+  CompactString policy;     // annotation migration-target.kubevirt.io/policy ("" when none)
+  CompactString created;    // metadata.creationTimestamp (RFC 3339), when a policy is named
   // The policy's spec.maxInboundPerNode (annotation migration-target.kubevirt.io/
   // max-inbound-per-node, read by api::ParseMaxInbound), only when a policy is named.
   std::optional<int64_t> max_inbound;

@@ -1081,11 +1081,11 @@ TEST_CASE("InboundPodOf: one pod per migration, KubeVirt's target pod first, els
   ptrs.reserve(pods.size());
   for (const auto& p : pods) ptrs.push_back(&p);
   const api::TargetPod* got = InboundPodOf(m, ptrs);
-  CHECK((got ? got->name : std::string()) == row.want);
+  CHECK((got ? got->name.str() : std::string()) == row.want);
   // The order the cache lists them in does not matter.
   std::ranges::reverse(ptrs);
   got = InboundPodOf(m, ptrs);
-  CHECK((got ? got->name : std::string()) == row.want);
+  CHECK((got ? got->name.str() : std::string()) == row.want);
 }
 
 }  // namespace
