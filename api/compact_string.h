@@ -7,9 +7,12 @@
 // third of each object. A CompactString is one word:
 //   - empty: all zero (no allocation);
 //   - up to 7 characters: kept in the word itself (the low byte tags it and holds the length);
+//   - one of a fixed list of texts that recur on every cached object of a kind (phases, the
+//     scheduler's SchedulingGated reason and message, our condition types and reasons, the
+//     well-known topology keys: KnownTexts() in the .cc): its index in that list;
 //   - longer: a pointer to one heap block holding a 32-bit length and the characters.
-// Per-object texts stay with their object (nothing is pooled). Copies copy the text, as a
-// std::string's do. It reads as a std::string_view (implicitly), converts to std::string
+// Per-object texts stay with their object: the list is constant, nothing is pooled. Copies copy the
+// text, as a std::string's do. It reads as a std::string_view (implicitly), converts to std::string
 // (implicitly, for the callers that take one), compares by content with anything that reads as
 // a string_view, and is assigned from any text.
 #pragma once
@@ -102,9 +105,11 @@ class CompactString {
   void Assign(std::string_view s);
   void Free();
   bool is_inline() const { return (word_ & 1U) != 0; }
+  bool is_known() const { return (word_ & 3U) == 2U; }
 
   // 0: empty; low bit set: inline (length in bits 1..3, characters in bytes 1..7, so
-  // little-endian only); otherwise the address of the heap block (uint32 length, characters).
+  // little-endian only); low bits 10: a known text, its index above them; otherwise the
+  // address of the heap block (uint32 length, characters; aligned, so low bits 00).
   uintptr_t word_ = 0;
 };
 

@@ -16,7 +16,10 @@ TEST_CASE("CompactString keeps any text in one word") {
   const std::string text =
       GENERATE(std::string(), std::string("a"), std::string("vms"), std::string("1234567"),
                std::string("12345678"), std::string("11111111-aaaa-bbbb-cccc-000000000001"),
-               std::string("with\0nul", 8), std::string(70000, 'x'));
+               std::string("with\0nul", 8), std::string(70000, 'x'), std::string("SchedulingGated"),
+               std::string("Succeeded"),
+               std::string("Scheduling is blocked due to non-empty scheduling gates"),
+               std::string("kubernetes.io/hostname"), std::string("kubernetes.io/hostnam"));
   CAPTURE(text.size());
   const CompactString s(text);
   CHECK(s.view() == text);
@@ -39,6 +42,21 @@ TEST_CASE("CompactString keeps any text in one word") {
   assigned.clear();
   CHECK(assigned.empty());
   CHECK(assigned == "");
+}
+
+TEST_CASE("CompactString keeps a recurring text without a heap block") {
+  const std::string gated = "SchedulingGated";
+  const CompactString known(gated);
+  CHECK(known == gated);
+  CHECK(known.data() != gated.data());
+  CHECK(known.data() == CompactString("SchedulingGated").data());  // the binary's one copy
+  CHECK(CompactString("SchedulingGatedX").data() != known.data());
+  CompactString assigned = "a per-object text of some length";
+  assigned = known;
+  CHECK(assigned == "SchedulingGated");
+  assigned = "Unschedulable";
+  CHECK(assigned == "Unschedulable");
+  CHECK(known < CompactString("Unschedulable"));
 }
 
 TEST_CASE("CompactString compares, concatenates, prints and converts like a string") {

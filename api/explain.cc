@@ -381,7 +381,7 @@ Explainer::Explainer(const TargetPod& pod, const NodeSelectorTerm* added_term,
     AntiAffinity a{&term, std::move(topology), topology_id, {}, false};
     const CompiledPodTerm compiled(term, pod.ns);
     const std::string* vmi = term.selector.match_labels.Find(kLabelCreatedBy);
-    a.is_vm = vmi != nullptr && *vmi == pod.created_by;
+    a.is_vm = vmi != nullptr && *vmi == pod.created_by();
     for (size_t bi = 0; bi < bound.size(); ++bi) {
       const BoundPod& b = bound[bi];
       if (b.terminal || b.node_name.empty()) continue;

@@ -298,8 +298,6 @@ TargetPod TargetPod::FromJson(const json& pod) {
   p.uid = base::StringAt(meta, "uid");
   p.resource_version = base::StringAt(meta, "resourceVersion");
   const json& labels = base::At(meta, "labels");
-  p.migration_job_uid = base::StringAt(labels, kLabelMigrationJobUID);
-  p.created_by = base::StringAt(labels, kLabelCreatedBy);
   p.migration_job_name = base::StringAt(base::At(meta, "annotations"), kAnnotationMigrationJobName);
   p.created = base::StringAt(meta, "creationTimestamp");
 
@@ -402,6 +400,16 @@ const base::ObjectReads& TargetPod::Reads() {
     return base::ObjectReads(paths);
   }();
   return reads;
+}
+
+std::string_view TargetPod::migration_job_uid() const {
+  const std::string* v = labels.Find(kLabelMigrationJobUID);
+  return v == nullptr ? std::string_view() : *v;
+}
+
+std::string_view TargetPod::created_by() const {
+  const std::string* v = labels.Find(kLabelCreatedBy);
+  return v == nullptr ? std::string_view() : *v;
 }
 
 json TargetPod::PatchBasis() const {

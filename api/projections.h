@@ -169,8 +169,6 @@ struct TargetPodShape {
 // Texts are CompactStrings (8 bytes each, short ones inline): ten thousand gated pods may wait.
 struct TargetPod {
   CompactString ns, name, uid, resource_version;
-  CompactString migration_job_uid;   // label kubevirt.io/migrationJobUID
-  CompactString created_by;          // label kubevirt.io/created-by (the VMI uid)
   CompactString migration_job_name;  // annotation kubevirt.io/migrationJobName
   CompactString created;             // metadata.creationTimestamp (RFC 3339, UTC, seconds)
   CompactString node_name;           // spec.nodeName ("" while unscheduled)
@@ -186,6 +184,11 @@ struct TargetPod {
   // (api/pod_volumes.h) before explaining; unresolved ones are not checked. Per pod: a VM's
   // disks are its own.
   std::vector<PodClaim> claims;
+
+  // Label kubevirt.io/migrationJobUID and label kubevirt.io/created-by (the VMI uid), "" when
+  // absent: read from `labels`, not kept twice.
+  std::string_view migration_job_uid() const;
+  std::string_view created_by() const;
 
   // The shared part (TargetPodShape), read-only.
   const TargetPodShape& shape() const { return *shape_.p; }

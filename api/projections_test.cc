@@ -62,8 +62,8 @@ TEST_CASE("TargetPod keeps what the controller and the explainer use") {
   CHECK(p.name == "virt-launcher-rhel9-x7k2q");
   CHECK(p.uid == "cfad06b0-b6ec-4b1b-9f88-10d009f4c3ab");
   CHECK(p.resource_version == "48213");
-  CHECK(p.migration_job_uid == "5f0e9b8a-2c1d-4e5f-8a9b-0c1d2e3f4a5b");
-  CHECK(p.created_by == "7ac26e32-a799-4eec-9a2a-cc8ae86621b0");
+  CHECK(p.migration_job_uid() == "5f0e9b8a-2c1d-4e5f-8a9b-0c1d2e3f4a5b");
+  CHECK(p.created_by() == "7ac26e32-a799-4eec-9a2a-cc8ae86621b0");
   CHECK(p.migration_job_name == "move-rhel9");
   CHECK(p.node_name == "");
   CHECK(p.phase == "Pending");

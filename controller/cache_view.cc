@@ -16,10 +16,10 @@ std::string SourceNode(const api::MigrationInfo& vmim, const std::vector<api::Ta
                        const std::vector<api::BoundPod>& bound) {
   if (!vmim.source_node.empty()) return vmim.source_node;
   for (const auto& t : targets) {
-    if (t.created_by.empty()) continue;
+    if (t.created_by().empty()) continue;
     for (const auto& b : bound) {
       const std::string* vmi = b.labels.Find(api::kLabelCreatedBy);
-      if (vmi == nullptr || *vmi != t.created_by) continue;
+      if (vmi == nullptr || *vmi != t.created_by()) continue;
       const std::string* job = b.labels.Find(api::kLabelMigrationJobUID);
       if (job != nullptr && *job == vmim.uid) continue;  // a target of this migration
       return b.node_name;

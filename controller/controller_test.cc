@@ -689,7 +689,7 @@ TEST_CASE("SourceNode prefers the VMIM's migrationState, else the VMI's running 
   api::MigrationInfo vmim;
   vmim.uid = "m-uid";
   api::TargetPod target;
-  target.created_by = "vmi-uid";
+  target.labels = api::Labels({{"kubevirt.io/created-by", "vmi-uid"}});
   api::BoundPod other;
   other.node_name = "node-x";
   other.labels = api::Labels({{"kubevirt.io/created-by", "another-vmi"}});

@@ -241,7 +241,7 @@ bool Deleted(const Plan& plan, const api::TargetPod& pod) {
 std::vector<const api::TargetPod*> OwnPods(const Observed& in) {
   std::vector<const api::TargetPod*> pods;
   for (const auto& p : in.target_pods) {
-    if (p.migration_job_uid == in.vmim.uid) pods.push_back(&p);
+    if (p.migration_job_uid() == in.vmim.uid) pods.push_back(&p);
   }
   std::ranges::sort(
       pods, [](const api::TargetPod* a, const api::TargetPod* b) { return a->name < b->name; });
@@ -397,7 +397,7 @@ const api::TargetPod* InboundPodOf(const api::MigrationInfo& vmim,
                                    std::span<const api::TargetPod* const> pods) {
   const api::TargetPod* newest = nullptr;
   for (const api::TargetPod* p : pods) {
-    if (p == nullptr || p->ns != vmim.ns || p->migration_job_uid != vmim.uid) continue;
+    if (p == nullptr || p->ns != vmim.ns || p->migration_job_uid() != vmim.uid) continue;
     if (!vmim.target_pod.empty() && p->name == vmim.target_pod) return p;
     if (newest == nullptr || p->created > newest->created ||
         (p->created == newest->created && p->name > newest->name)) {
