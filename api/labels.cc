@@ -7,7 +7,6 @@
 #include <mutex>
 #include <new>
 #include <shared_mutex>
-#include <unordered_map>
 #include <utility>
 
 namespace kmt::api {
@@ -53,15 +52,83 @@ bool DropUnlessLast(std::atomic<uint32_t>& refs) {
   return true;
 }
 
+// The ids of the pooled texts, found by text: open addressing with linear probing over 4-byte
+// ids (kNoIntern: a free slot), at most half full, so 8-16 bytes a text where an
+// unordered_map<string_view, InternId> paid ~60 (a node with its cached hash, and a bucket).
+// Only a few texts (node-labeller's) are shared by thousands of objects; most are one object's
+// own (a pod's VMI uid), so this is per object. An erase shifts the rest of its run back: no
+// tombstones. Not thread-safe (the pool's lock guards it).
+class IdTable {
+ public:
+  explicit IdTable(const std::deque<PoolEntry>& entries) : entries_(entries) {}
+
+  InternId Find(std::string_view s) const {
+    if (slots_.empty()) return kNoIntern;
+    for (size_t i = Home(s);; i = Next(i)) {
+      const InternId id = slots_[i];
+      if (id == kNoIntern || Text(id) == s) return id;
+    }
+  }
+
+  // `id`'s text, which the table does not hold yet.
+  void Insert(InternId id) {
+    if (2 * (count_ + 1) > slots_.size()) Grow();
+    Place(id);
+    ++count_;
+  }
+
+  // `id`, which the table holds (its text still set).
+  void Erase(InternId id) {
+    size_t hole = Home(Text(id));
+    while (slots_[hole] != id) hole = Next(hole);
+    for (size_t j = Next(hole); slots_[j] != kNoIntern; j = Next(j)) {
+      // The id at j moves into the hole unless its home lies cyclically in (hole, j].
+      const size_t home = Home(Text(slots_[j]));
+      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      if (!stays) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = kNoIntern;
+    --count_;
+  }
+
+  size_t size() const { return count_; }
+
+ private:
+  std::string_view Text(InternId id) const { return entries_[id - 1].text; }
+  size_t Home(std::string_view s) const {
+    return std::hash<std::string_view>{}(s) & (slots_.size() - 1);
+  }
+  size_t Next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
+  void Place(InternId id) {
+    size_t i = Home(Text(id));
+    while (slots_[i] != kNoIntern) i = Next(i);
+    slots_[i] = id;
+  }
+  void Grow() {
+    std::vector<InternId> old(slots_.empty() ? 64 : 2 * slots_.size(), kNoIntern);
+    old.swap(slots_);
+    for (const InternId id : old) {
+      if (id != kNoIntern) Place(id);
+    }
+  }
+
+  const std::deque<PoolEntry>& entries_;
+  std::vector<InternId> slots_;  // size: a power of two (or 0)
+  size_t count_ = 0;
+};
+
 class Pool {
  public:
   PoolEntry* Acquire(std::string_view s) {
     {
       std::shared_lock lock(mu_);
-      if (auto it = ids_.find(s); it != ids_.end()) return Ref(&entries_[it->second - 1]);
+      if (const InternId id = ids_.Find(s); id != kNoIntern) return Ref(&entries_[id - 1]);
     }
     std::unique_lock lock(mu_);
-    if (auto it = ids_.find(s); it != ids_.end()) return Ref(&entries_[it->second - 1]);
+    if (const InternId id = ids_.Find(s); id != kNoIntern) return Ref(&entries_[id - 1]);
     PoolEntry* e;
     if (!free_.empty()) {
       e = &entries_[free_.back() - 1];
@@ -72,7 +139,7 @@ class Pool {
     }
     e->text.assign(s);
     e->refs.store(1, std::memory_order_relaxed);
-    ids_.emplace(e->text, e->id);  // the view points into the entry: its address is stable
+    ids_.Insert(e->id);
     return e;
   }
 
@@ -111,8 +178,7 @@ class Pool {
 
   InternId Find(std::string_view s) const {
     std::shared_lock lock(mu_);
-    auto it = ids_.find(s);
-    return it == ids_.end() ? kNoIntern : it->second;
+    return ids_.Find(s);
   }
 
   const std::string& Text(InternId id) const {
@@ -129,14 +195,14 @@ class Pool {
 
  private:
   void EraseLocked(PoolEntry* e) {
-    ids_.erase(std::string_view(e->text));
+    ids_.Erase(e->id);
     std::string().swap(e->text);
     free_.push_back(e->id);
   }
 
   mutable std::shared_mutex mu_;
   std::deque<PoolEntry> entries_;  // id - 1 → entry
-  std::unordered_map<std::string_view, InternId> ids_;
+  IdTable ids_{entries_};
   std::vector<InternId> free_;  // ids of free slots
 };
 

@@ -220,6 +220,36 @@ void Churn(int round, int objects, int window) {
   }
 }
 
+TEST_CASE("Texts stay findable while others around them go, in any order") {
+  // Enough texts to grow the pool's id table several times and to make long probe runs; every
+  // third and then every other one goes, each erase shifting its run back.
+  std::vector<InternedString> held;
+  held.reserve(5000);
+  for (int i = 0; i < 5000; ++i) held.push_back(Intern("probe-run-" + std::to_string(i)));
+  const auto check = [&] {
+    for (int i = 0; i < 5000; ++i) {
+      CAPTURE(i);
+      const std::string text = "probe-run-" + std::to_string(i);
+      if (held[i]) {
+        REQUIRE(FindInterned(text) == held[i].get());
+        REQUIRE(FindInternId(text) == held[i].id());
+        REQUIRE(Intern(text) == held[i]);
+      } else {
+        REQUIRE(FindInterned(text) == nullptr);
+      }
+    }
+  };
+  for (int i = 0; i < 5000; i += 3) held[i] = InternedString();
+  check();
+  for (int i = 4999; i >= 0; i -= 2) held[i] = InternedString();
+  check();
+  for (int i = 0; i < 5000; i += 3) held[i] = Intern("probe-run-" + std::to_string(i));
+  check();
+  held.clear();
+  CHECK(FindInterned("probe-run-0") == nullptr);
+  CHECK(FindInterned("probe-run-4998") == nullptr);
+}
+
 TEST_CASE("Churn of distinct per-object values leaves the intern pool bounded") {
   const InternStats before = InternPoolStats();
   for (int round = 0; round < 20; ++round) {
