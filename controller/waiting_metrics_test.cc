@@ -2,6 +2,7 @@
 #include "controller/waiting_metrics.h"
 
 #include <catch2/catch.hpp>
+#include <string_view>
 
 #include "api/names.h"
 #include "kube/credentials.h"
@@ -11,17 +12,17 @@ namespace {
 
 using std::chrono::seconds;
 
-std::shared_ptr<const api::MigrationInfo> Vmim(bool placed, std::string phase,
+std::shared_ptr<const api::MigrationInfo> Vmim(bool placed, std::string_view phase,
                                                const std::string& unschedulable_status,
-                                               std::string since) {
+                                               std::string_view since) {
   auto m = std::make_shared<api::MigrationInfo>();
   m->name = "m";
   if (placed) m->added_term_text = R"({"matchFields":[]})";
-  m->phase = std::move(phase);
+  m->phase = phase;
   m->conditions.push_back({"addedNodeSelectorTermApplied", "True", "TermApplied", "", "", ""});
   if (!unschedulable_status.empty()) {
     m->conditions.push_back({std::string(api::kConditionTargetPodUnschedulable),
-                             unschedulable_status, "Unschedulable", "", "", std::move(since)});
+                             unschedulable_status, "Unschedulable", "", "", since});
   }
   return m;
 }
