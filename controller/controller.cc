@@ -234,6 +234,7 @@ bool Controller::Observe(const std::string& ns, const std::string& name, Observa
   observed.vmim = std::move(*vmim);
   observed.source_node = observed.vmim.source_node;
   observed.fail_fast_unschedulable = options_.fail_fast_unschedulable;
+  observed.released_here = ReleasedHere(KeyOf(ns, name));
   // The explainer's inputs are large: read only when the plan needs them.
   observed.nodes_loaded = NeedsNodes(observed);
   if (!observed.nodes_loaded) return true;
@@ -263,10 +264,22 @@ bool Controller::Observe(const std::string& ns, const std::string& name, Observa
 void Controller::OweStatus(const std::string& key, bool owed) {
   std::scoped_lock lock(status_owed_mu_);
   if (owed) {
-    status_owed_.insert(key);
+    status_owed_.try_emplace(key);
   } else {
     status_owed_.erase(key);
   }
+}
+
+void Controller::NoteReleasedHere(const std::string& key, const std::vector<std::string>& uids) {
+  std::scoped_lock lock(status_owed_mu_);
+  auto it = status_owed_.find(key);
+  if (it != status_owed_.end()) it->second.insert(uids.begin(), uids.end());
+}
+
+std::set<std::string> Controller::ReleasedHere(const std::string& key) {
+  std::scoped_lock lock(status_owed_mu_);
+  auto it = status_owed_.find(key);
+  return it == status_owed_.end() ? std::set<std::string>{} : it->second;
 }
 
 Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Observed& observed,
@@ -298,6 +311,7 @@ Controller::KeyOutcome Controller::ApplyPlan(const std::string& key, const Obser
   }
   const Plan& applied = defer_status ? release_only : plan;
   const ExecResult done = executor_.Apply(observed.vmim, applied, log);
+  if (defer_status) NoteReleasedHere(key, done.released_pods);
   if (plan.reservation && std::ranges::find(done.released_pods, plan.reservation->pod_uid) !=
                               done.released_pods.end()) {
     reserved_[plan.reservation->pod_uid] = {observed.vmim.policy, plan.reservation->nodes};

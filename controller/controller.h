@@ -136,6 +136,9 @@ class Controller {
   // escape metrics, and the executor's outcome as the key's.
   // Marks whether `key`'s conditions and Events were put off by its last pass (status_owed_).
   void OweStatus(const std::string& key, bool owed);
+  // The target pods released in `key`'s deferring passes (Observed::released_here).
+  void NoteReleasedHere(const std::string& key, const std::vector<std::string>& uids);
+  std::set<std::string> ReleasedHere(const std::string& key);
   KeyOutcome ApplyPlan(const std::string& key, const Observed& observed, const Plan& plan,
                        const base::LogContext& log);
   // The one place a result becomes queue, metric and log work.
@@ -175,7 +178,8 @@ class Controller {
   // their target pods' events, which now only report, yield to the keys that still wait
   // for a release. A key leaves the set at its next pass that does not put them off.
   std::mutex status_owed_mu_;
-  std::set<std::string> status_owed_;
+  // Key -> the target pods (uids) released in the passes that put its report off.
+  std::map<std::string, std::set<std::string>> status_owed_;
 };
 
 // "ns/name" ↔ parts. SplitKey returns false on a key without exactly one '/'.

@@ -72,6 +72,10 @@ struct World {
              .scheduled_message = "0/2 nodes are available."});
   }
   json GetPod() { return client.Get(kPods, kNs, kPodName); }
+  std::string OnlyEventMessage() {
+    json items = client.List(kube::kEvents, kNs)["items"];
+    return items.size() == 1 ? items[0].value("message", "") : "not one Event";
+  }
   json Conditions() {
     return client.Get(kVirtualMachineInstanceMigrations, kNs, kVmimName)["status"].value(
         "conditions", json::array());
@@ -176,6 +180,11 @@ TEST_CASE("A burst still arriving puts the conditions off too, though no key wai
   REQUIRE(w.controller.ProcessNext() == ReconcileResult::kSuccess);
   CHECK(w.Conditions()[0]["type"] == "addedNodeSelectorTermApplied");
   CHECK(w.client.Count(kube::kEvents) == 1);
+  // The same Event as a pass that writes everything: this replica released the gate.
+  CHECK(w.OnlyEventMessage() ==
+        "Released scheduling gate of target pod " + std::string(kNs) + "/" + kPodName +
+            " with the added term metadata.name In [node-3] ANDed into its required node "
+            "affinity");
 }
 
 TEST_CASE("A migration alone is not a burst: its own add does not put its conditions off") {

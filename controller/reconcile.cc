@@ -49,6 +49,14 @@ DesiredCondition AppliedCondition(const api::TargetPod& pod, const std::string& 
           fmt::format("Target pod {} requires the added term {}", PodRef(pod), term_text)};
 }
 
+std::string ReleasedMessage(const api::TargetPod& pod, const std::string& term_text,
+                            const std::string& excluded) {
+  return fmt::format(
+      "Released scheduling gate of target pod {} with the added term {} ANDed into its required "
+      "node affinity{}",
+      PodRef(pod), term_text, excluded);
+}
+
 std::string CarriesMessage(const api::TargetPod& pod, const std::string& term_text) {
   return fmt::format("Target pod {} carries the added term {}", PodRef(pod), term_text);
 }
@@ -186,16 +194,15 @@ TermOutcome PlanTerm(const api::TargetPod& pod, const api::NodeSelectorTerm& ter
     plan.pod_patches.push_back({pod.ns, pod.name, pod.uid, std::move(ops)});
     out.state = TermState::kApplied;
     out.condition = AppliedCondition(pod, term_text);
-    out.event_message = fmt::format(
-        "Released scheduling gate of target pod {} with the added term {} ANDed into "
-        "its required node affinity{}",
-        PodRef(pod), term_text, excluded);
+    out.event_message = ReleasedMessage(pod, term_text, excluded);
     return out;
   }
   if (pod.required_affinity() && api::SelectorCarriesTerm(*pod.required_affinity(), term)) {
     out.state = TermState::kApplied;
     out.condition = AppliedCondition(pod, term_text);
-    out.event_message = CarriesMessage(pod, term_text);
+    // Released by this replica in a pass that put its report off: the same Event as then.
+    out.event_message = in.released_here.contains(pod.uid) ? ReleasedMessage(pod, term_text, "")
+                                                           : CarriesMessage(pod, term_text);
     return out;
   }
   // Escaped the gate: the webhook did not see it (bypassed or down with a

@@ -67,6 +67,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -155,6 +156,9 @@ struct Observed {
   // deleted, so KubeVirt fails the migration now instead of after its unschedulable
   // timeout (it deletes the pod then too).
   bool fail_fast_unschedulable = false;
+  // Target pods (uids) whose gate this replica released in a pass that put the conditions
+  // and Events off (a burst): their Event still says the gate was released here.
+  std::set<std::string> released_here;
 };
 
 struct PodPatch {
