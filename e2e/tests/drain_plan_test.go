@@ -337,9 +337,10 @@ func runDrainRound(t *testing.T, f *framework.Framework, clusters []*drainCluste
 			}
 		}
 	}
-	// Fillers running (kube-scheduler has them in its cache) and PDBs computed.
+	// Fillers running (kube-scheduler has them in its cache) and PDBs computed. The parallel
+	// scenarios share the admin client's rate limit: one CI run's wait ran out at 1 minute.
 	for _, c := range clusters {
-		framework.Eventually(t, time.Minute, "fillers of "+c.pool+" running", func() (bool, string) {
+		framework.Eventually(t, 3*time.Minute, "fillers of "+c.pool+" running", func() (bool, string) {
 			pods, err := f.Admin.Kube.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: fillerLabel + "=" + c.pool})
 			if err != nil {
 				return false, err.Error()
